@@ -1,0 +1,5 @@
+export * from './assert.js';
+export * from './bytes.js';
+export * from './clock.js';
+export * from './limits.js';
+export * from './prng.js';

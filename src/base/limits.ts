@@ -1,0 +1,41 @@
+/**
+ * Every limit in etcetera, in one place, with etcd's defaults where etcd has one. Units are last in names.
+ * Relations between limits are asserted at load time below.
+ */
+import { assert } from './assert.js';
+
+/** etcd: --max-request-bytes default 1.5 MiB. */
+export const requestBytesMax = 1.5 * 1024 * 1024;
+/** etcd: --max-txn-ops default 128. */
+export const txnOpsMax = 128;
+/** etcd: maxGapBetweenApplyAndCommitIndex; past it, "etcdserver: too many requests". */
+export const applyLagEntriesMax = 5000;
+/** etcd: DefaultQuotaBytes = 2 GiB. */
+export const quotaBackendBytesDefault = 2 * 1024 * 1024 * 1024;
+/** etcd: MaxQuotaBytes = 8 GiB (a larger quota is clamped with a warning). */
+export const quotaBackendBytesMax = 8 * 1024 * 1024 * 1024;
+/** etcd: MaxLeaseTTL = 9,000,000,000 seconds. */
+export const leaseTtlSecondsMax = 9_000_000_000;
+/** etcd: minimum lease TTL is 3 * heartbeat... in practice 2 election timeouts ceil'd; we use etcd's formula at runtime. */
+export const leaseMinTtlSecondsFloor = 1;
+/** etcd: DefaultSnapshotCount. */
+export const snapshotCountDefault = 100_000;
+/** etcd: DefaultSnapshotCatchUpEntries; entries kept behind a snapshot for slow followers. */
+export const snapshotCatchUpEntries = 5_000;
+/** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */
+export const grpcMessageBytesMax = requestBytesMax + 512 * 1024;
+/** Raft: bytes of entries in one MsgApp (etcd: MaxSizePerMsg 1 MiB). */
+export const raftMsgBytesMax = 1024 * 1024;
+/** Raft: MsgApp in flight per follower (etcd: MaxInflightMsgs 4096 / 512 in etcdserver). */
+export const raftInflightMsgsMax = 512;
+/** Raft: uncommitted entry bytes the leader accepts before dropping proposals (etcd uses 1 GiB by default). */
+export const raftUncommittedBytesMax = 64 * 1024 * 1024;
+/** Watch: events per response before a revision may be fragmented (only with fragment=true). */
+export const watchResponseBytesMax = requestBytesMax;
+/** Watch: queued responses per watcher before it becomes a victim (slow) and stops being fed live. */
+export const watchQueueResponsesMax = 1024;
+/** Pending proposals per server before "too many requests". */
+export const pendingProposalsMax = 10_000;
+
+assert(grpcMessageBytesMax > requestBytesMax, 'gRPC message limit must exceed the request limit');
+assert(raftMsgBytesMax >= 64 * 1024, 'raft message size too small to carry one request');
