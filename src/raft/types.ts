@@ -125,9 +125,9 @@ export interface ReadState {
  *    that overwrites a previously persisted suffix, which the log must then truncate);
  * 3. when that is durable, send `messagesAfterPersist` and call `RawNode.onPersisted(persistedUpTo)`
  *    (and, if there was a snapshot, it is included in that acknowledgement);
- * 4. apply `committedEntries` in order (they are always already persisted on a quorum, but possibly not yet
- *    locally: etcd's rule is the same), calling `applyConfChange` for conf-change entries, then call
- *    `RawNode.onApplied(lastAppliedIndex)`.
+ * 4. apply `committedEntries` in order, calling `applyConfChange` for conf-change entries, then call
+ *    `RawNode.onApplied(lastAppliedIndex)`. Committed entries are handed out only once they are durable
+ *    locally too (acknowledged by onPersisted), so the state machine is never ahead of its own log.
  */
 export interface Ready {
   /** Present when the leader or role changed since the last Ready. */
