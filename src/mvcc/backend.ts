@@ -1,0 +1,63 @@
+/**
+ * The backend port: where the MVCC store, the lessor, alarms and the server's membership persist.
+ *
+ * Durability comes from the Raft log, not from here: batches are written without sync, and every batch carries
+ * the consistent index (the last applied Raft index) atomically with the data, so a restart replays exactly
+ * the entries after it (etcd #13766). Two adapters implement this port and pass one conformance suite:
+ * MemoryBackend (simulation, tests) and LevelBackend (classic-level; src/mvcc/level-backend.ts is the one file
+ * under src/mvcc allowed to import a package).
+ */
+
+/** Key spaces, as etcd's bbolt buckets. */
+export type Bucket = 'key' | 'meta' | 'lease' | 'alarm' | 'members';
+export const buckets: readonly Bucket[] = ['key', 'meta', 'lease', 'alarm', 'members'];
+
+export type BatchOp =
+  | { type: 'put'; bucket: Bucket; key: Uint8Array; value: Uint8Array }
+  | { type: 'del'; bucket: Bucket; key: Uint8Array };
+
+export interface ScanOptions {
+  gte?: Uint8Array;
+  lt?: Uint8Array;
+}
+
+export interface Backend {
+  /** Apply all ops atomically (all or none survive a crash), in order. Not synced. */
+  write(ops: BatchOp[]): Promise<void>;
+  get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined>;
+  /** Entries of one bucket in ascending unsigned-byte key order. */
+  scan(bucket: Bucket, options?: ScanOptions): AsyncIterable<[Uint8Array, Uint8Array]>;
+  /** Bytes the backend occupies (etcd_mvcc_db_total_size_in_bytes; drives the NOSPACE quota). */
+  sizeBytes(): Promise<number>;
+  /** Reclaim space after compaction (etcd's Defragment). */
+  defragment(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Collects the writes of one or more applied entries; the owner flushes it as one atomic batch. The store,
+ * the lessor, alarms and membership all add to the same buffer during apply, so one entry's effects are
+ * never half-persisted.
+ */
+export class WriteBuffer {
+  #ops: BatchOp[] = [];
+
+  put(bucket: Bucket, key: Uint8Array, value: Uint8Array): void {
+    this.#ops.push({ type: 'put', bucket, key, value });
+  }
+
+  del(bucket: Bucket, key: Uint8Array): void {
+    this.#ops.push({ type: 'del', bucket, key });
+  }
+
+  get size(): number {
+    return this.#ops.length;
+  }
+
+  /** Hand the collected ops over and start empty. */
+  take(): BatchOp[] {
+    const ops = this.#ops;
+    this.#ops = [];
+    return ops;
+  }
+}
