@@ -1,0 +1,238 @@
+/**
+ * The driver loop: the one place where the pure Raft core meets time, disk and network.
+ *
+ * - Wall time becomes tick() calls on an interval timer.
+ * - Each Ready is carried out at once: `messages` leave now; hard state, entries and snapshot go to the log,
+ *   and only when the log says they are durable do `messagesAfterPersist` leave and onPersisted() reach the
+ *   core. Persistence runs beside the loop: while a sync is in flight the loop keeps ticking, heartbeating,
+ *   voting and receiving, and the leader replicates entries before its own copy is on disk.
+ * - Committed entries go to the apply pipeline, in order; a received snapshot is restored before any entry
+ *   after it is applied.
+ */
+import { assert } from '../base/assert.js';
+import { MessageType } from '../raft/types.js';
+import type {
+  ConfChange,
+  ConfState,
+  Entry,
+  HardState,
+  Message,
+  ProposeResult,
+  ReadState,
+  Ready,
+  Snapshot,
+  SnapshotMeta,
+  SoftState,
+  Status,
+} from '../raft/types.js';
+import type { RawNode } from '../raft/raw-node.js';
+
+/** What the driver needs from the durable log. */
+export interface DriverLog {
+  save(update: { hardState?: HardState; entries: Entry[]; sync: boolean }): Promise<void>;
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+}
+
+/** What the driver needs from the peer transport. */
+export interface DriverTransport {
+  send(messages: Message[]): void;
+}
+
+/** What the driver needs from the application (apply pipeline). */
+export interface DriverApp {
+  /** Apply entries in order (synchronous and deterministic). */
+  applyEntries(entries: Entry[]): void;
+  /** Restore the state machine from a durable snapshot, before any later entry is applied. */
+  restoreSnapshot(snapshot: Snapshot): Promise<void>;
+  onSoftState(state: SoftState): void;
+  onReadStates(states: ReadState[]): void;
+  /** A failure of the log is fatal: the member stops (never retry an fsync). */
+  onFatal(error: unknown): void;
+}
+
+export interface DriverOptions {
+  tickIntervalMs: number;
+}
+
+export class RaftDriver {
+  readonly #node: RawNode;
+  readonly #log: DriverLog;
+  readonly #transport: DriverTransport;
+  readonly #app: DriverApp;
+  readonly #tickIntervalMs: number;
+  #ticker: NodeJS.Timeout | undefined;
+  #scheduled = false;
+  #stopped = false;
+  /** The tail of the persistence chain: saves must complete in Ready order. */
+  #persistTail: Promise<void> = Promise.resolve();
+  #persistChained = false;
+  /** Apply work waiting behind an asynchronous snapshot restore. */
+  #applyQueue: Array<{ entries: Entry[] } | { snapshot: Snapshot }> = [];
+  #restoring = false;
+
+  constructor(node: RawNode, log: DriverLog, transport: DriverTransport, app: DriverApp, options: DriverOptions) {
+    this.#node = node;
+    this.#log = log;
+    this.#transport = transport;
+    this.#app = app;
+    this.#tickIntervalMs = options.tickIntervalMs;
+  }
+
+  start(): void {
+    assert(this.#ticker === undefined, 'driver started twice');
+    this.#ticker = setInterval(() => {
+      this.#node.tick();
+      this.#schedule();
+    }, this.#tickIntervalMs);
+    this.#schedule();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#ticker !== undefined) clearInterval(this.#ticker);
+  }
+
+  get node(): RawNode {
+    return this.#node;
+  }
+
+  status(): Status {
+    return this.#node.status();
+  }
+
+  step(messages: Message[]): void {
+    if (this.#stopped) return;
+    for (const m of messages) this.#node.step(m);
+    this.#schedule();
+  }
+
+  propose(data: Uint8Array): ProposeResult {
+    const r = this.#node.propose(data);
+    this.#schedule();
+    return r;
+  }
+
+  proposeConfChange(cc: ConfChange): ProposeResult {
+    const r = this.#node.proposeConfChange(cc);
+    this.#schedule();
+    return r;
+  }
+
+  readIndex(context: Uint8Array): void {
+    this.#node.readIndex(context);
+    this.#schedule();
+  }
+
+  transferLeader(to: bigint): void {
+    this.#node.transferLeader(to);
+    this.#schedule();
+  }
+
+  applyConfChange(cc: ConfChange): ConfState {
+    return this.#node.applyConfChange(cc);
+  }
+
+  compact(snapshot: Snapshot, keepEntries: number): void {
+    this.#node.compact(snapshot, keepEntries);
+  }
+
+  reportUnreachable(id: bigint): void {
+    this.#node.reportUnreachable(id);
+    this.#schedule();
+  }
+
+  reportSnapshot(id: bigint, ok: boolean): void {
+    this.#node.reportSnapshot(id, ok);
+    this.#schedule();
+  }
+
+  /** Coalesce work: many inputs in one event-loop turn make one pass over Ready. */
+  #schedule(): void {
+    if (this.#scheduled || this.#stopped) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (!this.#stopped) this.#drain();
+    });
+  }
+
+  #drain(): void {
+    while (this.#node.hasReady()) this.#handle(this.#node.ready());
+  }
+
+  #handle(rd: Ready): void {
+    if (rd.softState !== undefined) this.#app.onSoftState(rd.softState);
+    if (rd.messages.length > 0) this.#transport.send(rd.messages);
+    this.#persist(rd);
+    if (rd.readStates.length > 0) this.#app.onReadStates(rd.readStates);
+    if (rd.committedEntries.length > 0) this.#enqueueApply({ entries: rd.committedEntries });
+  }
+
+  #persist(rd: Ready): void {
+    const hasWork = rd.hardState !== undefined || rd.entries.length > 0 || rd.snapshot !== undefined;
+    const done = (): void => {
+      if (this.#stopped) return;
+      if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
+      this.#node.onPersisted(rd.persistedUpTo);
+      this.#schedule();
+    };
+    if (!hasWork) {
+      // Nothing to write, but acknowledgements still wait for earlier saves to be durable.
+      this.#persistTail = this.#persistTail.then(done);
+      return;
+    }
+    const snapshot = rd.snapshot;
+    const update = { hardState: rd.hardState, entries: rd.entries, sync: rd.mustSync };
+    let saved: Promise<void>;
+    if (snapshot === undefined && !this.#persistChained) {
+      // The common path: hand the save to the log at once, so it joins the current group commit.
+      saved = this.#log.save(update);
+    } else {
+      this.#persistChained = true;
+      saved = this.#persistTail.then(async () => {
+        if (snapshot !== undefined) await this.#log.saveSnapshot(snapshot);
+        await this.#log.save(update);
+      });
+      const tail = saved;
+      void tail.then(() => {
+        if (this.#persistTail === tail) this.#persistChained = false;
+      }, () => {});
+    }
+    this.#persistTail = saved;
+    saved.then(() => {
+      if (snapshot !== undefined) this.#enqueueApply({ snapshot });
+      done();
+    }, (error: unknown) => this.#app.onFatal(error));
+  }
+
+  #enqueueApply(work: { entries: Entry[] } | { snapshot: Snapshot }): void {
+    this.#applyQueue.push(work);
+    this.#runApply();
+  }
+
+  #runApply(): void {
+    while (!this.#restoring && this.#applyQueue.length > 0 && !this.#stopped) {
+      const work = this.#applyQueue.shift()!;
+      if ('entries' in work) {
+        this.#app.applyEntries(work.entries);
+        this.#node.onApplied(work.entries[work.entries.length - 1]!.index);
+        this.#schedule();
+      } else {
+        this.#restoring = true;
+        this.#app.restoreSnapshot(work.snapshot).then(() => {
+          this.#restoring = false;
+          this.#node.onApplied(work.snapshot.meta.index);
+          this.#schedule();
+          this.#runApply();
+        }, (error: unknown) => this.#app.onFatal(error));
+      }
+    }
+  }
+
+  /** Messages of type MsgSnap carry a whole snapshot; the transport streams those separately. */
+  static isSnapshotMessage(m: Message): boolean {
+    return m.type === MessageType.Snap;
+  }
+}
+
+export type { SnapshotMeta };
