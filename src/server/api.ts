@@ -1,0 +1,247 @@
+/**
+ * The boundary between the gRPC layer (src/server/grpc) and the server core (src/server/etcd-server.ts).
+ *
+ * The gRPC services decode and validate the wire request as etcd's api/v3rpc does (empty key, sort options,
+ * txn op count and duplicate keys, request size, require-leader), call exactly one method here, and encode
+ * the answer, filling every response header from `header()`. The core never sees protobuf; the gRPC layer
+ * never sees Raft, the WAL or the store.
+ *
+ * Errors: methods reject with EtcdError (src/server/errors.ts), MvccError (src/mvcc/types.ts) or anything
+ * else (→ UNKNOWN). Each method lists the refusals a client may observe. Common to every method that goes
+ * through Raft or a linearizable read: noLeader, leaderChanged, timeout, stopped, tooManyRequests (apply lags
+ * commit by more than applyLagEntriesMax or pendingProposalsMax is reached), canceled (ctx.signal aborted).
+ */
+import type {
+  AlarmMember,
+  AlarmType,
+  CompactionRequest,
+  DeleteRangeRequest,
+  DeleteRangeResponse,
+  Event,
+  PutRequest,
+  PutResponse,
+  RangeRequest,
+  RangeResponse,
+  TxnRequest,
+  TxnResponse,
+} from '../mvcc/types.js';
+
+/** What each call carries from the client besides its request. */
+export interface RequestContext {
+  /**
+   * gRPC metadata `hasleader: true` (kube-apiserver sets it on every request): the caller requires a leader.
+   * The gRPC layer already refused the call if `hasLeader()` was false when it arrived; the core should also
+   * fail the request with noLeader if the leader is lost while it waits.
+   */
+  readonly requireLeader: boolean;
+  /** Aborted when the client cancels or its deadline passes; pending work may stop waiting. */
+  readonly signal: AbortSignal;
+}
+
+export interface ResponseHeader {
+  clusterId: bigint;
+  memberId: bigint;
+  /** 0 is sent as "no revision" (etcd's Cluster responses). */
+  revision: number;
+  raftTerm: number;
+}
+
+export interface Member {
+  id: bigint;
+  /** Empty until the member has started and published its name (etcd: unstarted members). */
+  name: string;
+  peerUrls: string[];
+  clientUrls: string[];
+  isLearner: boolean;
+}
+
+export interface MemberAddResult {
+  member: Member;
+  members: Member[];
+}
+
+export interface LeaseGrantResult {
+  id: bigint;
+  ttlSeconds: number;
+}
+
+export interface LeaseTimeToLiveResult {
+  id: bigint;
+  /** Remaining seconds. */
+  ttlSeconds: number;
+  grantedTtlSeconds: number;
+  /** Attached keys, only when requested. */
+  keys: Uint8Array[];
+}
+
+export type AlarmAction = 'get' | 'activate' | 'deactivate';
+
+export interface StatusResult {
+  dbSizeBytes: number;
+  dbSizeInUseBytes: number;
+  /** 0n: no leader known. */
+  leader: bigint;
+  /** Raft committed index (etcd's raftIndex). */
+  raftIndex: number;
+  raftTerm: number;
+  raftAppliedIndex: number;
+  isLearner: boolean;
+  /** Active alarms as etcd prints them, e.g. "memberID:1234 alarm:NOSPACE "; "etcdserver: no leader" is added by the gRPC layer. */
+  errors: string[];
+}
+
+export interface HashResult {
+  hash: number;
+  /** The store revision the hash covers (header.revision). */
+  revision: number;
+}
+
+export interface HashKvResult extends HashResult {
+  compactRevision: number;
+}
+
+/** A consistent copy of the backend for Maintenance.Snapshot. */
+export interface SnapshotSource {
+  /** Exact number of bytes `chunks` yields. */
+  sizeBytes: number;
+  /**
+   * The bytes, in order. The gRPC layer pads them with zeros to a multiple of 512 and appends their SHA-256
+   * (etcdctl `snapshot save` requires size % 512 == 32), so the format must tolerate trailing zero padding.
+   */
+  chunks: AsyncIterable<Uint8Array>;
+}
+
+// ---- Watch ----
+
+export interface WatchCreate {
+  /** 0: the stream picks the next free id. Otherwise honoured; a duplicate is refused. */
+  watchId: number;
+  key: Uint8Array;
+  /** As RangeRequest.rangeEnd (empty: one key; "\0": every key ≥ key). */
+  rangeEnd: Uint8Array;
+  /** 0: from the next revision (current + 1). */
+  startRevision: number;
+  progressNotify: boolean;
+  noPut: boolean;
+  noDelete: boolean;
+  prevKv: boolean;
+}
+
+/** One response on a watch stream, before the gRPC layer adds the header and fragments it. */
+export interface WatchOut {
+  /** -1 for the answer to a progress request covering the whole stream. */
+  watchId: number;
+  created: boolean;
+  canceled: boolean;
+  /** Set (with canceled) when the start revision was compacted. */
+  compactRevision: number;
+  /** Why a watch was canceled (etcd's message), '' otherwise. */
+  cancelReason: string;
+  /** Events of whole revisions, ascending; empty for created/canceled/progress responses. */
+  events: Event[];
+  /** header.revision: for events the revision up to which this watcher is now synced; else the store revision. */
+  revision: number;
+}
+
+/** Where a watch stream delivers its responses, in order. */
+export interface WatchSink {
+  /**
+   * Deliver one response. Returns false once the transport's buffer is full: keep the response (it was
+   * accepted) but send nothing more until `WatchStream.resume()` is called. The core bounds what it queues
+   * meanwhile (watchQueueResponsesMax) and treats a watcher that overflows as slow, as etcd's victims.
+   */
+  send(out: WatchOut): boolean;
+}
+
+/** One gRPC Watch stream: many watchers, answers delivered through its sink in order. */
+export interface WatchStream {
+  /**
+   * Create a watcher. Its answer arrives through the sink, BEFORE any of its events: `created: true` with its id,
+   * or `created: true, canceled: true, watchId: -1, cancelReason` for a duplicate id (watchDuplicateId's
+   * message). A compacted start revision: `created`, then `canceled` with `compactRevision` and the compacted
+   * message. A future start revision waits for the store to get there.
+   */
+  create(req: WatchCreate): void;
+  /** Cancel a watcher: answered `canceled: true` with its id; unknown ids are ignored (as etcd). */
+  cancel(watchId: number): void;
+  /**
+   * Progress request: answered once with `watchId: -1`, no events, and the store revision, but only after every
+   * watcher of this stream has been sent all events up to that revision (etcd #15220).
+   */
+  requestProgress(): void;
+  /** The sink has room again (after send returned false). */
+  resume(): void;
+  /** The client went away: drop every watcher of this stream. Idempotent. */
+  close(): void;
+}
+
+export interface EtcdApi {
+  /** Header for a response; `revision` omitted: the store's current revision. Cheap and synchronous. */
+  header(revision?: number): ResponseHeader;
+  /** Whether this member currently knows a leader (require-leader checks, closing hasleader streams). */
+  hasLeader(): boolean;
+
+  // ---- KV ----
+  /**
+   * Linearizable (ReadIndex) unless `serializable`. Errors: compacted, futureRev, plus the common ones (not
+   * tooManyRequests for serializable reads). `revision` in the result is the store's current revision.
+   */
+  range(req: RangeRequest, ctx: RequestContext): Promise<RangeResponse>;
+  /** Errors: leaseNotFound, keyNotFound (ignoreValue/ignoreLease on a missing key), noSpace, requestTooLarge. */
+  put(req: PutRequest, ctx: RequestContext): Promise<PutResponse>;
+  /** Errors: requestTooLarge. */
+  deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse>;
+  /**
+   * Errors: as range/put for its operations (the first failing one), noSpace. Sub-responses carry their own
+   * revision (the gRPC layer puts it into each sub-header).
+   */
+  txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse>;
+  /** Errors: compacted (at or below the compacted revision), futureRev. Returns the current store revision. */
+  compact(req: CompactionRequest, ctx: RequestContext): Promise<{ revision: number }>;
+
+  // ---- Lease ----
+  /** `id` 0n: the server picks one. Errors: leaseExist, leaseTtlTooLarge, noSpace. */
+  leaseGrant(req: { ttlSeconds: number; id: bigint }, ctx: RequestContext): Promise<LeaseGrantResult>;
+  /** Deletes the attached keys. Errors: leaseNotFound. Returns the store revision after the revoke. */
+  leaseRevoke(id: bigint, ctx: RequestContext): Promise<{ revision: number }>;
+  /**
+   * Renew on the leader (forwarded if this member is a follower). Resolves to the new TTL in seconds.
+   * Errors: leaseNotFound (the service answers TTL 0 as etcd), noLeader, notLeader on a learner.
+   */
+  leaseKeepAlive(id: bigint, ctx: RequestContext): Promise<number>;
+  /** Errors: leaseNotFound (the service answers TTL -1 as etcd). */
+  leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult>;
+  /** Every live lease id. */
+  leaseLeases(ctx: RequestContext): Promise<bigint[]>;
+
+  // ---- Watch ----
+  /** Opens the core side of one Watch stream; the gRPC layer closes it when the client goes away. */
+  openWatchStream(sink: WatchSink, ctx: RequestContext): WatchStream;
+
+  // ---- Cluster ----
+  /** Errors: memberBadUrls, peerUrlExist, memberExist, tooManyLearners, memberNotEnoughStarted, unhealthy. */
+  memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: RequestContext): Promise<MemberAddResult>;
+  /** Errors: memberNotFound, memberNotEnoughStarted (strict reconfig check). Returns the members after. */
+  memberRemove(id: bigint, ctx: RequestContext): Promise<Member[]>;
+  /** Errors: memberNotFound, peerUrlExist, memberBadUrls. */
+  memberUpdate(req: { id: bigint; peerUrls: string[] }, ctx: RequestContext): Promise<Member[]>;
+  /** `linearizable`: confirm with a ReadIndex first. */
+  memberList(linearizable: boolean, ctx: RequestContext): Promise<Member[]>;
+  /** Errors: memberNotFound, memberNotLearner, learnerNotReady. */
+  memberPromote(id: bigint, ctx: RequestContext): Promise<Member[]>;
+
+  // ---- Maintenance ----
+  /** `memberId` 0n / alarm 'NONE' select all for get and deactivate. Returns the affected alarms. */
+  alarm(
+    req: { action: AlarmAction; memberId: bigint; alarm: AlarmType },
+    ctx: RequestContext,
+  ): Promise<AlarmMember[]>;
+  status(ctx: RequestContext): Promise<StatusResult>;
+  defragment(ctx: RequestContext): Promise<void>;
+  hash(ctx: RequestContext): Promise<HashResult>;
+  /** `revision` 0: current. Errors: compacted, futureRev. */
+  hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult>;
+  snapshot(ctx: RequestContext): Promise<SnapshotSource>;
+  /** Errors: notLeader (this member is not the leader), badLeaderTransferee, memberNotFound, timeout. */
+  moveLeader(targetId: bigint, ctx: RequestContext): Promise<void>;
+}

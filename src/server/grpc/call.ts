@@ -1,0 +1,70 @@
+/**
+ * What every handler shares: the request context (require-leader metadata, cancellation), the unary wrapper
+ * that maps thrown errors to etcd's statuses, and ending a stream with an etcd error.
+ */
+import type { EventEmitter } from 'node:events';
+import { status as Status } from '@grpc/grpc-js';
+import type { Metadata, ServerUnaryCall, handleUnaryCall, sendUnaryData } from '@grpc/grpc-js';
+import type { EtcdApi, RequestContext } from '../api.js';
+import { EtcdError, toGrpcError } from '../errors.js';
+import type { Wire } from './proto.js';
+
+/** etcd's rpctypes.MetadataRequireLeaderKey / MetadataHasLeader. */
+export const requireLeaderKey = 'hasleader';
+const requireLeaderValue = 'true';
+
+interface Cancellable extends EventEmitter {
+  metadata: Metadata;
+  cancelled: boolean;
+}
+
+export function requiresLeader(metadata: Metadata): boolean {
+  const v = metadata.get(requireLeaderKey);
+  return v.length > 0 && v[0] === requireLeaderValue;
+}
+
+/** The context of one call; its signal aborts when the client cancels or the deadline passes. */
+export function requestContext(call: Cancellable): RequestContext {
+  const controller = new AbortController();
+  if (call.cancelled) controller.abort();
+  else call.once('cancelled', () => controller.abort());
+  return { requireLeader: requiresLeader(call.metadata), signal: controller.signal };
+}
+
+/** etcd's unary interceptor: a require-leader request on a member without a leader fails at once. */
+export function checkLeader(api: EtcdApi, ctx: RequestContext): void {
+  if (ctx.requireLeader && !api.hasLeader()) throw new EtcdError('noLeader');
+}
+
+export type UnaryHandler = (req: Wire, ctx: RequestContext) => Promise<Wire>;
+
+export function unary(api: EtcdApi, handler: UnaryHandler): handleUnaryCall<Wire, Wire> {
+  return (call: ServerUnaryCall<Wire, Wire>, callback: sendUnaryData<Wire>) => {
+    let ctx: RequestContext;
+    try {
+      ctx = requestContext(call);
+      checkLeader(api, ctx);
+    } catch (err) {
+      callback(toGrpcError(err));
+      return;
+    }
+    handler(call.request, ctx).then(
+      (res) => callback(null, res),
+      (err: unknown) => callback(toGrpcError(err)),
+    );
+  };
+}
+
+/** Unary handler for a method etcetera does not implement: UNIMPLEMENTED at once, never a hang. */
+export function unimplementedUnary(name: string): handleUnaryCall<Wire, Wire> {
+  return (_call, callback) => callback(unimplemented(name));
+}
+
+export function unimplemented(name: string): { code: Status; details: string } {
+  return { code: Status.UNIMPLEMENTED, details: `etcetera: ${name} is not implemented` };
+}
+
+/** Ends a server stream with the status etcd would send for `err` (grpc-js turns an 'error' event into it). */
+export function failStream(stream: EventEmitter, err: unknown): void {
+  stream.emit('error', toGrpcError(err));
+}

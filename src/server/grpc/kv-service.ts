@@ -1,0 +1,57 @@
+/** etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (etcd's api/v3rpc/key.go). */
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import { txnOpsMax } from '../../base/limits.js';
+import type { EtcdApi } from '../api.js';
+import { EtcdError } from '../errors.js';
+import { unary } from './call.js';
+import {
+  decodeDeleteRange,
+  decodePut,
+  decodeRange,
+  decodeTxn,
+  encodeDeleteRange,
+  encodeHeader,
+  encodePut,
+  encodeRange,
+  encodeTxn,
+  num,
+} from './codec.js';
+import { checkDeleteRange, checkIntervals, checkPut, checkRange, checkSize, checkTxn } from './validate.js';
+
+export function kvService(api: EtcdApi): UntypedServiceImplementation {
+  return {
+    Range: unary(api, async (m, ctx) => {
+      checkRange(m);
+      const r = await api.range(decodeRange(m), ctx);
+      return encodeRange(r, encodeHeader(api.header(r.revision)));
+    }),
+    Put: unary(api, async (m, ctx) => {
+      checkPut(m);
+      checkSize(m);
+      const r = await api.put(decodePut(m), ctx);
+      return encodePut(r, encodeHeader(api.header(r.revision)));
+    }),
+    DeleteRange: unary(api, async (m, ctx) => {
+      checkDeleteRange(m);
+      checkSize(m);
+      const r = await api.deleteRange(decodeDeleteRange(m), ctx);
+      return encodeDeleteRange(r, encodeHeader(api.header(r.revision)));
+    }),
+    Txn: unary(api, async (m, ctx) => {
+      checkTxn(m, txnOpsMax);
+      const req = decodeTxn(m);
+      checkIntervals(req.success);
+      checkIntervals(req.failure);
+      checkSize(m);
+      const r = await api.txn(req, ctx);
+      return encodeTxn(r, encodeHeader(api.header(r.revision)));
+    }),
+    Compact: unary(api, async (m, ctx) => {
+      const revision = num(m.revision);
+      // Below every possible compaction point; the core only ever sees a valid revision.
+      if (revision < 0) throw new EtcdError('compacted');
+      const r = await api.compact({ revision, physical: m.physical }, ctx);
+      return { header: encodeHeader(api.header(r.revision)) };
+    }),
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * startGrpcServer: the etcd v3 gRPC API over one grpc-js server, listening on every client URL. http:// URLs
+ * are plaintext, https:// use TLS with etcd's flags' semantics (--cert-file, --key-file, --trusted-ca-file,
+ * --client-cert-auth). Message limits are etcd's: a request may be requestBytesMax plus gRPC overhead on the
+ * wire (larger is refused by grpc-js); between the two, the services answer "etcdserver: request is too large".
+ */
+import * as grpc from '@grpc/grpc-js';
+import { readFile } from 'node:fs/promises';
+import { grpcMessageBytesMax } from '../../base/limits.js';
+import type { EtcdApi } from '../api.js';
+import { clusterService } from './cluster-service.js';
+import { kvService } from './kv-service.js';
+import { leaderStreams } from './leader-streams.js';
+import { leaseService } from './lease-service.js';
+import { maintenanceService } from './maintenance-service.js';
+import { serviceDefinition } from './proto.js';
+import { unimplementedService, unimplementedServiceNames } from './unimplemented-services.js';
+import { watchService } from './watch-service.js';
+
+export interface GrpcTlsOptions {
+  /** PEM file paths, as etcd's flags. */
+  certFile: string;
+  keyFile: string;
+  /** CA bundle used to verify client certificates. */
+  trustedCaFile?: string;
+  /** Require and verify a client certificate (etcd --client-cert-auth); needs trustedCaFile. */
+  clientCertAuth?: boolean;
+}
+
+export interface GrpcServerOptions {
+  api: EtcdApi;
+  /** e.g. ["http://127.0.0.1:2379", "https://0.0.0.0:2379"]; port 0 picks a free port. */
+  listenUrls: string[];
+  tls?: GrpcTlsOptions;
+  /** How often require-leader streams are checked (etcd: one election timeout). */
+  leaderCheckIntervalMs?: number;
+}
+
+export interface GrpcServerHandle {
+  /** Bound port per listen URL, in order. */
+  ports: number[];
+  /** Stops accepting, cancels open calls after `graceMs`, and resolves when the server is down. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs']);
+
+function checkOptions(options: GrpcServerOptions): void {
+  for (const key of Object.keys(options)) {
+    if (!optionKeys.has(key)) throw new TypeError(`startGrpcServer: unknown option ${key}`);
+  }
+  if (options.listenUrls.length === 0) throw new TypeError('startGrpcServer: listenUrls is empty');
+  const tls = options.tls;
+  if (tls?.clientCertAuth && !tls.trustedCaFile) {
+    throw new TypeError('startGrpcServer: clientCertAuth needs trustedCaFile');
+  }
+}
+
+async function credentials(url: URL, tls: GrpcTlsOptions | undefined): Promise<grpc.ServerCredentials> {
+  if (url.protocol === 'http:') return grpc.ServerCredentials.createInsecure();
+  if (url.protocol !== 'https:') throw new TypeError(`startGrpcServer: unsupported scheme in ${url.href}`);
+  if (!tls) throw new TypeError(`startGrpcServer: ${url.href} needs tls options`);
+  const [cert, key, ca] = await Promise.all([
+    readFile(tls.certFile),
+    readFile(tls.keyFile),
+    tls.trustedCaFile ? readFile(tls.trustedCaFile) : Promise.resolve(null),
+  ]);
+  return grpc.ServerCredentials.createSsl(ca, [{ cert_chain: cert, private_key: key }], tls.clientCertAuth === true);
+}
+
+function bindAsync(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port)));
+  });
+}
+
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServerHandle> {
+  checkOptions(options);
+  const { api } = options;
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': grpcMessageBytesMax,
+    'grpc.max_send_message_length': -1,
+  });
+  const streams = leaderStreams();
+  server.addService(serviceDefinition('etcdserverpb.KV'), kvService(api));
+  server.addService(serviceDefinition('etcdserverpb.Watch'), watchService(api, streams));
+  server.addService(serviceDefinition('etcdserverpb.Lease'), leaseService(api, streams));
+  server.addService(serviceDefinition('etcdserverpb.Cluster'), clusterService(api));
+  server.addService(serviceDefinition('etcdserverpb.Maintenance'), maintenanceService(api));
+  for (const name of unimplementedServiceNames) server.addService(serviceDefinition(name), unimplementedService(name));
+
+  const ports: number[] = [];
+  try {
+    for (const raw of options.listenUrls) {
+      const url = new URL(raw);
+      // URL keeps IPv6 hosts bracketed, which is the form grpc-js expects too.
+      ports.push(await bindAsync(server, `${url.hostname}:${url.port || '2379'}`, await credentials(url, options.tls)));
+    }
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+  const timer = setInterval(() => streams.check(api.hasLeader()), options.leaderCheckIntervalMs ?? 1000);
+  timer.unref();
+
+  return {
+    ports,
+    close: (graceMs = 1000) =>
+      new Promise<void>((resolve) => {
+        clearInterval(timer);
+        const force = setTimeout(() => server.forceShutdown(), graceMs);
+        force.unref();
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}
