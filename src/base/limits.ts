@@ -39,3 +39,26 @@ export const pendingProposalsMax = 10_000;
 
 assert(grpcMessageBytesMax > requestBytesMax, 'gRPC message limit must exceed the request limit');
 assert(raftMsgBytesMax >= 64 * 1024, 'raft message size too small to carry one request');
+
+/** Peer transport: messages queued per peer before new ones are dropped and the peer reported unreachable (etcd: streamBufSize 4096). */
+export const peerQueueMessagesMax = 4096;
+/** Peer transport: bytes of messages queued per peer before dropping (bounds memory when a peer is slow). */
+export const peerQueueBytesMax = 64 * 1024 * 1024;
+/** Peer transport: a batch frame is closed once its messages reach this many bytes (estimated). */
+export const peerBatchBytesMax = 1024 * 1024;
+/** Peer transport: bytes the socket may buffer unsent before we stop writing and let the queue absorb. */
+export const peerSocketBufferedBytesMax = 4 * 1024 * 1024;
+/** Peer transport: largest frame accepted on the wire; a longer length prefix is a protocol error. */
+export const peerFrameBytesMax = 16 * 1024 * 1024;
+/** Peer transport: snapshot data is streamed in chunks of this size on its own connection. */
+export const snapshotChunkBytes = 1024 * 1024;
+
+assert(peerFrameBytesMax >= 2 * Math.max(peerBatchBytesMax, snapshotChunkBytes, requestBytesMax), 'peer frame limit too small');
+/** WAL: bytes of entries packed into one log record (a bigger single entry gets a record of its own). */
+export const walRecordChunkBytes = 1024 * 1024;
+/** WAL: largest record payload accepted on read or write; a longer length field is corruption (etcd #14098). */
+export const walRecordBytesMax = 16 * 1024 * 1024;
+
+assert(walRecordBytesMax >= walRecordChunkBytes + 2 * requestBytesMax, 'a WAL record must hold a chunk plus one request');
+/** MVCC: revisions deleted per backend batch during physical compaction (etcd: compaction-batch-limit 1000). */
+export const compactionBatchKeysMax = 1000;
