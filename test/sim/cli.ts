@@ -1,0 +1,96 @@
+/**
+ * The deterministic whole-cluster simulator: `npm run sim -- --seeds N --start S [--nodes k] [--verbose]`.
+ *
+ * MODEL. Each seed builds a cluster of 1–7 voters (RawNodes in one process) on one Prng (forked per
+ * component) and a manual clock counted in steps (10 steps = 1 tick; each node ticks at its own phase). Each
+ * node is driven as the server drives it (test/sim/sim-node.ts): ready() until empty; `messages` sent at
+ * once; hardState/snapshot/entries queued on a simulated disk; `messagesAfterPersist` and onPersisted only when
+ * the disk reports that write durable; committedEntries applied to a KV state machine (conf changes through
+ * applyConfChange; compact() every K applied entries). The network drops (0–30%), duplicates, delays with
+ * jitter (reordering), cuts links one way or both, isolates nodes and heals; messages to crashed nodes vanish.
+ * The disk syncs in FIFO order with a latency distribution including slow syncs of 1–3 election timeouts; a
+ * crash loses every un-synced write; a restart builds a new RawNode from the durable hard state, snapshot and
+ * entries, and restores the state machine from the durable snapshot. Chaos (test/sim/chaos.ts) also freezes
+ * nodes (their clock jumps on thaw), changes membership (add learner → promote, remove incl. the leader),
+ * transfers leadership (to members, learners, itself, non-members) and issues ReadIndex requests.
+ *
+ * INVARIANTS, checked as every event happens (test/sim/checker.ts): election safety (historical), log matching,
+ * leader append-only, leader completeness, commits only onto current-term entries (figure 8), state-machine
+ * safety (chain hash per applied index: applied sequences are prefixes of one another), commit ≤ last index,
+ * applied ≤ commit, no truncation at or below commit, durable commit never decreases, no vote grant or append
+ * ack sent before it is durable, committed entries applied only once durable locally, learners never vote or
+ * campaign, ReadIndex answers linearizable (index ≥ everything applied anywhere before the read was issued).
+ *
+ * LIVENESS. After the chaos phase everything is healed and every crashed member restarted (sometimes one voter
+ * is left down when that keeps a majority of the final configuration). Within 10 election timeouts (100
+ * ticks) a leader must exist and every proposal ever made (clients retry every election timeout until they see
+ * it applied, deduplicated by id) must be applied on every live member of the leader's configuration, so no
+ * acknowledged proposal is lost.
+ *
+ * Output: one line per failing seed with the command replaying it, then exactly `N passed, M failed`.
+ */
+import { runSeed, type SeedResult } from './run-seed.js';
+
+interface CliArgs {
+  seeds: number;
+  start: number;
+  nodes?: number;
+  verbose: boolean;
+}
+
+function parseArgs(argv: string[]): CliArgs {
+  const args: CliArgs = { seeds: 100, start: 1, verbose: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = (): number => {
+      const n = Number(argv[++i]);
+      if (!Number.isSafeInteger(n)) throw new Error(`${a} needs an integer`);
+      return n;
+    };
+    if (a === '--seeds') args.seeds = v();
+    else if (a === '--start') args.start = v();
+    else if (a === '--nodes') args.nodes = v();
+    else if (a === '--verbose') args.verbose = true;
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose])`);
+  }
+  if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
+  return args;
+}
+
+function replay(r: SeedResult, nodes: number | undefined): string {
+  return `npm run sim -- --seeds 1 --start ${r.seed}${nodes !== undefined ? ` --nodes ${nodes}` : ''} --verbose`;
+}
+
+function main(): void {
+  const args = parseArgs(process.argv.slice(2));
+  let passed = 0;
+  let failed = 0;
+  let livenessMax = 0;
+  let leaders = 0;
+  let acked = 0;
+  let reads = 0;
+  const t0 = performance.now();
+  for (let s = args.start; s < args.start + args.seeds; s++) {
+    const r = runSeed({
+      seed: s,
+      ...(args.nodes !== undefined ? { nodes: args.nodes } : {}),
+      ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}),
+    });
+    if (r.ok) passed++;
+    else {
+      failed++;
+      console.log(`seed ${r.seed} FAILED (${r.phase}, ${r.stats.nodes} nodes): ${r.error} — replay: ${replay(r, args.nodes)}`);
+      if (args.verbose) console.log(r.trace.slice(-1).join('\n'));
+    }
+    livenessMax = Math.max(livenessMax, r.stats.livenessTicks);
+    leaders += r.stats.leaders;
+    acked += r.stats.acked;
+    reads += r.stats.readsChecked;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(`${seconds.toFixed(1)} s; ${leaders} leaders elected, ${acked} proposals acked, ${reads} reads checked; liveness took ≤ ${livenessMax} ticks`);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exitCode = failed > 0 ? 1 : 0;
+}
+
+main();

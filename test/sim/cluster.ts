@@ -1,0 +1,365 @@
+/**
+ * A whole cluster in one process: 1–7 (and more over time, as members come and go) SimNodes on one seed, a
+ * simulated network and one simulated disk per node, on a manual clock counted in steps (`stepsPerTick` steps
+ * make one Raft tick; each node ticks at its own phase within the tick). Everything happens through one event
+ * queue (deliveries, disk syncs, ticks), so a run is a pure function of the seed and the script.
+ *
+ * Scripted tests (the golden stories) and the random chaos generator both drive this class.
+ */
+import { Prng } from '../../src/base/prng.js';
+import type { ConfChange, ConfState, Message, NodeId, ProposeResult, RaftConfig } from '../../src/raft/types.js';
+import { Checker, type CheckOptions } from './checker.js';
+import { EventQueue } from './event-queue.js';
+import { SimDisk, fastDisk, type DiskProfile } from './disk.js';
+import { SimNetwork, perfectLink, type LinkProfile } from './network.js';
+import { SimNode, type NodeEnv, type NodeTuning } from './sim-node.js';
+import { utf8 } from '../../src/base/bytes.js';
+import { encodeProposal } from './state-machine.js';
+
+export type RaftTuning = Omit<RaftConfig, 'id' | 'rng' | 'logger'>;
+
+export const defaultRaftTuning: RaftTuning = {
+  electionTicks: 10,
+  heartbeatTicks: 1,
+  preVote: true,
+  checkQuorum: true,
+  maxMsgBytes: 64 * 1024,
+  maxInflightMsgs: 64,
+  maxUncommittedBytes: 1024 * 1024,
+};
+
+export interface ClusterOptions {
+  seed: number;
+  /** Initial voters, ids 1..voters. */
+  voters: number;
+  raft?: Partial<RaftTuning>;
+  link?: LinkProfile;
+  disk?: DiskProfile;
+  node?: Partial<NodeTuning>;
+  checks?: Partial<CheckOptions>;
+  stepsPerTick?: number;
+  /** Ticks a thawed node catches up at most (its clock jumped). */
+  thawTicksMax?: number;
+  trace?: (line: string) => void;
+}
+
+type SimEvent =
+  | { kind: 'deliver'; m: Message; incarnation: number }
+  | { kind: 'disk'; id: NodeId; incarnation: number }
+  | { kind: 'tick'; id: NodeId; incarnation: number }
+  | { kind: 'stop'; id: NodeId };
+
+export class Cluster {
+  readonly rng: Prng;
+  readonly net: SimNetwork;
+  readonly checker: Checker;
+  readonly stepsPerTick: number;
+  readonly nodes = new Map<NodeId, SimNode>();
+  readonly raft: RaftTuning;
+  /** Proposal id → first node that applied it (the client's acknowledgement). */
+  readonly acked = new Map<number, NodeId>();
+  #events = new EventQueue<SimEvent>();
+  #now = 0;
+  #nodeRng: Prng;
+  #diskRng: Prng;
+  #options: ClusterOptions;
+  #held = new Map<NodeId, Message[]>();
+  #missedTicks = new Map<NodeId, number>();
+  #nextProposalId = 1;
+  #nextReadId = 1;
+  traceLines: string[] = [];
+
+  constructor(options: ClusterOptions) {
+    this.#options = options;
+    this.rng = new Prng(options.seed);
+    this.net = new SimNetwork(this.rng.fork(), options.link ?? perfectLink);
+    this.#nodeRng = this.rng.fork();
+    this.#diskRng = this.rng.fork();
+    this.checker = new Checker(options.checks);
+    this.stepsPerTick = options.stepsPerTick ?? 10;
+    this.raft = { ...defaultRaftTuning, ...options.raft };
+    const voters: NodeId[] = [];
+    for (let i = 1; i <= options.voters; i++) voters.push(BigInt(i));
+    for (const id of voters) this.checker.everVoters.add(id);
+    for (const id of voters) this.#create(id, { voters, learners: [] });
+  }
+
+  get nowStep(): number {
+    return this.#now;
+  }
+
+  nowTicks(): number {
+    return Math.floor(this.#now / this.stepsPerTick);
+  }
+
+  nowStepFn = (): number => this.#now;
+
+  node(id: NodeId | number): SimNode {
+    const n = this.nodes.get(BigInt(id));
+    if (n === undefined) throw new Error(`no node ${id}`);
+    return n;
+  }
+
+  ids(): NodeId[] {
+    return [...this.nodes.keys()];
+  }
+
+  #create(id: NodeId, initial: ConfState | undefined): SimNode {
+    const disk = new SimDisk(this.#diskRng.fork(), this.#options.disk ?? fastDisk);
+    const tuning = { compactEvery: 1_000_000, keepEntries: 0, ...this.#options.node };
+    const env: NodeEnv = { ...this.#envFor(), nowStep: this.nowStepFn };
+    const n = new SimNode(id, disk, env, tuning);
+    this.nodes.set(id, n);
+    this.#initial.set(id, initial);
+    this.#startNode(n);
+    return n;
+  }
+
+  #initial = new Map<NodeId, ConfState | undefined>();
+
+  #envFor(): Omit<NodeEnv, 'nowStep'> {
+    return {
+      checker: this.checker,
+      send: (m) => this.#send(m),
+      scheduleDisk: (id, at) => this.#events.push(at, { kind: 'disk', id, incarnation: this.node(id).incarnation }),
+      onApplied: (id, pid) => {
+        if (!this.acked.has(pid)) this.acked.set(pid, id);
+      },
+      onConfChange: (id, cc) => this.#onConfChange(id, cc),
+      trace: (line) => this.trace(line),
+    };
+  }
+
+  /**
+   * Like etcd, whose peers answer a removed member "410 Gone" so it shuts down, a removed node stops soon after
+   * its removal is applied anywhere (at once when it applies its own removal).
+   */
+  #onConfChange(id: NodeId, cc: ConfChange): void {
+    this.trace(`n${id} applied ${cc.type} ${cc.nodeId}`);
+    if (cc.type !== 'removeNode' || this.#stopScheduled.has(cc.nodeId)) return;
+    this.#stopScheduled.add(cc.nodeId);
+    this.#events.push(this.#now + this.raft.electionTicks * this.stepsPerTick, { kind: 'stop', id: cc.nodeId });
+  }
+
+  #stopScheduled = new Set<NodeId>();
+
+  trace(line: string): void {
+    const l = `[t${this.nowTicks()}.${this.#now % this.stepsPerTick}] ${line}`;
+    if (this.traceLines.length >= 400) this.traceLines.shift();
+    this.traceLines.push(l);
+    this.#options.trace?.(l);
+  }
+
+  #config(id: NodeId): RaftConfig {
+    return { ...this.raft, id, rng: this.#nodeRng.fork() };
+  }
+
+  #startNode(n: SimNode): void {
+    n.start(this.#config(n.id), this.#initial.get(n.id));
+    const phase = this.#nodeRng.int(this.stepsPerTick);
+    const next = (Math.floor(this.#now / this.stepsPerTick) + 1) * this.stepsPerTick + phase;
+    this.#events.push(next, { kind: 'tick', id: n.id, incarnation: n.incarnation });
+    this.#afterInput(n);
+  }
+
+  #send(m: Message): void {
+    const to = this.nodes.get(m.to);
+    if (to === undefined || !to.up) return;
+    for (const d of this.net.delaysFor(m.from, m.to)) {
+      this.#events.push(this.#now + d, { kind: 'deliver', m: { ...m, entries: m.entries.slice() }, incarnation: to.incarnation });
+    }
+  }
+
+  /** After any input to a node: settle its Readies and stop it if it applied its own removal. */
+  #afterInput(n: SimNode): void {
+    n.drain();
+    if (n.removed && n.up) {
+      this.trace(`n${n.id} removed: stopping`);
+      n.crash();
+    }
+  }
+
+  #run(e: SimEvent): void {
+    if (e.kind === 'deliver') {
+      const n = this.nodes.get(e.m.to);
+      if (n === undefined || !n.up || n.incarnation !== e.incarnation) return;
+      if (n.frozen) {
+        this.#held.get(n.id)!.push(e.m);
+        return;
+      }
+      n.raw!.step(e.m);
+      this.#afterInput(n);
+      return;
+    }
+    if (e.kind === 'stop') {
+      const n = this.nodes.get(e.id);
+      if (n === undefined) return;
+      n.removed = true;
+      if (n.up) {
+        this.trace(`n${n.id} removed: stopping`);
+        n.crash();
+      }
+      return;
+    }
+    const n = this.nodes.get(e.id);
+    if (n === undefined || !n.up || n.incarnation !== e.incarnation) return;
+    if (e.kind === 'disk') {
+      n.onDisk();
+      this.#afterInput(n);
+      return;
+    }
+    this.#events.push(this.#now + this.stepsPerTick, e);
+    if (n.frozen) {
+      this.#missedTicks.set(n.id, (this.#missedTicks.get(n.id) ?? 0) + 1);
+      return;
+    }
+    n.raw!.tick();
+    this.#afterInput(n);
+  }
+
+  /** Run every event due up to and including step `until`. */
+  runToStep(until: number): void {
+    for (;;) {
+      const t = this.#events.peekTime();
+      if (t === undefined || t > until) break;
+      const e = this.#events.pop()!;
+      this.#now = e.timeStep;
+      this.#run(e.value);
+    }
+    this.#now = until;
+  }
+
+  runSteps(n: number): void {
+    this.runToStep(this.#now + n);
+  }
+
+  runTicks(n: number): void {
+    this.runSteps(n * this.stepsPerTick);
+  }
+
+  /** Run tick by tick until `done()` holds; returns the ticks it took, or undefined if it never did. */
+  runUntil(done: () => boolean, maxTicks: number): number | undefined {
+    for (let t = 0; t <= maxTicks; t++) {
+      if (done()) return t;
+      this.runTicks(1);
+    }
+    return undefined;
+  }
+
+  // ---- node lifecycle -------------------------------------------------------------------------------------
+
+  crash(id: NodeId | number): void {
+    const n = this.node(id);
+    if (!n.up) return;
+    this.trace(`n${n.id} CRASH (lost ${n.disk.pendingCount} unsynced writes)`);
+    n.crash();
+    this.#held.delete(n.id);
+  }
+
+  restart(id: NodeId | number): void {
+    const n = this.node(id);
+    if (n.up || n.removed) return;
+    this.trace(`n${n.id} RESTART`);
+    this.#startNode(n);
+  }
+
+  /** A new, empty node process (to be added with a conf change). */
+  addNode(id: NodeId | number): SimNode {
+    const nid = BigInt(id);
+    if (this.nodes.has(nid)) throw new Error(`node ${nid} exists`);
+    this.trace(`n${nid} NEW (empty)`);
+    return this.#create(nid, undefined);
+  }
+
+  /** Stop the node's process (SIGSTOP): no ticks, messages and disk completions wait. */
+  freeze(id: NodeId | number): void {
+    const n = this.node(id);
+    if (!n.up || n.frozen) return;
+    this.trace(`n${n.id} FREEZE`);
+    n.frozen = true;
+    this.#held.set(n.id, []);
+    this.#missedTicks.set(n.id, 0);
+  }
+
+  /** Resume a frozen node: its clock jumps (it ticks the missed ticks at once, capped), then its mail arrives. */
+  thaw(id: NodeId | number): void {
+    const n = this.node(id);
+    if (!n.frozen) return;
+    n.frozen = false;
+    const missed = Math.min(this.#missedTicks.get(n.id) ?? 0, this.#options.thawTicksMax ?? 5 * this.raft.electionTicks);
+    this.trace(`n${n.id} THAW (${missed} ticks at once)`);
+    for (let i = 0; i < missed && n.up; i++) {
+      n.raw!.tick();
+      this.#afterInput(n);
+    }
+    const held = this.#held.get(n.id) ?? [];
+    this.#held.delete(n.id);
+    for (const m of held) {
+      if (!n.up) break;
+      n.raw!.step(m);
+      this.#afterInput(n);
+    }
+    n.onDisk();
+    this.#afterInput(n);
+  }
+
+  // ---- client operations ----------------------------------------------------------------------------------
+
+  /** Propose a fresh put on `id` (or re-propose `proposalId`); returns its id and the core's answer. */
+  propose(id: NodeId | number, proposalId?: number): { proposalId: number; result: ProposeResult } {
+    const n = this.node(id);
+    const pid = proposalId ?? this.#nextProposalId++;
+    if (!n.up || n.frozen) return { proposalId: pid, result: { ok: false, error: 'noLeader' } };
+    const result = n.raw!.propose(encodeProposal(pid));
+    this.#afterInput(n);
+    return { proposalId: pid, result };
+  }
+
+  proposeConfChange(id: NodeId | number, cc: Omit<ConfChange, 'context'>): ProposeResult {
+    const n = this.node(id);
+    if (!n.up || n.frozen) return { ok: false, error: 'notLeader' };
+    if (cc.type === 'addVoter') this.checker.everVoters.add(cc.nodeId);
+    const result = n.raw!.proposeConfChange({ ...cc, context: new Uint8Array() });
+    this.trace(`n${n.id} propose ${cc.type} ${cc.nodeId}: ${result.ok ? 'ok' : result.error}`);
+    this.#afterInput(n);
+    return result;
+  }
+
+  transferLeader(id: NodeId | number, transferee: NodeId | number): void {
+    const n = this.node(id);
+    if (!n.up || n.frozen) return;
+    this.trace(`n${n.id} transferLeader → ${transferee}`);
+    n.raw!.transferLeader(BigInt(transferee));
+    this.#afterInput(n);
+  }
+
+  /** Issue a ReadIndex request on `id`; its answer is checked for linearizability when it comes. */
+  readIndex(id: NodeId | number): string {
+    const n = this.node(id);
+    const ctx = `r${this.#nextReadId++}`;
+    if (!n.up || n.frozen) return ctx;
+    this.checker.onReadIssued(ctx);
+    n.raw!.readIndex(utf8(ctx));
+    this.#afterInput(n);
+    return ctx;
+  }
+
+  // ---- observations ---------------------------------------------------------------------------------------
+
+  /** The up node that believes it is leader with the highest term (undefined if none). */
+  leader(): SimNode | undefined {
+    let best: SimNode | undefined;
+    for (const n of this.nodes.values()) {
+      if (n.up && !n.frozen && n.role === 'leader' && (best === undefined || n.hs.term > best.hs.term)) best = n;
+    }
+    return best;
+  }
+
+  /** Ids that are members in the configuration the leader (or else the most advanced node) has applied. */
+  members(): ConfState {
+    const l = this.leader();
+    let src = l;
+    if (src === undefined) for (const n of this.nodes.values()) if (src === undefined || n.sm.appliedIndex > src.sm.appliedIndex) src = n;
+    return src?.confState ?? { voters: [], learners: [] };
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The simulated disk of one node. Writes are queued in order and become durable only when their sync
+ * completes; syncs complete in FIFO order (a later write is never durable before an earlier one). A crash loses
+ * every write whose sync has not completed. Latency comes from a profile that mixes fast syncs with rare slow
+ * ones much longer than an election timeout (etcd #15247: slow fsync must not cause churn or unsafety).
+ *
+ * Application snapshots (compaction) are saved durably at once, as an atomic snapshot file would be (W11).
+ */
+import type { Prng } from '../../src/base/prng.js';
+import type { Entry, HardState, Message, PersistAck, RaftBootstrap, Snapshot } from '../../src/raft/types.js';
+import { LogMirror, SimViolation } from './log-mirror.js';
+
+export interface DiskProfile {
+  syncMinSteps: number;
+  syncMaxSteps: number;
+  /** Probability that a sync is slow. */
+  slowRate: number;
+  slowMinSteps: number;
+  slowMaxSteps: number;
+}
+
+export const fastDisk: DiskProfile = { syncMinSteps: 1, syncMaxSteps: 1, slowRate: 0, slowMinSteps: 0, slowMaxSteps: 0 };
+
+export interface DiskWrite {
+  hardState?: HardState;
+  snapshot?: Snapshot;
+  entries: Entry[];
+  ack: PersistAck;
+  messagesAfterPersist: Message[];
+  doneAtStep: number;
+}
+
+export interface DurableState {
+  hardState: HardState;
+  snapshot?: Snapshot;
+  log: LogMirror;
+}
+
+export class SimDisk {
+  #rng: Prng;
+  profile: DiskProfile;
+  #pending: DiskWrite[] = [];
+  #lastDoneStep = 0;
+  readonly durable: DurableState = { hardState: { term: 0, vote: 0n, commit: 0 }, log: new LogMirror() };
+  writes = 0;
+
+  constructor(rng: Prng, profile: DiskProfile = fastDisk) {
+    this.#rng = rng;
+    this.profile = { ...profile };
+  }
+
+  get pendingCount(): number {
+    return this.#pending.length;
+  }
+
+  /** Queue a write; returns the step at which its sync completes. `sync: false` writes ride on the queue. */
+  enqueue(w: Omit<DiskWrite, 'doneAtStep'>, nowStep: number, sync: boolean): number {
+    const latency = sync ? this.#latency() : 0;
+    const doneAtStep = Math.max(nowStep + latency, this.#lastDoneStep);
+    this.#lastDoneStep = doneAtStep;
+    this.#pending.push({ ...w, doneAtStep });
+    this.writes++;
+    return doneAtStep;
+  }
+
+  #latency(): number {
+    const p = this.profile;
+    if (p.slowRate > 0 && this.#rng.next() < p.slowRate) {
+      return p.slowMinSteps + this.#rng.int(p.slowMaxSteps - p.slowMinSteps + 1);
+    }
+    return p.syncMinSteps + this.#rng.int(p.syncMaxSteps - p.syncMinSteps + 1);
+  }
+
+  /**
+   * Make the oldest write durable if its sync has completed by `nowStep`, and return it. One at a time, so
+   * the driver sends each write's messagesAfterPersist while the durable state is exactly that write's.
+   */
+  completeNext(nowStep: number): DiskWrite | undefined {
+    const w = this.#pending[0];
+    if (w === undefined || w.doneAtStep > nowStep) return undefined;
+    this.#pending.shift();
+    this.#apply(w);
+    return w;
+  }
+
+  #apply(w: DiskWrite): void {
+    const d = this.durable;
+    if (w.snapshot !== undefined) {
+      const meta = w.snapshot.meta;
+      if (meta.index < d.log.snapIndex) {
+        throw new SimViolation(`snapshot at ${meta.index} older than the durable one at ${d.log.snapIndex}`);
+      }
+      d.snapshot = w.snapshot;
+      d.log.restore(meta.index, meta.term);
+    }
+    d.log.append(w.entries);
+    if (w.hardState !== undefined) d.hardState = { ...w.hardState };
+  }
+
+  /** Save an application snapshot durably at once and release the log entries it covers. */
+  saveSnapshot(snap: Snapshot): void {
+    if (snap.meta.index <= this.durable.log.snapIndex) return;
+    this.durable.snapshot = snap;
+    this.durable.log.compact(snap.meta.index);
+  }
+
+  /** Power loss: every write whose sync has not completed is gone. Returns how many were lost. */
+  crash(): number {
+    const lost = this.#pending.length;
+    this.#pending = [];
+    this.#lastDoneStep = 0;
+    return lost;
+  }
+
+  /** What a restarting node reads back; the state machine restarts from the durable snapshot. */
+  bootstrap(): RaftBootstrap {
+    const d = this.durable;
+    const meta = d.snapshot?.meta ?? { index: 0, term: 0, confState: { voters: [], learners: [] } };
+    return {
+      hardState: { ...d.hardState },
+      snapshot: meta,
+      entries: d.log.entries.slice(),
+      applied: meta.index,
+    };
+  }
+
+  isEmpty(): boolean {
+    return this.durable.log.lastIndex() === 0 && this.durable.hardState.term === 0 && this.durable.snapshot === undefined;
+  }
+}

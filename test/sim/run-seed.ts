@@ -1,0 +1,158 @@
+/**
+ * One seed, both modes: the chaos phase (safety checked after every step) and then the liveness phase: heal
+ * everything (network, disks, frozen nodes), restart every crashed member (sometimes leaving one voter down when
+ * that cannot cost the final configuration its majority), and require within `livenessElectionTimeouts`
+ * election timeouts that a leader exists and every proposal ever made (clients retry until they see it applied)
+ * is applied on every live member of the leader's configuration.
+ */
+import { Prng } from '../../src/base/prng.js';
+import { EntryType } from '../../src/raft/types.js';
+import type { RaftConfig } from '../../src/raft/types.js';
+import { Chaos, clusterSizeMax, planChaos } from './chaos.js';
+import type { CheckOptions } from './checker.js';
+import { Cluster, type RaftTuning } from './cluster.js';
+
+export const livenessElectionTimeouts = 10;
+
+export interface SeedOptions {
+  seed: number;
+  /** Initial voters (1–7); random when absent. */
+  nodes?: number;
+  faults?: RaftConfig['unsafeTestFaults'];
+  checks?: Partial<CheckOptions>;
+  trace?: (line: string) => void;
+}
+
+export interface SeedStats {
+  nodes: number;
+  chaosTicks: number;
+  livenessTicks: number;
+  leaders: number;
+  acked: number;
+  readsChecked: number;
+  committed: number;
+}
+
+export interface SeedResult {
+  seed: number;
+  ok: boolean;
+  phase: 'chaos' | 'liveness';
+  error?: string;
+  stats: SeedStats;
+  trace: string[];
+}
+
+function tuningFor(rng: Prng, faults: SeedOptions['faults']): Partial<RaftTuning> {
+  const t: Partial<RaftTuning> = {
+    electionTicks: 10,
+    heartbeatTicks: 1 + rng.int(3),
+    preVote: rng.int(5) !== 0,
+    checkQuorum: rng.int(5) !== 0,
+    maxMsgBytes: [16, 64, 1024, 64 * 1024][rng.int(4)]!,
+    maxInflightMsgs: [1, 4, 64][rng.int(3)]!,
+    maxUncommittedBytes: [512, 1024 * 1024][rng.int(2)]!,
+  };
+  if (faults !== undefined) t.unsafeTestFaults = faults;
+  return t;
+}
+
+export function runSeed(options: SeedOptions): SeedResult {
+  const rng = new Prng(options.seed);
+  const nodes = options.nodes ?? 1 + rng.int(clusterSizeMax);
+  const raft = tuningFor(rng, options.faults);
+  const stepsPerTick = 10;
+  const plan = planChaos(rng, raft.electionTicks!, stepsPerTick);
+  const stats: SeedStats = { nodes, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0 };
+  let phase: SeedResult['phase'] = 'chaos';
+  let cluster: Cluster | undefined;
+  try {
+    const compactEvery = [5, 10, 25, 1_000_000][rng.int(4)]!;
+    cluster = new Cluster({
+      seed: rng.fork().int(2 ** 31),
+      voters: nodes,
+      raft,
+      link: plan.link,
+      disk: plan.disk,
+      node: { compactEvery, keepEntries: rng.int(6) },
+      stepsPerTick,
+      ...(options.checks !== undefined ? { checks: options.checks } : {}),
+      ...(options.trace !== undefined ? { trace: options.trace } : {}),
+    });
+    const chaos = new Chaos(cluster, rng.fork(), plan);
+    for (let t = 0; t < plan.chaosTicks; t++) chaos.tick();
+    phase = 'liveness';
+    stats.livenessTicks = runLiveness(cluster, chaos, rng.fork());
+    return { seed: options.seed, ok: true, phase, stats: fill(stats, cluster), trace: [] };
+  } catch (err) {
+    const error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    const trace = cluster?.traceLines ?? [];
+    if (cluster !== undefined) fill(stats, cluster);
+    return { seed: options.seed, ok: false, phase, error, stats, trace: [...trace, ...(err instanceof Error && err.stack ? [err.stack] : [])] };
+  }
+}
+
+function fill(stats: SeedStats, c: Cluster): SeedStats {
+  stats.leaders = c.checker.leadersElected;
+  stats.acked = c.acked.size;
+  stats.readsChecked = c.checker.readsChecked;
+  stats.committed = c.checker.committedIndex();
+  return stats;
+}
+
+/** Returns the ticks the cluster needed to become live; throws if it did not within the bound. */
+function runLiveness(c: Cluster, chaos: Chaos, rng: Prng): number {
+  chaos.healEverything();
+  const keepDown = rng.int(3) === 0 ? pickVoterToKeepDown(c, rng) : undefined;
+  for (const id of c.ids()) {
+    const n = c.node(id);
+    if (id === keepDown) c.crash(id);
+    else if (!n.up && !n.removed) c.restart(id);
+  }
+  if (keepDown !== undefined) c.trace(`liveness: keeping n${keepDown} down`);
+  const boundTicks = livenessElectionTimeouts * c.raft.electionTicks;
+  const took = c.runUntil(() => {
+    chaos.retryPending(c.raft.electionTicks);
+    return isLive(c, chaos);
+  }, boundTicks);
+  if (took === undefined) {
+    const l = c.leader();
+    const why = l === undefined ? 'no leader' : `leader n${l.id} term ${l.hs.term}; pending ${chaos.pending.size}; ${lagging(c)}`;
+    throw new Error(`liveness: not live within ${boundTicks} ticks after healing (${why})`);
+  }
+  return took;
+}
+
+function liveMembers(c: Cluster): bigint[] | undefined {
+  const l = c.leader();
+  if (l === undefined) return undefined;
+  const cs = l.confState;
+  return [...cs.voters, ...cs.learners].filter((id) => c.nodes.get(id)?.up === true);
+}
+
+function isLive(c: Cluster, chaos: Chaos): boolean {
+  const live = liveMembers(c);
+  if (live === undefined || chaos.pending.size > 0) return false;
+  return live.every((id) => c.node(id).sm.ids.size === c.acked.size);
+}
+
+function lagging(c: Cluster): string {
+  const live = liveMembers(c) ?? [];
+  return live.map((id) => `n${id} applied ${c.node(id).sm.appliedIndex} ids ${c.node(id).sm.ids.size}/${c.acked.size}`).join(', ');
+}
+
+/**
+ * A voter we may leave down without costing the final configuration its majority: only when no conf change
+ * is in flight (no conf entry in any log past the known commit) and the configuration has ≥ 3 voters.
+ */
+function pickVoterToKeepDown(c: Cluster, rng: Prng): bigint | undefined {
+  const committed = c.checker.committedIndex();
+  for (const n of c.nodes.values()) {
+    for (let i = committed + 1; i <= n.log.lastIndex(); i++) if (n.log.entry(i)?.type === EntryType.ConfChange) return undefined;
+  }
+  let src = c.leader();
+  for (const n of c.nodes.values()) if (src === undefined || n.sm.appliedIndex > src.sm.appliedIndex) src = n;
+  if (src === undefined || src.sm.appliedIndex < committed) return undefined;
+  const voters = src.confState.voters;
+  if (voters.length < 3) return undefined;
+  return voters[rng.int(voters.length)];
+}

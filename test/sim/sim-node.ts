@@ -1,0 +1,211 @@
+/**
+ * The driver of one simulated node, doing exactly what the server's driver loop will do with a RawNode:
+ * call ready() until it has nothing, send `messages` at once, queue hardState/snapshot/entries on the disk,
+ * and only when the disk says durable send `messagesAfterPersist` and call onPersisted; apply committedEntries
+ * (conf changes through applyConfChange), call onApplied, and compact every `compactEvery` applied entries.
+ * Every observable effect is reported to the checker as it happens.
+ */
+import { fromUtf8 } from '../../src/base/bytes.js';
+import { decodeConfChange } from '../../src/raft/conf.js';
+import { RawNode } from '../../src/raft/raw-node.js';
+import type { ConfChange, ConfState, Entry, HardState, Message, NodeId, RaftConfig, Ready, Role } from '../../src/raft/types.js';
+import { EntryType } from '../../src/raft/types.js';
+import type { Checker } from './checker.js';
+import type { SimDisk } from './disk.js';
+import { LogMirror, SimViolation } from './log-mirror.js';
+import { KvStateMachine, decodeProposal } from './state-machine.js';
+
+export interface NodeEnv {
+  nowStep(): number;
+  checker: Checker;
+  /** Put a message on the network (the checker has already seen it). */
+  send(m: Message): void;
+  /** Wake this node's disk handler at `atStep`. */
+  scheduleDisk(id: NodeId, atStep: number): void;
+  onApplied(id: NodeId, proposalId: number): void;
+  onConfChange(id: NodeId, cc: ConfChange, cs: ConfState): void;
+  trace(line: string): void;
+}
+
+export interface NodeTuning {
+  compactEvery: number;
+  keepEntries: number;
+}
+
+const readyLoopMax = 1000;
+
+export class SimNode {
+  readonly id: NodeId;
+  readonly disk: SimDisk;
+  raw: RawNode | undefined;
+  log = new LogMirror();
+  hs: HardState = { term: 0, vote: 0n, commit: 0 };
+  role: Role = 'follower';
+  leader: NodeId = 0n;
+  sm = new KvStateMachine();
+  confState: ConfState = { voters: [], learners: [] };
+  incarnation = 0;
+  frozen = false;
+  removed = false;
+  #env: NodeEnv;
+  #tuning: NodeTuning;
+  #lastCompactIndex = 0;
+
+  constructor(id: NodeId, disk: SimDisk, env: NodeEnv, tuning: NodeTuning) {
+    this.id = id;
+    this.disk = disk;
+    this.#env = env;
+    this.#tuning = tuning;
+  }
+
+  get up(): boolean {
+    return this.raw !== undefined;
+  }
+
+  /** Start (or restart) from the durable state; a brand-new initial member gets `initial` as its configuration. */
+  start(config: RaftConfig, initial: ConfState | undefined): void {
+    const boot = this.disk.bootstrap();
+    if (initial !== undefined && this.disk.isEmpty()) boot.initialConfState = initial;
+    const snap = this.disk.durable.snapshot;
+    this.sm = snap === undefined ? new KvStateMachine() : KvStateMachine.fromSnapshot(snap.data);
+    this.confState = snap?.meta.confState ?? initial ?? { voters: [], learners: [] };
+    this.log = this.disk.durable.log.clone();
+    this.hs = { ...this.disk.durable.hardState };
+    this.role = 'follower';
+    this.leader = 0n;
+    this.#lastCompactIndex = boot.snapshot.index;
+    this.incarnation++;
+    this.frozen = false;
+    this.raw = new RawNode(config, boot);
+    if (snap !== undefined) this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
+    this.drain();
+  }
+
+  crash(): void {
+    this.raw = undefined;
+    this.disk.crash();
+    this.role = 'follower';
+    this.leader = 0n;
+    this.#env.checker.onStopped(this.id);
+  }
+
+  /** Hand out and carry out Readies until the core has none. */
+  drain(): void {
+    const raw = this.raw;
+    if (raw === undefined) return;
+    for (let i = 0; raw.hasReady(); i++) {
+      if (i >= readyLoopMax) throw new SimViolation(`node ${this.id}: ready() did not settle after ${readyLoopMax} rounds`);
+      this.#handle(raw, raw.ready());
+      if (this.raw !== raw) return;
+    }
+  }
+
+  /** The disk may have finished syncs: make them durable one by one, releasing what waited on each. */
+  onDisk(): void {
+    const raw = this.raw;
+    if (raw === undefined || this.frozen) return;
+    for (;;) {
+      const w = this.disk.completeNext(this.#env.nowStep());
+      if (w === undefined) break;
+      this.#env.checker.onDurable(this.id, this.disk.durable.hardState);
+      for (const m of w.messagesAfterPersist) this.#send(m);
+      raw.onPersisted(w.ack);
+    }
+    this.drain();
+  }
+
+  #handle(raw: RawNode, rd: Ready): void {
+    const checker = this.#env.checker;
+    const wasLeader = this.role === 'leader';
+    if (rd.snapshot !== undefined) this.#restore(rd);
+    if (rd.entries.length > 0) {
+      const truncatedFrom = this.log.append(rd.entries);
+      checker.onAppend(this.id, rd.entries, this.log, truncatedFrom, this.hs.commit, wasLeader ? this.hs.term : undefined);
+    }
+    const stillLeader = (rd.softState?.role ?? this.role) === 'leader';
+    if (rd.hardState !== undefined) {
+      checker.onHardState(this.id, this.hs, rd.hardState, this.log, wasLeader && stillLeader);
+      this.hs = { ...rd.hardState };
+    }
+    if (rd.softState !== undefined) this.#onSoftState(rd.softState.role, rd.softState.leader);
+    checker.drainCompleteness((id) => (id === this.id ? this.log : undefined));
+    for (const m of rd.messages) this.#send(m);
+    const hasWrite = rd.hardState !== undefined || rd.snapshot !== undefined || rd.entries.length > 0;
+    if (hasWrite || rd.messagesAfterPersist.length > 0) {
+      const write = { entries: rd.entries, ack: rd.persistedUpTo, messagesAfterPersist: rd.messagesAfterPersist };
+      const doneAt = this.disk.enqueue({ ...write, ...optional(rd) }, this.#env.nowStep(), rd.mustSync);
+      this.#env.scheduleDisk(this.id, doneAt);
+    }
+    if (rd.committedEntries.length > 0) this.#apply(raw, rd.committedEntries);
+    for (const rs of rd.readStates) checker.onReadState(this.id, fromUtf8(rs.context), rs.index);
+  }
+
+  #restore(rd: Ready): void {
+    const snap = rd.snapshot!;
+    this.log.restore(snap.meta.index, snap.meta.term);
+    if (snap.data.length === 0) throw new SimViolation(`node ${this.id} got a snapshot at ${snap.meta.index} without data`);
+    this.sm = KvStateMachine.fromSnapshot(snap.data);
+    if (this.sm.appliedIndex !== snap.meta.index) throw new SimViolation(`snapshot meta index ${snap.meta.index} != data index ${this.sm.appliedIndex}`);
+    this.confState = snap.meta.confState;
+    this.#lastCompactIndex = snap.meta.index;
+    this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
+    this.#env.trace(`n${this.id} restored snapshot @${snap.meta.index}`);
+  }
+
+  #onSoftState(role: Role, leader: NodeId): void {
+    const changed = role !== this.role;
+    this.role = role;
+    this.leader = leader;
+    if (!changed) return;
+    this.#env.trace(`n${this.id} ${role} term ${this.hs.term}`);
+    this.#env.checker.onRole(this.id, role, this.hs.term, this.log);
+  }
+
+  #send(m: Message): void {
+    this.#env.checker.onSend(m, this.disk.durable.hardState, this.disk.durable.log, this.log);
+    this.#env.send(m);
+  }
+
+  #apply(raw: RawNode, ents: Entry[]): void {
+    const durable = this.disk.durable.log;
+    for (const e of ents) {
+      if (e.index !== this.sm.appliedIndex + 1) {
+        throw new SimViolation(`node ${this.id} applies ${e.index} after ${this.sm.appliedIndex}`);
+      }
+      if (e.index > durable.snapIndex && durable.term(e.index) !== e.term) {
+        throw new SimViolation(`node ${this.id} applies ${e.index} before it is durable locally`);
+      }
+      if (e.type === EntryType.ConfChange) {
+        const cc = decodeConfChange(e.data);
+        this.confState = raw.applyConfChange(cc);
+        if (cc.type === 'removeNode' && cc.nodeId === this.id) this.removed = true;
+        this.#env.onConfChange(this.id, cc, this.confState);
+      }
+      const isProposal = e.type === EntryType.Normal && e.data.length > 0;
+      this.sm.apply(e, isProposal);
+      this.#env.checker.onApply(this.id, e, this.sm.hash, this.hs.commit);
+      const pid = isProposal ? decodeProposal(e.data) : undefined;
+      if (pid !== undefined) this.#env.onApplied(this.id, pid);
+    }
+    raw.onApplied(this.sm.appliedIndex);
+    this.#maybeCompact(raw);
+  }
+
+  #maybeCompact(raw: RawNode): void {
+    const index = this.sm.appliedIndex;
+    if (index - this.#lastCompactIndex < this.#tuning.compactEvery) return;
+    const term = this.log.term(index);
+    if (term === undefined) throw new SimViolation(`node ${this.id} cannot find the term of applied index ${index}`);
+    const snap = { meta: { index, term, confState: this.confState }, data: this.sm.snapshot() };
+    raw.compact(snap, this.#tuning.keepEntries);
+    this.disk.saveSnapshot(snap);
+    this.#lastCompactIndex = index;
+  }
+}
+
+function optional(rd: Ready): { hardState?: HardState; snapshot?: Ready['snapshot'] } {
+  const o: { hardState?: HardState; snapshot?: Ready['snapshot'] } = {};
+  if (rd.hardState !== undefined) o.hardState = rd.hardState;
+  if (rd.snapshot !== undefined) o.snapshot = rd.snapshot;
+  return o;
+}
