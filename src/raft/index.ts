@@ -1,2 +1,3 @@
 export * from './types.js';
 export { RawNode } from './raw-node.js';
+export { encodeConfChange, decodeConfChange } from './conf.js';

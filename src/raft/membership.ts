@@ -1,0 +1,97 @@
+/**
+ * Membership changes on the leader (validation before proposing) and on every node (applying a committed
+ * change). One change at a time, single-server (Ongaro 2014 §4.1), so no joint consensus is needed.
+ */
+import { encodeConfChange } from './conf.js';
+import { Progress } from './progress.js';
+import type { Raft } from './raft.js';
+import { countActive, quorumSize } from './quorum.js';
+import { maybeCommit } from './replication.js';
+import { committedInTerm, leaderPropose, onCommitAdvanced } from './step-leader.js';
+import { EntryType, noNode } from './types.js';
+import type { ConfChange, ConfState, ProposeError, ProposeResult } from './types.js';
+
+/**
+ * A learner may be promoted once its match is within this many entries of the leader's last index, and
+ * within 10% of it for short logs (so a learner that has replicated nothing is never "caught up").
+ * etcd's server uses "match ≥ 90% of the leader's"; an absolute cap keeps the lag bounded on long logs.
+ */
+export const learnerPromoteLagEntriesMax = 1000;
+
+export function proposeConfChange(r: Raft, cc: ConfChange): ProposeResult {
+  if (r.role !== 'leader') return { ok: false, error: 'notLeader' };
+  if (r.leadTransferee !== noNode) return { ok: false, error: 'proposalDropped' };
+  if (r.pendingConfIndex > r.log.applied) return { ok: false, error: 'confChangePending' };
+  if (!committedInTerm(r)) return { ok: false, error: 'leaderNotCommittedInTerm' };
+  const error = validate(r, cc);
+  if (error !== undefined) return { ok: false, error };
+  const res = leaderPropose(r, [{ type: EntryType.ConfChange, data: encodeConfChange(cc) }]);
+  if (res.ok) r.pendingConfIndex = r.log.lastIndex;
+  return res;
+}
+
+function validate(r: Raft, cc: ConfChange): ProposeError | undefined {
+  const id = cc.nodeId;
+  const conf = r.conf;
+  const active = (x: bigint): boolean => x === r.id || r.progress.get(x)?.recentActive === true;
+  switch (cc.type) {
+    case 'addVoter': {
+      if (conf.isVoter(id)) return 'memberExists';
+      const promoting = conf.isLearner(id);
+      if (promoting && !learnerCaughtUp(r, id)) return 'learnerNotCaughtUp';
+      // etcd's strict reconfig check: the new configuration's quorum must be met by voters active now.
+      const members = conf.voters.length + 1;
+      const started = countActive(conf.voters, active) + (promoting && active(id) ? 1 : 0);
+      // etcd's exception: growing a one-member cluster (e.g. restoring from a backup) is allowed.
+      if (!promoting && conf.voters.length === 1 && started === 1) return undefined;
+      return started < quorumSize(members) ? 'wouldLoseQuorum' : undefined;
+    }
+    case 'addLearner':
+      return conf.isMember(id) ? 'memberExists' : undefined;
+    case 'removeNode': {
+      if (!conf.isMember(id)) return 'memberNotFound';
+      if (!conf.isVoter(id)) return undefined;
+      const remaining = conf.voters.filter((x) => x !== id);
+      const started = countActive(remaining, active);
+      return started < quorumSize(remaining.length) ? 'wouldLoseQuorum' : undefined;
+    }
+  }
+}
+
+export function learnerCaughtUp(r: Raft, id: bigint): boolean {
+  const pr = r.progress.get(id);
+  if (pr === undefined || pr.match === 0) return false;
+  const last = r.log.lastIndex;
+  const lag = Math.min(learnerPromoteLagEntriesMax, Math.floor(last / 10));
+  return pr.match >= last - lag;
+}
+
+/** Apply a committed change (every node, in log order). The leader tracks new members and may step down. */
+export function applyConfChange(r: Raft, cc: ConfChange): ConfState {
+  r.conf.apply(cc);
+  if (r.role !== 'leader') return r.conf.toConfState();
+  if (!r.conf.isMember(r.id)) {
+    // The leader removed itself: it stops leading; it never campaigns again (not promotable).
+    r.log_('removed from the configuration: stepping down');
+    r.becomeFollower(r.term, noNode);
+    return r.conf.toConfState();
+  }
+  const last = r.log.lastIndex;
+  for (const id of r.conf.members()) {
+    const pr = r.progress.get(id);
+    if (pr === undefined) {
+      const fresh = new Progress(last + 1, r.conf.isLearner(id), r.cfg.maxInflightMsgs);
+      // A new member counts as active, or CheckQuorum could depose us before it had a chance to answer.
+      fresh.recentActive = true;
+      r.progress.set(id, fresh);
+    } else {
+      pr.isLearner = r.conf.isLearner(id);
+    }
+  }
+  for (const id of [...r.progress.keys()]) if (!r.conf.isMember(id)) r.progress.delete(id);
+  if (r.leadTransferee !== noNode && !r.conf.isVoter(r.leadTransferee)) r.leadTransferee = noNode;
+  // The quorum changed: something may now be committed; new members need entries.
+  maybeCommit(r);
+  onCommitAdvanced(r);
+  return r.conf.toConfState();
+}

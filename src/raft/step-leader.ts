@@ -1,0 +1,217 @@
+/**
+ * Leader: heartbeats and CheckQuorum on tick, proposals, acknowledgements, ReadIndex, leadership transfer.
+ */
+import { Progress } from './progress.js';
+import type { Raft } from './raft.js';
+import { countActive, quorumSize } from './quorum.js';
+import { appendEntries, bcastAppend, bcastHeartbeat, maybeCommit, maybeSendAppend, sendAppendLoop } from './replication.js';
+import { EntryType, MessageType, noNode } from './types.js';
+import type { Message, NodeId, ProposeResult } from './types.js';
+
+const noData = new Uint8Array(0);
+
+/** Called by Raft.becomeLeader once the role is set: fresh progress for all, then the term's no-op entry. */
+export function becomeLeader(r: Raft): void {
+  const last = r.log.lastIndex;
+  for (const id of r.conf.members()) {
+    const pr = new Progress(last + 1, r.conf.isLearner(id), r.cfg.maxInflightMsgs);
+    if (id === r.id) {
+      // Our own entries count toward commit only once durable (onPersisted moves match).
+      pr.match = r.log.stable;
+      pr.state = 'replicate';
+      pr.recentActive = true;
+    }
+    r.progress.set(id, pr);
+  }
+  // Conservatively treat any conf change in our log as pending until we applied up to here.
+  r.pendingConfIndex = last;
+  // The no-op entry of our term: committing it commits everything before it (figure 8).
+  appendEntries(r, [{ type: EntryType.Normal, data: noData }], true);
+  bcastAppend(r);
+}
+
+export function tickLeader(r: Raft): void {
+  r.heartbeatElapsed++;
+  r.electionElapsed++;
+  if (r.electionElapsed >= r.cfg.electionTicks) {
+    r.electionElapsed = 0;
+    if (r.cfg.checkQuorum && !quorumActive(r)) {
+      r.log_('stepped down: no quorum heard within an election timeout');
+      r.becomeFollower(r.term, noNode);
+      return;
+    }
+    for (const [id, pr] of r.progress) pr.recentActive = id === r.id;
+    if (r.leadTransferee !== noNode) {
+      r.log_(`leader transfer to ${r.leadTransferee} timed out`);
+      r.leadTransferee = noNode;
+    }
+  }
+  if (r.heartbeatElapsed >= r.cfg.heartbeatTicks) {
+    r.heartbeatElapsed = 0;
+    bcastHeartbeat(r, r.readOnly.lastPendingContext());
+  }
+}
+
+function quorumActive(r: Raft): boolean {
+  const voters = r.conf.voters;
+  const active = countActive(voters, (id) => id === r.id || r.progress.get(id)?.recentActive === true);
+  return active >= quorumSize(voters.length);
+}
+
+export function stepLeader(r: Raft, m: Message): void {
+  switch (m.type) {
+    case MessageType.Prop: {
+      // Forwarded proposals: normal entries only (conf changes must be proposed on the leader itself).
+      const items = m.entries.filter((e) => e.type === EntryType.Normal);
+      if (items.length > 0) leaderPropose(r, items);
+      return;
+    }
+    case MessageType.ReadIndex:
+      leaderReadIndex(r, m.from, m.context ?? noData);
+      return;
+    case MessageType.TransferLeader:
+      if (m.context !== undefined && m.context.byteLength === 8) leaderTransfer(r, decodeNodeId(m.context));
+      return;
+    case MessageType.AppResp:
+      handleAppResp(r, m);
+      return;
+    case MessageType.HeartbeatResp:
+      handleHeartbeatResp(r, m);
+      return;
+    default:
+      return;
+  }
+}
+
+export function leaderPropose(r: Raft, items: readonly { type: EntryType; data: Uint8Array }[]): ProposeResult {
+  if (r.leadTransferee !== noNode) return { ok: false, error: 'proposalDropped' };
+  if (!r.progress.has(r.id)) return { ok: false, error: 'proposalDropped' }; // removed from the config
+  if (!appendEntries(r, items, false)) return { ok: false, error: 'proposalDropped' };
+  bcastAppend(r);
+  return { ok: true };
+}
+
+function handleAppResp(r: Raft, m: Message): void {
+  const pr = r.progress.get(m.from);
+  if (pr === undefined) return;
+  pr.recentActive = true;
+  if (m.reject) {
+    let hint = m.rejectHint;
+    if ((m.logTermHint ?? 0) > 0) hint = r.log.findConflictByTerm(m.rejectHint, m.logTermHint!).index;
+    if (pr.maybeDecrTo(m.index, hint)) {
+      if (pr.state === 'replicate') pr.becomeProbe();
+      maybeSendAppend(r, m.from, true);
+    }
+    return;
+  }
+  const probeAck = pr.state === 'probe' && pr.match === m.index;
+  if (!pr.maybeUpdate(m.index) && !probeAck) return;
+  if (pr.state === 'probe') {
+    pr.becomeReplicate();
+  } else if (pr.state === 'snapshot' && pr.match + 1 >= r.log.firstIndex) {
+    // The snapshot (or enough of the log) landed: resume normal replication after it.
+    pr.becomeProbe();
+    pr.becomeReplicate();
+  } else if (pr.state === 'replicate') {
+    pr.inflights.freeLE(m.index);
+  }
+  if (maybeCommit(r)) onCommitAdvanced(r);
+  sendAppendLoop(r, m.from);
+  if (m.from === r.leadTransferee && pr.match === r.log.lastIndex) sendTimeoutNow(r, m.from);
+}
+
+function handleHeartbeatResp(r: Raft, m: Message): void {
+  const pr = r.progress.get(m.from);
+  if (pr === undefined) return;
+  pr.recentActive = true;
+  pr.probeSent = false;
+  // If acks were lost with a full window, free one slot: the next MsgApp then exposes the gap (a reject).
+  if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
+  if (pr.match < r.log.lastIndex || pr.sentCommit < r.log.committed) maybeSendAppend(r, m.from, pr.state === 'probe');
+  if (m.context === undefined || m.context.byteLength === 0) return;
+  if (r.readOnly.recvAck(m.from, m.context) === 0) return;
+  const acks = r.readOnly.acks(m.context)!;
+  const voters = r.conf.voters;
+  if (countActive(voters, (id) => acks.has(id)) < quorumSize(voters.length)) return;
+  for (const rs of r.readOnly.advance(m.context)) answerRead(r, rs.from, rs.index, rs.context);
+}
+
+/** The commit index moved: tell followers, and serve reads that waited for a commit in our term. */
+export function onCommitAdvanced(r: Raft): void {
+  bcastAppend(r);
+  if (r.pendingReads.length > 0 && committedInTerm(r)) {
+    const waiting = r.pendingReads;
+    r.pendingReads = [];
+    for (const m of waiting) leaderReadIndex(r, m.from, m.context ?? noData);
+  }
+}
+
+export function committedInTerm(r: Raft): boolean {
+  return r.log.term(r.log.committed) === r.term;
+}
+
+/**
+ * ReadIndex on the leader: the read point is the commit index now; it is safe once a quorum confirms we are
+ * still leader (heartbeat round carrying the context). Before we committed in our term, our commit index
+ * may lag the true one, so requests wait (bounded) until then.
+ */
+export function leaderReadIndex(r: Raft, from: NodeId, context: Uint8Array): void {
+  if (!committedInTerm(r)) {
+    if (r.pendingReads.length < 1024) {
+      const m = r.newMessage(MessageType.ReadIndex, r.id);
+      m.from = from;
+      m.context = context;
+      r.pendingReads.push(m);
+    }
+    return;
+  }
+  const voters = r.conf.voters;
+  if (voters.length === 1 && voters[0] === r.id) {
+    answerRead(r, from, r.log.committed, context);
+    return;
+  }
+  if (!r.readOnly.add(r.log.committed, from, context)) return;
+  r.readOnly.recvAck(r.id, context);
+  bcastHeartbeat(r, context);
+}
+
+function answerRead(r: Raft, from: NodeId, index: number, context: Uint8Array): void {
+  if (from === r.id) {
+    r.readStates.push({ index, context });
+    return;
+  }
+  const resp = r.newMessage(MessageType.ReadIndexResp, from);
+  resp.index = index;
+  resp.context = context;
+  r.send(resp);
+}
+
+/** Hand leadership to `transferee`: catch it up, then MsgTimeoutNow. Ignored for self, learners, strangers. */
+export function leaderTransfer(r: Raft, transferee: NodeId): void {
+  const pr = r.progress.get(transferee);
+  if (transferee === r.id || pr === undefined || pr.isLearner) {
+    r.log_(`ignored leader transfer to ${transferee}`);
+    return;
+  }
+  if (r.leadTransferee === transferee) return;
+  // A new transfer replaces a pending one; the election timeout bounds it (see tickLeader).
+  r.electionElapsed = 0;
+  r.leadTransferee = transferee;
+  r.log_(`transferring leadership to ${transferee}`);
+  if (pr.match === r.log.lastIndex) sendTimeoutNow(r, transferee);
+  else maybeSendAppend(r, transferee, true);
+}
+
+function sendTimeoutNow(r: Raft, to: NodeId): void {
+  r.send(r.newMessage(MessageType.TimeoutNow, to));
+}
+
+export function encodeNodeId(id: NodeId): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, id);
+  return out;
+}
+
+export function decodeNodeId(b: Uint8Array): NodeId {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(0);
+}
