@@ -1,0 +1,98 @@
+/**
+ * The data-directory lock (W16), without native dependencies: Node has no flock(2).
+ *
+ * Choice: a `LOCK` file created with O_CREAT|O_EXCL that holds the owner's pid and its start time (field 22 of
+ * /proc/<pid>/stat). Opening a directory whose LOCK names a live process (including this very process: a
+ * second open in the same process) fails with WalLockedError naming the directory and the holder. A LOCK
+ * left by a killed process (SIGKILL, power loss) names a dead pid, or a pid now reused by another program,
+ * which the start time exposes; such a stale lock is removed and the open proceeds, so a crash never blocks
+ * a restart.
+ *
+ * Limits (documented, accepted): (1) two processes that find the same stale lock at the same instant can both
+ * remove it and both win (an flock would not have this window); (2) without /proc (not Linux) liveness falls
+ * back to kill(pid, 0), so a reused pid keeps a stale lock until the file is removed by hand; (3) a process on
+ * another host sharing the directory over NFS is not detected as alive.
+ */
+import { constants as fsConstants } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as path from 'node:path';
+import { WalLockedError } from './errors.js';
+import type { DirLock } from './fs-port.js';
+
+const lockName = 'LOCK';
+
+interface Holder {
+  pid: number;
+  startTime: string;
+}
+
+async function startTimeOf(pid: number): Promise<string | undefined> {
+  try {
+    const stat = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command name may contain spaces and parentheses: fields are counted after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19]; // field 22 overall: starttime
+  } catch {
+    return undefined;
+  }
+}
+
+async function isAlive(holder: Holder): Promise<boolean> {
+  const startTime = await startTimeOf(holder.pid);
+  if (startTime !== undefined) return holder.startTime === '' || startTime === holder.startTime;
+  try {
+    await fsp.access('/proc/self/stat');
+    return false; // /proc works, so the pid has no entry: the process is gone
+  } catch {
+    try {
+      process.kill(holder.pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  }
+}
+
+function parseHolder(text: string): Holder | undefined {
+  const [pidText, startTime] = text.trim().split(' ');
+  const pid = Number(pidText);
+  if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  return { pid, startTime: startTime ?? '' };
+}
+
+/** Take the lock on `dir` or reject with WalLockedError. */
+export async function acquireDirLock(dir: string): Promise<DirLock> {
+  const file = path.join(dir, lockName);
+  const me = `${process.pid} ${(await startTimeOf(process.pid)) ?? ''}\n`;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fh = await fsp.open(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600);
+      try {
+        await fh.writeFile(me);
+      } finally {
+        await fh.close();
+      }
+      return { release: () => releaseLock(file, me) };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const text = await fsp.readFile(file, 'utf8').catch(() => undefined);
+    if (text === undefined) continue; // removed between our open and read: try again
+    const holder = parseHolder(text);
+    // An empty or half-written LOCK is a holder that is still starting (or one that died while writing it;
+    // the latter needs manual removal, which the message says).
+    if (holder === undefined) throw new WalLockedError(dir, `a process still writing ${file} (remove it if none is)`);
+    if (await isAlive(holder)) {
+      const who = holder.pid === process.pid ? `this process (pid ${holder.pid})` : `pid ${holder.pid}`;
+      throw new WalLockedError(dir, who);
+    }
+    await fsp.unlink(file).catch(() => undefined); // stale: its owner is dead
+  }
+  throw new WalLockedError(dir, 'processes racing for it');
+}
+
+async function releaseLock(file: string, me: string): Promise<void> {
+  // Remove the file only if it is still ours (it always should be; never delete another holder's lock).
+  const text = await fsp.readFile(file, 'utf8').catch(() => undefined);
+  if (text === me) await fsp.unlink(file).catch(() => undefined);
+}

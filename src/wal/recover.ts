@@ -1,0 +1,69 @@
+/**
+ * Recovery at open: read every segment in order, scan and replay it, and repair a torn tail of the last one.
+ * Nothing is modified until the whole log has been read and replayed without finding corruption.
+ */
+import { WalCorruptError } from './errors.js';
+import type { FilePort, FsPort } from './fs-port.js';
+import { Replayer, type ReplayResult } from './replay.js';
+import type { LiveSegment } from './segment-log.js';
+import { checkSegmentHeader, dataExtent, parseSegmentName, scanSegment, segmentHeaderBytes } from './segment.js';
+
+export interface Recovered {
+  replay: ReplayResult;
+  segments: LiveSegment[];
+  /** The last segment, open for appending (undefined in an empty directory). */
+  active: FilePort | undefined;
+  pos: number;
+  lastBatchSeq: number | undefined;
+}
+
+const zeros = new Uint8Array(1024 * 1024);
+
+export async function recover(fs: FsPort, dir: string, log: (line: string) => void): Promise<Recovered> {
+  const names = await fs.list(dir);
+  // Temp files (a segment being prepared, a snapshot being written, the sync probe) are never referenced.
+  for (const name of names.filter((n) => n.endsWith('.tmp'))) await fs.unlink(`${dir}/${name}`);
+  const found = names
+    .map((name) => ({ name, parsed: parseSegmentName(name) }))
+    .filter((s): s is { name: string; parsed: { seq: number; firstIndex: number } } => s.parsed !== undefined)
+    .sort((a, b) => a.parsed.seq - b.parsed.seq);
+
+  const replayer = new Replayer();
+  const segments: LiveSegment[] = [];
+  let lastBatchSeq: number | undefined;
+  let repair: { end: number; extent: number; reason: string } | undefined;
+  let end = segmentHeaderBytes;
+  for (let i = 0; i < found.length; i++) {
+    const { name, parsed } = found[i]!;
+    const path = `${dir}/${name}`;
+    if (i > 0 && parsed.seq !== found[i - 1]!.parsed.seq + 1) {
+      throw new WalCorruptError(path, 0, `segment ${found[i - 1]!.parsed.seq + 1} is missing before it`);
+    }
+    const buf = await fs.readFile(path);
+    if (buf === undefined) throw new WalCorruptError(path, 0, 'segment vanished during recovery');
+    checkSegmentHeader(buf, path, parsed.seq);
+    const isLast = i === found.length - 1;
+    const scanned = scanSegment(buf, path, isLast, lastBatchSeq);
+    if (scanned.tornAt !== undefined) {
+      repair = { end: scanned.end, extent: dataExtent(buf, scanned.end), reason: scanned.tornAt.reason };
+    }
+    const maxIndex = replayer.add(scanned);
+    segments.push({ name, seq: parsed.seq, maxIndex });
+    lastBatchSeq = scanned.lastBatchSeq ?? lastBatchSeq;
+    end = scanned.end;
+  }
+  const replay = replayer.finish();
+
+  const last = segments[segments.length - 1];
+  if (last === undefined) return { replay, segments, active: undefined, pos: segmentHeaderBytes, lastBatchSeq };
+  const active = await fs.open(`${dir}/${last.name}`, 'existing');
+  if (repair !== undefined) {
+    // W2/W3: clear the torn batch with zeros (keeping the preallocated size) so appends resume on a clean tail.
+    log(`wal: ${last.name}: torn tail at offset ${repair.end} (${repair.reason}); clearing ${repair.extent - repair.end} bytes`);
+    for (let at = repair.end; at < repair.extent; at += zeros.length) {
+      await active.write(zeros, Math.min(zeros.length, repair.extent - at), at);
+    }
+    await active.datasync();
+  }
+  return { replay, segments, active, pos: end, lastBatchSeq };
+}

@@ -1,0 +1,154 @@
+/**
+ * The segment files of an open WAL: the active segment being appended to, the pipeline that prepares the
+ * next one off the hot path (etcd's filePipeline), rotation, and release of old segments.
+ *
+ * Rotation (W10): the next segment is created as `<seq>.wal.tmp`, its header written, zero-filled to its full
+ * size when preallocating, fsynced; at rotation it is renamed to its final name and the directory fsynced
+ * before the first batch goes into it. A crash leaves either no name or a name with a complete header.
+ */
+import { assert } from '../base/index.js';
+import type { FilePort, FsPort } from './fs-port.js';
+import type { WalTuning } from './profiles.js';
+import { encodeSegmentHeader, segmentFileName, segmentHeaderBytes, segmentTempName } from './segment.js';
+
+export interface LiveSegment {
+  name: string;
+  seq: number;
+  /** Highest entry index written in the segment (0 when none): it may be released once a snapshot covers it. */
+  maxIndex: number;
+}
+
+interface Prepared {
+  file: FilePort;
+  tmpPath: string;
+  seq: number;
+}
+
+const zeroFillChunk = new Uint8Array(1024 * 1024);
+
+export class SegmentLog {
+  readonly #fs: FsPort;
+  readonly #dir: string;
+  readonly #tuning: WalTuning;
+  readonly #onBackgroundError: (err: unknown) => void;
+  readonly #segments: LiveSegment[];
+  #active: FilePort | undefined;
+  #pos: number;
+  #next: Promise<Prepared> | undefined;
+  preallocatedBytes = 0;
+  segmentsCreated = 0;
+  segmentsReleased = 0;
+
+  constructor(
+    fs: FsPort,
+    dir: string,
+    tuning: WalTuning,
+    opened: { segments: LiveSegment[]; active?: FilePort; pos: number },
+    onBackgroundError: (err: unknown) => void,
+  ) {
+    this.#fs = fs;
+    this.#dir = dir;
+    this.#tuning = tuning;
+    this.#segments = opened.segments;
+    this.#active = opened.active;
+    this.#pos = opened.pos;
+    this.#onBackgroundError = onBackgroundError;
+  }
+
+  get segments(): readonly LiveSegment[] {
+    return this.#segments;
+  }
+
+  /** True when a batch of up to `bytes` does not fit and the active segment already holds records. */
+  needsRotation(bytes: number): boolean {
+    if (this.#active === undefined) return true;
+    return this.#pos > segmentHeaderBytes && this.#pos + bytes > this.#tuning.segmentBytes;
+  }
+
+  /** Starts preparing the next segment in the background (idempotent). */
+  prepareNext(): void {
+    if (this.#next !== undefined) return;
+    const last = this.#segments[this.#segments.length - 1];
+    const seq = last === undefined ? 0 : last.seq + 1;
+    this.#next = this.#prepare(seq);
+    // A failure is reported at once (it is fatal) and again to whoever awaits the segment.
+    this.#next.catch((err: unknown) => this.#onBackgroundError(err));
+  }
+
+  async #prepare(seq: number): Promise<Prepared> {
+    const tmpPath = `${this.#dir}/${segmentTempName(seq)}`;
+    const file = await this.#fs.open(tmpPath, 'create');
+    const header = encodeSegmentHeader(seq, 0);
+    await file.write(header, header.length, 0);
+    if (this.#tuning.preallocate) {
+      for (let at = segmentHeaderBytes; at < this.#tuning.segmentBytes; at += zeroFillChunk.length) {
+        const n = Math.min(zeroFillChunk.length, this.#tuning.segmentBytes - at);
+        await file.write(zeroFillChunk, n, at);
+        this.preallocatedBytes += n;
+      }
+    }
+    await file.sync();
+    return { file, tmpPath, seq };
+  }
+
+  /** Puts the prepared segment in place as the active one; its first entry index is recorded in its name. */
+  async rotate(firstIndex: number): Promise<void> {
+    this.prepareNext();
+    const next = await this.#next!;
+    this.#next = undefined;
+    const name = segmentFileName(next.seq, firstIndex);
+    await this.#fs.rename(next.tmpPath, `${this.#dir}/${name}`);
+    await this.#fs.syncDir(this.#dir);
+    const previous = this.#active;
+    this.#active = next.file;
+    this.#pos = segmentHeaderBytes;
+    this.#segments.push({ name, seq: next.seq, maxIndex: 0 });
+    this.segmentsCreated++;
+    // The previous segment's data was synced with its last batch; it is only closed here.
+    if (previous !== undefined) await previous.close();
+    this.prepareNext();
+  }
+
+  /** One write of a whole batch at the end of the active segment. */
+  async write(bytes: Uint8Array, maxIndex: number): Promise<void> {
+    const active = this.#active;
+    assert(active !== undefined, 'no active segment');
+    await active.write(bytes, bytes.length, this.#pos);
+    this.#pos += bytes.length;
+    const seg = this.#segments[this.#segments.length - 1]!;
+    seg.maxIndex = Math.max(seg.maxIndex, maxIndex);
+  }
+
+  datasync(): Promise<void> {
+    assert(this.#active !== undefined, 'no active segment');
+    return this.#active.datasync();
+  }
+
+  /**
+   * Deletes the oldest segments while every entry in them is ≤ index, never the active one. One at a time,
+   * each unlink made durable before the next, so a crash leaves a contiguous suffix of segments.
+   */
+  async release(index: number): Promise<number> {
+    let released = 0;
+    while (this.#segments.length > 1 && this.#segments[0]!.maxIndex <= index) {
+      await this.#fs.unlink(`${this.#dir}/${this.#segments[0]!.name}`);
+      await this.#fs.syncDir(this.#dir);
+      this.#segments.shift();
+      released++;
+      this.segmentsReleased++;
+    }
+    return released;
+  }
+
+  async close(): Promise<void> {
+    const next = this.#next;
+    this.#next = undefined;
+    if (next !== undefined) {
+      // A prepared but unused segment stays a .tmp file, removed at the next open.
+      const prepared = await next.catch(() => undefined);
+      await prepared?.file.close();
+    }
+    await this.#active?.close();
+    this.#active = undefined;
+  }
+}

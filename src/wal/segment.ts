@@ -1,0 +1,174 @@
+/**
+ * Segment files: naming, the header, and the recovery scan of one segment.
+ *
+ * Name: `<seq:16 hex>-<firstIndex:16 hex>.wal` (etcd's style). Sequence numbers are contiguous; a gap is
+ * corruption. A segment is created under `<seq>.wal.tmp`, filled, fsynced and only then renamed and the
+ * directory fsynced, so a segment name never exists without its header (W10, etcd #6368).
+ *
+ * Header (64 bytes): magic "ETCETWAL", u32 format version, u32 header size, f64 seq, f64 reserved (0), u32
+ * CRC-32C of bytes 0..32 at offset 32, zeros. Records follow at offset 64 (record.ts).
+ *
+ * Every segment opened by rotation begins with the current hard state and snapshot metadata, so the
+ * segments before it can be deleted without losing state (etcd does the same).
+ */
+import { assert } from '../base/index.js';
+import { crc32c } from './crc32c.js';
+import { WalCorruptError } from './errors.js';
+import { readFrame, type RecordType } from './record.js';
+
+export const segmentHeaderBytes = 64;
+export const segmentFormatVersion = 1;
+const magic = Buffer.from('ETCETWAL', 'latin1');
+
+export interface SegmentName {
+  seq: number;
+  firstIndex: number;
+}
+
+const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
+
+export function segmentFileName(seq: number, firstIndex: number): string {
+  return `${hex16(seq)}-${hex16(firstIndex)}.wal`;
+}
+
+export function segmentTempName(seq: number): string {
+  return `${hex16(seq)}.wal.tmp`;
+}
+
+export function parseSegmentName(name: string): SegmentName | undefined {
+  const m = /^([0-9a-f]{16})-([0-9a-f]{16})\.wal$/.exec(name);
+  if (!m) return undefined;
+  return { seq: Number.parseInt(m[1]!, 16), firstIndex: Number.parseInt(m[2]!, 16) };
+}
+
+export function encodeSegmentHeader(seq: number, firstIndex: number): Buffer {
+  const h = Buffer.alloc(segmentHeaderBytes);
+  magic.copy(h, 0);
+  h.writeUInt32LE(segmentFormatVersion, 8);
+  h.writeUInt32LE(segmentHeaderBytes, 12);
+  h.writeDoubleLE(seq, 16);
+  h.writeDoubleLE(firstIndex, 24);
+  h.writeUInt32LE(crc32c(h, 0, 0, 32), 32);
+  return h;
+}
+
+export function checkSegmentHeader(buf: Uint8Array, file: string, seq: number): void {
+  if (buf.length < segmentHeaderBytes) throw new WalCorruptError(file, 0, 'segment shorter than its header');
+  const h = Buffer.from(buf.buffer, buf.byteOffset, segmentHeaderBytes);
+  if (!h.subarray(0, 8).equals(magic)) throw new WalCorruptError(file, 0, 'not a wal segment (bad magic)');
+  const version = h.readUInt32LE(8);
+  if (version !== segmentFormatVersion) throw new WalCorruptError(file, 8, `unsupported wal format version ${version}`);
+  if (h.readUInt32LE(32) !== crc32c(h, 0, 0, 32)) throw new WalCorruptError(file, 32, 'segment header CRC mismatch');
+  if (h.readDoubleLE(16) !== seq) throw new WalCorruptError(file, 16, 'segment sequence does not match its name');
+}
+
+export interface ScannedRecord {
+  type: RecordType;
+  offset: number;
+  payload: Uint8Array;
+}
+
+export interface ScannedSegment {
+  file: string;
+  records: ScannedRecord[];
+  /** Offset just past the last valid record: where appending resumes. */
+  end: number;
+  /** Batch sequence of the last valid record (undefined when there is none). */
+  lastBatchSeq: number | undefined;
+  /** Set when the tail was damaged by a torn last batch and must be cleared before appending. */
+  tornAt?: { offset: number; reason: string };
+}
+
+/**
+ * Scans one segment. Damage (a bad frame, or an end-of-data marker followed by more data) is accepted as a
+ * torn tail only in the last segment and only if everything valid after it belongs to the same write batch
+ * as the damaged spot: only the last batch can be unsynced (one batch is in flight at a time, and each later
+ * batch is written only after the earlier one's fdatasync). Anything else is corruption (W5): we refuse to
+ * start, naming file and offset, rather than silently drop synced records.
+ *
+ * `prevBatchSeq`: the batch sequence that ended the previous segment (rotation happens between batches).
+ */
+export function scanSegment(buf: Uint8Array, file: string, isLast: boolean, prevBatchSeq?: number): ScannedSegment {
+  const records: ScannedRecord[] = [];
+  let offset = segmentHeaderBytes;
+  let lastBatchSeq: number | undefined;
+  let lastEndedBatch = true;
+  for (;;) {
+    const frame = readFrame(buf, offset, buf.length);
+    if (frame.kind === 'record') {
+      records.push({ type: frame.type, offset, payload: frame.payload });
+      lastBatchSeq = frame.batchSeq;
+      lastEndedBatch = frame.lastInBatch;
+      offset = frame.next;
+      continue;
+    }
+    const reason = frame.kind === 'zero' ? 'data after the end-of-data marker' : frame.reason;
+    const laterSeqs = validBatchSeqsAfter(buf, offset + 8);
+    if (frame.kind === 'zero' && laterSeqs.length === 0) {
+      return isZero(buf, offset)
+        ? { file, records, end: offset, lastBatchSeq }
+        : { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason: 'junk after the last record' } };
+    }
+    // The damaged spot belongs to the batch of the last good record unless that record ended its batch.
+    const prev = lastBatchSeq ?? prevBatchSeq;
+    const damagedSeq = lastEndedBatch ? (prev === undefined ? undefined : (prev + 1) >>> 0) : prev;
+    const onlyThatBatch = laterSeqs.every((s) => s === (damagedSeq ?? laterSeqs[0]));
+    if (!isLast || !onlyThatBatch) throw new WalCorruptError(file, offset, reason);
+    return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason } };
+  }
+}
+
+/** Batch sequences of the valid records found at 8-aligned offsets at or after `from`. */
+function validBatchSeqsAfter(buf: Uint8Array, from: number): number[] {
+  const seqs: number[] = [];
+  let offset = (from + 7) & ~7;
+  while (offset + 16 <= buf.length) {
+    const nonZero = firstNonZero(buf, offset);
+    if (nonZero < 0) break;
+    offset = Math.max(offset, nonZero & ~7);
+    const frame = readFrame(buf, offset, buf.length);
+    if (frame.kind === 'record') {
+      seqs.push(frame.batchSeq);
+      offset = frame.next;
+    } else {
+      offset += 8;
+    }
+  }
+  return seqs;
+}
+
+const zeroChunk = Buffer.alloc(64 * 1024);
+
+/** Index of the first non-zero byte at or after `from`, or -1. Compares whole chunks natively for speed. */
+export function firstNonZero(buf: Uint8Array, from: number): number {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.length);
+  let i = from;
+  while (i < b.length) {
+    const end = Math.min(b.length, i + zeroChunk.length);
+    if (b.compare(zeroChunk, 0, end - i, i, end) === 0) {
+      i = end;
+      continue;
+    }
+    for (let j = i; j < end; j++) if (b[j] !== 0) return j;
+    assert(false, 'compare and scan disagree');
+  }
+  return -1;
+}
+
+function isZero(buf: Uint8Array, from: number): boolean {
+  return firstNonZero(buf, from) < 0;
+}
+
+/** Offset just past the last non-zero byte (the extent a repair must zero), at least `from`. */
+export function dataExtent(buf: Uint8Array, from: number): number {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.length);
+  let end = b.length;
+  while (end > from) {
+    const start = Math.max(from, end - zeroChunk.length);
+    if (b.compare(zeroChunk, 0, end - start, start, end) !== 0) {
+      for (let i = end - 1; i >= start; i--) if (b[i] !== 0) return i + 1;
+    }
+    end = start;
+  }
+  return from;
+}

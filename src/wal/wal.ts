@@ -1,0 +1,404 @@
+/**
+ * The durable Raft log.
+ *
+ * ```ts
+ * const { wal, state } = await Wal.open(dir, { profile: 'auto', logger, onFatal });
+ * // state: { hardState, snapshot (meta), entries (after snapshot.index), loadSnapshot() }: RaftBootstrap-shaped.
+ * await wal.save({ hardState, entries, snapshotMeta }); // resolves once durable (one Ready's worth)
+ * await wal.saveSnapshot(snapshot);   // data file (temp, fsync, rename, dir fsync), then its meta record
+ * await wal.loadSnapshot();           // the snapshot file of the latest durable snapshot meta, if any
+ * await wal.releaseTo(index);         // delete whole segments ≤ index; a durable snapshot must cover index
+ * wal.metrics; await wal.close();
+ * ```
+ *
+ * Contract:
+ * - Saves are durable in call order, and a later save's promise never resolves before an earlier one's.
+ *   `entries` may start at or below the last saved index: the suffix from there is replaced (never at or
+ *   below the saved commit index: that would lose committed entries, an assertion).
+ * - Group commit: saves that arrive while a batch is being written and synced form the next batch; each
+ *   batch is one write(2) then one fdatasync(2), capped at the profile's batchBytesMax. At low load a save
+ *   waits for exactly one sync. Callers must not mutate entries they passed until the save resolves.
+ * - A failed write, sync, rename or preallocation is fatal (W7): every pending and later save rejects with
+ *   the same WalFatalError, `onFatal` is called once, nothing is retried or acknowledged. The server exits.
+ * - The data directory is locked while open (lock.ts): a second open fails with WalLockedError.
+ * - Hard state and snapshot metadata are records in the log (the last valid one wins), not separate files:
+ *   the log is already crash-safe (CRC + fdatasync + torn-tail rules), a record costs no extra sync, and they
+ *   become durable atomically with the entries of the same batch. Each new segment starts with both, so old
+ *   segments can be deleted.
+ */
+import { assert, assertSafeInteger } from '../base/index.js';
+import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
+import { WalClosedError, WalFatalError } from './errors.js';
+import { NodeFsPort, type DirLock, type FsPort } from './fs-port.js';
+import { Histogram, recordsPerBatchBounds, syncSecondsBounds, type WalMetrics } from './metrics.js';
+import { measureSyncLatencyMs, pickProfile, profiles, validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
+import { assertEntries, BatchEncoder, entryOverheadBytesBound, recordBytesBound } from './record.js';
+import { recover } from './recover.js';
+import { emptySnapshotMeta } from './replay.js';
+import { SegmentLog } from './segment-log.js';
+import { decodeSnapshotFile, parseSnapshotFileName, snapshotFileName, writeSnapshotFile } from './snapshot-file.js';
+
+export interface WalOptions {
+  profile?: ProfileChoice;
+  logger?: (line: string) => void;
+  /** Called once when the WAL fails; the server should log and exit non-zero. */
+  onFatal?: (err: WalFatalError) => void;
+  /** File system port (default: the real one). Tests pass the simulated FS. */
+  fs?: FsPort;
+  /** Overrides of the chosen profile's knobs (tests, benchmarks). */
+  tuning?: Partial<WalTuning>;
+}
+
+export interface WalState {
+  hardState: HardState;
+  snapshot: SnapshotMeta;
+  entries: Entry[];
+  loadSnapshot(): Promise<Snapshot | undefined>;
+}
+
+export interface SaveRequest {
+  hardState?: HardState;
+  entries?: readonly Entry[];
+  /** Metadata of a snapshot whose data the caller made durable (use saveSnapshot to have the WAL store it). */
+  snapshotMeta?: SnapshotMeta;
+}
+
+interface PendingSave {
+  request: SaveRequest;
+  bytesBound: number;
+  /** A snapshot file that must be durable before this save's meta record is written. */
+  ready: Promise<void> | undefined;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/** Bound of the state records written at the start of a segment. */
+const stateRecordsBytesBound = 4096;
+
+function bytesBound(r: SaveRequest): number {
+  let n = 0;
+  for (const e of r.entries ?? []) n += e.data.length + entryOverheadBytesBound;
+  if (r.entries && r.entries.length > 0) n += recordBytesBound(16) * (1 + Math.ceil(n / (512 * 1024)));
+  if (r.hardState) n += recordBytesBound(64);
+  if (r.snapshotMeta) n += recordBytesBound(32 + 24 * (r.snapshotMeta.confState.voters.length + r.snapshotMeta.confState.learners.length));
+  return n;
+}
+
+interface WalInit {
+  fs: FsPort;
+  dir: string;
+  lock: DirLock;
+  tuning: WalTuning;
+  profile: ProfileName;
+  measuredSyncLatencyMs: number | undefined;
+  options: WalOptions;
+}
+
+export class Wal {
+  readonly #fs: FsPort;
+  readonly #dir: string;
+  readonly #lock: DirLock;
+  readonly #tuning: WalTuning;
+  readonly #options: WalOptions;
+  readonly #encoder = new BatchEncoder();
+  #segments!: SegmentLog;
+  #queue: PendingSave[] = [];
+  #queuedBytes = 0;
+  #inFlight: PendingSave[] = [];
+  #draining: Promise<void> | undefined;
+  #failure: WalFatalError | undefined;
+  #closed = false;
+  #batchSeq = 0;
+  #lastBatchSaves = 0;
+  /** The step in progress, named in the WalFatalError if it fails. */
+  #operation = 'write';
+  #releaseChain: Promise<unknown> = Promise.resolve();
+  // What the caller has handed us (validation), what is encoded (segment state records), what is durable.
+  #accepted = { last: 0, snapshotIndex: 0, commit: 0, term: 0 };
+  #writtenHardState: HardState | undefined;
+  #writtenSnapshot: SnapshotMeta = emptySnapshotMeta();
+  #writtenLast = 0;
+  #durableSnapshot: SnapshotMeta = emptySnapshotMeta();
+  readonly #syncSeconds = new Histogram(syncSecondsBounds);
+  readonly #recordsPerBatch = new Histogram(recordsPerBatchBounds);
+  readonly #counters = { syncs: 0, bytesWritten: 0, batches: 0, records: 0, saves: 0 };
+  readonly #profile: ProfileName;
+  readonly #measuredSyncLatencyMs: number | undefined;
+
+  /** Use Wal.open. */
+  private constructor(init: WalInit) {
+    this.#fs = init.fs;
+    this.#dir = init.dir;
+    this.#lock = init.lock;
+    this.#tuning = init.tuning;
+    this.#options = init.options;
+    this.#profile = init.profile;
+    this.#measuredSyncLatencyMs = init.measuredSyncLatencyMs;
+  }
+
+  static async open(dir: string, options: WalOptions = {}): Promise<{ wal: Wal; state: WalState }> {
+    const fs = options.fs ?? new NodeFsPort();
+    const log = options.logger ?? (() => {});
+    await fs.mkdirp(dir);
+    const lock = await fs.lock(dir);
+    try {
+      const recovered = await recover(fs, dir, log);
+      const choice = options.profile ?? 'auto';
+      let measured: number | undefined;
+      let profile: ProfileName;
+      if (choice === 'auto') {
+        measured = await measureSyncLatencyMs(fs, dir, () => performance.now());
+        profile = pickProfile(measured);
+      } else {
+        profile = choice;
+      }
+      const tuning = { ...profiles[profile], ...options.tuning };
+      validateTuning(tuning);
+      const detail = measured === undefined ? 'chosen' : `auto: median fdatasync ${measured.toFixed(2)} ms`;
+      log(`wal: ${dir}: profile ${profile} (${detail}), segment ${tuning.segmentBytes} B, batch ≤ ${tuning.batchBytesMax} B, commit delay ${tuning.commitDelayMs} ms`);
+      const wal = new Wal({ fs, dir, lock, tuning, profile, measuredSyncLatencyMs: measured, options });
+      const { replay } = recovered;
+      wal.#segments = new SegmentLog(fs, dir, tuning, recovered, (err) => wal.#fail('segment preparation', err));
+      if (recovered.active === undefined) await wal.#segments.rotate(replay.snapshot.index + 1);
+      else wal.#segments.prepareNext();
+      wal.#batchSeq = ((recovered.lastBatchSeq ?? -1) + 1) >>> 0;
+      const last = replay.snapshot.index + replay.entries.length;
+      wal.#accepted = { last, snapshotIndex: replay.snapshot.index, commit: replay.hardState.commit, term: replay.hardState.term };
+      wal.#writtenHardState = replay.hardState;
+      wal.#writtenSnapshot = replay.snapshot;
+      wal.#writtenLast = last;
+      wal.#durableSnapshot = replay.snapshot;
+      const { hardState, snapshot, entries } = replay;
+      const state: WalState = { hardState, snapshot, entries, loadSnapshot: () => wal.loadSnapshot() };
+      return { wal, state };
+    } catch (err) {
+      await lock.release();
+      throw err;
+    }
+  }
+
+  get profile(): ProfileName {
+    return this.#profile;
+  }
+
+  save(request: SaveRequest): Promise<void> {
+    return this.#enqueue(request, undefined);
+  }
+
+  saveSnapshot(snapshot: Snapshot): Promise<void> {
+    if (this.#failure || this.#closed) return this.#enqueue({}, undefined);
+    assert(snapshot.meta.index >= this.#accepted.snapshotIndex, 'snapshot older than the current one');
+    const ready = writeSnapshotFile(this.#fs, this.#dir, snapshot).then(() => undefined);
+    ready.catch((err: unknown) => this.#fail('snapshot file write', err));
+    return this.#enqueue({ snapshotMeta: snapshot.meta }, ready).then(() => this.#removeOldSnapshots());
+  }
+
+  async loadSnapshot(): Promise<Snapshot | undefined> {
+    const meta = this.#durableSnapshot;
+    if (meta.index === 0) return undefined;
+    const path = `${this.#dir}/${snapshotFileName(meta.term, meta.index)}`;
+    const bytes = await this.#fs.readFile(path);
+    if (bytes === undefined) return undefined;
+    const snapshot = decodeSnapshotFile(bytes, path);
+    assert(snapshot.meta.index === meta.index && snapshot.meta.term === meta.term, 'snapshot file does not match its name');
+    return snapshot;
+  }
+
+  /** Deletes whole segments whose entries are all ≤ index. A durable snapshot must cover index (W11). */
+  releaseTo(index: number): Promise<void> {
+    assertSafeInteger(index, 'release index');
+    assert(index <= this.#durableSnapshot.index, `release to ${index} beyond the durable snapshot at ${this.#durableSnapshot.index}`);
+    if (this.#failure) return Promise.reject(this.#failure);
+    const run = this.#releaseChain.then(async () => {
+      try {
+        await this.#segments.release(index);
+      } catch (err) {
+        this.#fail('segment release', err);
+        throw this.#failure;
+      }
+    });
+    this.#releaseChain = run.catch(() => undefined);
+    return run;
+  }
+
+  get metrics(): WalMetrics {
+    return {
+      profile: this.#profile,
+      measuredSyncLatencyMs: this.#measuredSyncLatencyMs,
+      ...this.#counters,
+      syncSeconds: this.#syncSeconds.snapshot(),
+      recordsPerBatch: this.#recordsPerBatch.snapshot(),
+      preallocatedBytes: this.#segments.preallocatedBytes,
+      segmentsCreated: this.#segments.segmentsCreated,
+      segmentsReleased: this.#segments.segmentsReleased,
+    };
+  }
+
+  /** Waits for pending saves, then closes files and releases the directory lock. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    while (this.#draining) await this.#draining;
+    await this.#releaseChain;
+    await this.#segments.close().catch(() => undefined);
+    await this.#lock.release();
+  }
+
+  #enqueue(request: SaveRequest, ready: Promise<void> | undefined): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    if (this.#closed) return Promise.reject(new WalClosedError());
+    this.#accept(request);
+    return new Promise<void>((resolve, reject) => {
+      const bound = bytesBound(request);
+      this.#queue.push({ request, bytesBound: bound, ready, resolve, reject });
+      this.#queuedBytes += bound;
+      this.#draining ??= this.#drain();
+    });
+  }
+
+  /** Validates a save against what was accepted before it (programmer errors are assertions). */
+  #accept(r: SaveRequest): void {
+    const acc = this.#accepted;
+    if (r.snapshotMeta) {
+      assertSafeInteger(r.snapshotMeta.index, 'snapshot index');
+      assert(r.snapshotMeta.index >= acc.snapshotIndex, 'snapshot index went back');
+      acc.snapshotIndex = r.snapshotMeta.index;
+      acc.last = Math.max(acc.last, r.snapshotMeta.index);
+    }
+    const entries = r.entries ?? [];
+    if (entries.length > 0) {
+      assertEntries(entries);
+      const first = entries[0]!.index;
+      assert(first > acc.snapshotIndex, `entries at ${first} are covered by the snapshot at ${acc.snapshotIndex}`);
+      assert(first <= acc.last + 1, `entries at ${first} leave a gap after ${acc.last}`);
+      assert(first > acc.commit, `entries at ${first} would overwrite committed entries (commit ${acc.commit})`);
+      acc.last = entries[entries.length - 1]!.index;
+    }
+    if (r.hardState) {
+      assertSafeInteger(r.hardState.term, 'term');
+      assertSafeInteger(r.hardState.commit, 'commit');
+      assert(r.hardState.term >= acc.term, 'term went back');
+      assert(r.hardState.commit >= acc.commit, 'commit went back');
+      acc.term = r.hardState.term;
+      acc.commit = r.hardState.commit;
+    }
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queue.length > 0 && !this.#failure) {
+        const head = this.#queue[0]!;
+        if (head.ready) {
+          this.#operation = 'snapshot file write';
+          await head.ready;
+          head.ready = undefined;
+        }
+        if (this.#tuning.commitDelayMs > 0 && this.#lastBatchSaves > 1 && this.#queuedBytes < this.#tuning.batchBytesMax) {
+          await new Promise((resolve) => setTimeout(resolve, this.#tuning.commitDelayMs));
+        }
+        this.#inFlight = this.#takeBatch();
+        await this.#writeBatch(this.#inFlight);
+        for (const s of this.#inFlight) {
+          if (s.request.snapshotMeta) this.#durableSnapshot = s.request.snapshotMeta;
+          s.resolve();
+        }
+        this.#inFlight = [];
+      }
+    } catch (err) {
+      this.#fail(this.#operation, err);
+    } finally {
+      this.#draining = undefined;
+    }
+  }
+
+  #takeBatch(): PendingSave[] {
+    const batch: PendingSave[] = [];
+    let bytes = 0;
+    while (this.#queue.length > 0) {
+      const next = this.#queue[0]!;
+      if (batch.length > 0 && (next.ready || bytes + next.bytesBound > this.#tuning.batchBytesMax)) break;
+      batch.push(next);
+      bytes += next.bytesBound;
+      this.#queue.shift();
+    }
+    this.#queuedBytes -= bytes;
+    return batch;
+  }
+
+  /** Encodes, writes and syncs one batch. */
+  async #writeBatch(batch: PendingSave[]): Promise<void> {
+    let bound = stateRecordsBytesBound;
+    for (const s of batch) bound += s.bytesBound;
+    const rotate = this.#segments.needsRotation(bound);
+    this.#operation = 'segment rotation';
+    if (rotate) await this.#segments.rotate(this.#writtenLast + 1);
+    const enc = this.#encoder;
+    enc.begin(this.#batchSeq);
+    if (rotate) {
+      if (this.#writtenHardState) enc.hardState(this.#writtenHardState);
+      if (this.#writtenSnapshot.index > 0) enc.snapshotMeta(this.#writtenSnapshot);
+    }
+    let maxIndex = 0;
+    for (const { request: r } of batch) {
+      if (r.snapshotMeta) {
+        enc.snapshotMeta(r.snapshotMeta);
+        this.#writtenSnapshot = r.snapshotMeta;
+        this.#writtenLast = Math.max(this.#writtenLast, r.snapshotMeta.index);
+      }
+      if (r.entries && r.entries.length > 0) {
+        enc.entries(r.entries);
+        this.#writtenLast = r.entries[r.entries.length - 1]!.index;
+        maxIndex = Math.max(maxIndex, this.#writtenLast);
+      }
+      if (r.hardState) {
+        enc.hardState(r.hardState);
+        this.#writtenHardState = r.hardState;
+      }
+    }
+    if (enc.records === 0) enc.hardState(this.#writtenHardState ?? { term: 0, vote: 0n, commit: 0 });
+    const bytes = enc.finish();
+    this.#operation = 'write';
+    await this.#segments.write(bytes, maxIndex);
+    this.#operation = 'fdatasync';
+    const start = performance.now();
+    await this.#segments.datasync();
+    this.#syncSeconds.observe((performance.now() - start) / 1000);
+    this.#batchSeq = (this.#batchSeq + 1) >>> 0;
+    this.#lastBatchSaves = batch.length;
+    const c = this.#counters;
+    c.syncs++;
+    c.batches++;
+    c.records += enc.records;
+    c.saves += batch.length;
+    c.bytesWritten += bytes.length;
+    this.#recordsPerBatch.observe(enc.records);
+  }
+
+  #fail(operation: string, cause: unknown): void {
+    if (this.#failure) return;
+    const err = cause instanceof WalFatalError ? cause : new WalFatalError(operation, cause);
+    this.#failure = err;
+    const pending = [...this.#inFlight, ...this.#queue];
+    this.#inFlight = [];
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    for (const s of pending) s.reject(err);
+    this.#options.logger?.(err.message);
+    this.#options.onFatal?.(err);
+  }
+
+  async #removeOldSnapshots(): Promise<void> {
+    // Keep the durable snapshot and the one before it; anything older is unreachable.
+    const names = await this.#fs.list(this.#dir).catch(() => [] as string[]);
+    const snaps = names.flatMap((name) => {
+      const p = parseSnapshotFileName(name);
+      return p && p.index < this.#durableSnapshot.index ? [{ name, index: p.index }] : [];
+    });
+    snaps.sort((a, b) => b.index - a.index);
+    for (const s of snaps.slice(1)) {
+      await this.#fs.unlink(`${this.#dir}/${s.name}`).catch((err: unknown) => {
+        this.#options.logger?.(`wal: could not remove old snapshot ${s.name}: ${String(err)}`);
+      });
+    }
+  }
+}
