@@ -1,0 +1,94 @@
+/**
+ * The LevelDB Backend adapter (classic-level). Buckets are a 1-byte key prefix (their index in `buckets`),
+ * so one atomic LevelDB batch can span buckets. Writes are not synced: the Raft WAL is what makes applied
+ * entries durable, and the consistent index in each batch tells a restart where to resume. Iterators read
+ * LevelDB's implicit snapshot, so a scan is a point-in-time view.
+ * The one file under src/mvcc allowed to import a package.
+ */
+import { ClassicLevel } from 'classic-level';
+import { assert } from '../base/assert.js';
+import { buckets, type Backend, type BatchOp, type Bucket, type ScanOptions } from './backend.js';
+
+type Db = ClassicLevel<Uint8Array, Uint8Array>;
+
+function prefixed(bucket: Bucket, key: Uint8Array): Uint8Array {
+  const out = new Uint8Array(key.length + 1);
+  out[0] = buckets.indexOf(bucket);
+  out.set(key, 1);
+  return out;
+}
+
+function bucketStart(bucket: Bucket): Uint8Array {
+  return new Uint8Array([buckets.indexOf(bucket)]);
+}
+
+function bucketEnd(bucket: Bucket): Uint8Array {
+  return new Uint8Array([buckets.indexOf(bucket) + 1]);
+}
+
+/** classic-level hands out Buffers; the port speaks plain Uint8Array (same memory, no copy). */
+function plain(b: Uint8Array): Uint8Array {
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+export class LevelBackend implements Backend {
+  readonly #db: Db;
+
+  private constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** Open (creating if needed) the database in `location`, a directory. */
+  static async open(location: string): Promise<LevelBackend> {
+    const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(location, { keyEncoding: 'view', valueEncoding: 'view' });
+    await db.open();
+    return new LevelBackend(db);
+  }
+
+  async write(ops: BatchOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    await this.#db.batch(
+      ops.map((op) => (op.type === 'put'
+        ? { type: 'put' as const, key: prefixed(op.bucket, op.key), value: op.value }
+        : { type: 'del' as const, key: prefixed(op.bucket, op.key) })),
+      { sync: false },
+    );
+  }
+
+  async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
+    const value = await this.#db.get(prefixed(bucket, key));
+    return value === undefined ? undefined : plain(value);
+  }
+
+  async *scan(bucket: Bucket, options: ScanOptions = {}): AsyncIterable<[Uint8Array, Uint8Array]> {
+    const gte = options.gte === undefined ? bucketStart(bucket) : prefixed(bucket, options.gte);
+    const lt = options.lt === undefined ? bucketEnd(bucket) : prefixed(bucket, options.lt);
+    const it = this.#db.iterator({ gte, lt });
+    try {
+      for (;;) {
+        const batch = await it.nextv(1000);
+        if (batch.length === 0) return;
+        for (const [k, v] of batch) {
+          assert(k[0] === buckets.indexOf(bucket), 'scan left its bucket');
+          yield [plain(k.subarray(1)), plain(v)];
+        }
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  /** LevelDB's estimate of the bytes its files occupy (data still in the memtable is not counted). */
+  async sizeBytes(): Promise<number> {
+    return this.#db.approximateSize(new Uint8Array([0]), new Uint8Array([buckets.length]));
+  }
+
+  /** Compact the whole key space, dropping deleted entries and rewriting the files (etcd's Defragment). */
+  async defragment(): Promise<void> {
+    await this.#db.compactRange(new Uint8Array([0]), new Uint8Array([buckets.length]));
+  }
+
+  async close(): Promise<void> {
+    await this.#db.close();
+  }
+}
