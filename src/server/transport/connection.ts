@@ -1,0 +1,202 @@
+/**
+ * A socket speaking frames: reads are parsed into frames and handed to one handler at a time; frames that
+ * arrive while no handler is set wait in a short queue. That lets a handshake `await` one frame and then
+ * hand the stream to the next phase without losing a frame that came in the same TCP read.
+ */
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import { readFileSync } from 'node:fs';
+import { type Frame, FrameReader, FrameType, ProtocolError, encodeFrame, frameHeader } from './frame.js';
+import type { PeerTlsOptions } from './types.js';
+
+/** Frames allowed to wait for a handler; more means the remote is not following the protocol. */
+const pendingFramesMax = 64;
+
+export type FrameHandler = (frame: Frame) => void;
+
+export class FramedConnection {
+  readonly socket: net.Socket;
+  #reader = new FrameReader();
+  #handler: FrameHandler | undefined;
+  #pending: Frame[] = [];
+  #closeListeners: ((err: Error | undefined) => void)[] = [];
+  #closed = false;
+  #closeError: Error | undefined;
+  bytesRead = 0;
+  bytesWritten = 0;
+
+  constructor(socket: net.Socket) {
+    this.socket = socket;
+    this.remoteAddress = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 5_000);
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('error', (err) => this.destroy(err));
+    socket.on('close', () => this.destroy());
+    socket.on('end', () => socket.end());
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Captured at construction: a destroyed socket forgets its address, and we log it after errors. */
+  readonly remoteAddress: string;
+
+  /** Sets the handler for following frames and delivers any that were waiting. */
+  setHandler(handler: FrameHandler | undefined): void {
+    this.#handler = handler;
+    while (this.#handler !== undefined && this.#pending.length > 0 && !this.#closed) {
+      this.#handler(this.#pending.shift() as Frame);
+    }
+  }
+
+  /** The next frame, or a rejection on close/timeout. Leaves no handler set afterwards. */
+  nextFrame(timeoutMs: number, what: string): Promise<Frame> {
+    return new Promise<Frame>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#handler = undefined;
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+      }, timeoutMs);
+      const onClose = (err: Error | undefined): void => {
+        clearTimeout(timer);
+        reject(err ?? new Error(`connection closed while waiting for ${what}`));
+      };
+      if (this.#closed) return onClose(this.#closeError);
+      this.#closeListeners.push(onClose);
+      this.setHandler((frame) => {
+        clearTimeout(timer);
+        this.#closeListeners = this.#closeListeners.filter((l) => l !== onClose);
+        this.#handler = undefined;
+        resolve(frame);
+      });
+    });
+  }
+
+  onClose(listener: (err: Error | undefined) => void): void {
+    if (this.#closed) listener(this.#closeError);
+    else this.#closeListeners.push(listener);
+  }
+
+  /** Writes a msgpack frame; returns false when the socket buffer is above its high-water mark. */
+  send(type: FrameType, value: unknown): boolean {
+    return this.writeRaw(encodeFrame(type, value));
+  }
+
+  /** Writes a raw-payload frame (snapshot chunks) without copying the payload. */
+  sendRaw(type: FrameType, payload: Uint8Array): boolean {
+    this.writeRaw(frameHeader(type, payload.length));
+    return this.writeRaw(payload);
+  }
+
+  writeRaw(bytes: Uint8Array): boolean {
+    if (this.#closed) return false;
+    this.bytesWritten += bytes.length;
+    return this.socket.write(bytes);
+  }
+
+  /** Sends a refusal, then closes once it is flushed. */
+  refuse(reason: string): void {
+    if (this.#closed) return;
+    this.socket.end(encodeFrame(FrameType.Refused, { reason }));
+  }
+
+  destroy(err?: Error): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closeError = err;
+    this.#handler = undefined;
+    this.#pending = [];
+    this.socket.destroy();
+    const listeners = this.#closeListeners;
+    this.#closeListeners = [];
+    for (const listener of listeners) listener(err);
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#closed) return;
+    this.bytesRead += chunk.length;
+    let frames: Frame[];
+    try {
+      frames = this.#reader.push(chunk);
+    } catch (err) {
+      this.destroy(err as Error);
+      return;
+    }
+    for (const frame of frames) {
+      if (this.#closed) return;
+      if (this.#handler !== undefined && this.#pending.length === 0) this.#handler(frame);
+      else if (this.#pending.length < pendingFramesMax) this.#pending.push(frame);
+      else return this.destroy(new ProtocolError('too many frames before the handshake completed'));
+    }
+  }
+}
+
+export interface PeerAddress {
+  host: string;
+  port: number;
+  secure: boolean;
+}
+
+/** Accepts `host:port`, `http://host:port`, `https://host:port` (IPv6 in brackets). */
+export function parsePeerUrl(url: string): PeerAddress {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : `http://${url}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(withScheme);
+  } catch {
+    throw new TypeError(`invalid peer URL ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new TypeError(`peer URL ${JSON.stringify(url)} must use http or https`);
+  }
+  if (parsed.port === '') throw new TypeError(`peer URL ${JSON.stringify(url)} has no port`);
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(parsed.port), secure: parsed.protocol === 'https:' };
+}
+
+export interface TlsMaterial {
+  cert: Buffer;
+  key: Buffer;
+  ca: Buffer | undefined;
+  clientCertAuth: boolean;
+}
+
+export function loadTls(options: PeerTlsOptions): TlsMaterial {
+  return {
+    cert: readFileSync(options.certFile),
+    key: readFileSync(options.keyFile),
+    ca: options.trustedCaFile === undefined ? undefined : readFileSync(options.trustedCaFile),
+    clientCertAuth: options.clientCertAuth === true,
+  };
+}
+
+/** Opens a TCP (or TLS, when the URL is https or TLS material is configured) connection. */
+export function dial(url: string, material: TlsMaterial | undefined, timeoutMs: number): Promise<FramedConnection> {
+  const address = parsePeerUrl(url);
+  return new Promise<FramedConnection>((resolve, reject) => {
+    const useTls = address.secure || material !== undefined;
+    const socket: net.Socket = useTls
+      ? tls.connect({
+          host: address.host,
+          port: address.port,
+          cert: material?.cert,
+          key: material?.key,
+          ca: material?.ca,
+          rejectUnauthorized: material?.ca !== undefined,
+          ...(net.isIP(address.host) === 0 ? { servername: address.host } : {}),
+        })
+      : net.connect({ host: address.host, port: address.port });
+    const timer = setTimeout(() => socket.destroy(new Error(`connect to ${url} timed out after ${timeoutMs} ms`)), timeoutMs);
+    const onError = (err: Error): void => {
+      clearTimeout(timer);
+      reject(err);
+    };
+    socket.once('error', onError);
+    socket.once(useTls ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      socket.off('error', onError);
+      resolve(new FramedConnection(socket));
+    });
+  });
+}
