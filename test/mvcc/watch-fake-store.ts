@@ -1,14 +1,16 @@
 /**
- * A minimal in-memory store with the WatchableStore contract, used to test the watch hub on its own and as the
- * reference history in the L4 test: every event ever written is kept (until compaction) in revision order.
+ * Stores for the watch tests: a minimal in-memory store with the WatchableStore contract (the hub on its own),
+ * and the real KvStore behind the same driving methods. Every watch test runs against both.
  */
 import { fromUtf8, utf8 } from '../../src/base/index.js';
-import { EventType, MvccError, type Event, type KeyValue } from '../../src/mvcc/types.js';
+import { KvStore } from '../../src/mvcc/kv-store.js';
+import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
+import { EventType, MvccError, type Event, type KeyValue, type RequestOp } from '../../src/mvcc/types.js';
 import type { WatchableStore } from '../../src/mvcc/watch-types.js';
 
 export type FakeOp = { key: string; value: string } | { key: string; delete: true };
 
-export class FakeStore implements WatchableStore {
+export class FakeStore implements TestStore {
   revision = 1;
   compactRevision = 0;
   #history: Event[] = [];
@@ -95,4 +97,77 @@ export class FakeStore implements WatchableStore {
     }
     return lo;
   }
+}
+
+/** What the watch tests drive: the fake above or the real KvStore behind the same methods. */
+export interface TestStore extends WatchableStore {
+  write(ops: FakeOp[]): number;
+  put(key: string, value: string): number;
+  del(key: string): number;
+  compact(revision: number): void;
+  /** Every event ever written, as onWrite delivered it (prevKv included): the oracle history. */
+  allEvents(): readonly Event[];
+}
+
+/** The real KvStore on a MemoryBackend, driven like the fake; writes of several ops go through one txn. */
+export class KvHarness implements TestStore {
+  readonly store: KvStore;
+  #history: Event[] = [];
+
+  private constructor(store: KvStore) {
+    this.store = store;
+    store.onWrite((_, events) => void this.#history.push(...events));
+  }
+
+  static async open(): Promise<KvHarness> {
+    return new KvHarness(await KvStore.open(new MemoryBackend()));
+  }
+
+  get revision(): number {
+    return this.store.revision;
+  }
+
+  get compactRevision(): number {
+    return this.store.compactRevision;
+  }
+
+  onWrite(listener: (revision: number, events: Event[]) => void): () => void {
+    return this.store.onWrite(listener);
+  }
+
+  readEvents(fromRevision: number, toRevision: number): Event[] {
+    return this.store.readEvents(fromRevision, toRevision);
+  }
+
+  allEvents(): readonly Event[] {
+    return this.#history;
+  }
+
+  write(ops: FakeOp[]): number {
+    const empty = new Uint8Array(0);
+    const success: RequestOp[] = ops.map((op) =>
+      'delete' in op
+        ? { deleteRange: { key: utf8(op.key), rangeEnd: empty, prevKv: false } }
+        : { put: { key: utf8(op.key), value: utf8(op.value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } },
+    );
+    return this.store.txn({ compare: [], success, failure: [] }).revision;
+  }
+
+  put(key: string, value: string): number {
+    return this.write([{ key, value }]);
+  }
+
+  del(key: string): number {
+    return this.write([{ key, delete: true }]);
+  }
+
+  compact(revision: number): void {
+    if (revision > this.store.compactRevision && revision <= this.store.revision) this.store.compact(revision);
+  }
+}
+
+export type StoreKind = 'fake' | 'kv';
+
+export async function openTestStore(kind: StoreKind): Promise<TestStore> {
+  return kind === 'fake' ? new FakeStore() : KvHarness.open();
 }

@@ -12,7 +12,7 @@ import { EventType, type Event } from '../../src/mvcc/types.js';
 import { WatchHub } from '../../src/mvcc/watch-hub.js';
 import type { WatchStream } from '../../src/mvcc/watch-stream.js';
 import { watchCreateRequest, WatchFilterType, type WatchCreateRequest, type WatchResponse } from '../../src/mvcc/watch-types.js';
-import { FakeStore, type FakeOp } from './watch-fake-store.js';
+import { openTestStore, type FakeOp, type StoreKind, type TestStore } from './watch-fake-store.js';
 
 const keys = ['a', 'b', 'c', 'p/1', 'p/2', 'p/3', 'q'];
 const ranges: Array<[string, Uint8Array]> = [
@@ -36,13 +36,13 @@ interface Client {
 const coverage = { compacted: 0, canceled: 0, refused: 0, progressAll: 0, progressOne: 0, fragments: 0, victims: 0, catchUp: 0 };
 
 interface Run {
-  store: FakeStore;
+  store: TestStore;
   clients: Client[];
 }
 
-function simulate(seed: number, steps: number): Run {
+async function simulate(kind: StoreKind, seed: number, steps: number): Promise<Run> {
   const rng = new Prng(seed);
-  const store = new FakeStore();
+  const store = await openTestStore(kind);
   const hub = new WatchHub(store, {
     queueResponsesMax: 1 + rng.int(4),
     batchRevisionsMax: 1 + rng.int(5),
@@ -69,7 +69,7 @@ function simulate(seed: number, steps: number): Run {
       store.write(randomOps(rng));
       if (hub.unsyncedCount > unsyncedBefore) coverage.victims++;
     }
-    else if (roll < 48) store.compact(store.compactRevision + rng.int(Math.max(1, store.revision - store.compactRevision)));
+    else if (roll < 48) store.compact(Math.max(0, store.compactRevision) + 1 + rng.int(Math.max(1, store.revision - store.compactRevision)));
     else if (roll < 62 && c) {
       const q = randomCreate(rng, store);
       c.creates.push(q);
@@ -102,7 +102,7 @@ function randomOps(rng: Prng): FakeOp[] {
   return [...chosen].map((key) => (rng.int(4) === 0 ? { key, delete: true } : { key, value: `v${rng.int(1000)}` }));
 }
 
-function randomCreate(rng: Prng, store: FakeStore): WatchCreateRequest {
+function randomCreate(rng: Prng, store: TestStore): WatchCreateRequest {
   const [key, rangeEnd] = ranges[rng.int(ranges.length)]!;
   const r = rng.int(10);
   const startRevision = r < 3 ? 0 : r < 9 ? 1 + rng.int(store.revision + 2) : -1;
@@ -243,9 +243,9 @@ function finish(w: WatchRecord, how: 'canceled' | 'compacted', compactRevision: 
 }
 
 describe('watch L4 guarantees under random interleavings', () => {
-  const seeds = Array.from({ length: 40 }, (_, i) => 1000 + i);
-  it.each(seeds)('seed %i: ordered, unique, reliable, atomic, resumable, prevKv, filters, progress', (seed) => {
-    const run = simulate(seed, 400);
+  const cases = Array.from({ length: 40 }, (_, i) => [i % 2 === 0 ? 'fake' : 'kv', 1000 + i] as const);
+  it.each(cases)('%s store, seed %i: ordered, unique, reliable, atomic, resumable, prevKv, filters, progress', async (kind, seed) => {
+    const run = await simulate(kind, seed, 400);
     try {
       for (const c of run.clients) checkClient(c, run.store.allEvents(), !c.closed);
     } catch (err) {
@@ -258,8 +258,8 @@ describe('watch L4 guarantees under random interleavings', () => {
     for (const [path, n] of Object.entries(coverage)) expect(n, path).toBeGreaterThan(0);
   });
 
-  it('the checker catches a dropped event, a duplicate and a split revision (self-test)', () => {
-    const run = simulate(7, 400);
+  it('the checker catches a dropped event, a duplicate and a split revision (self-test)', async () => {
+    const run = await simulate('kv', 7, 400);
     const victim = run.clients.find((c) => c.log.some((r) => !r.created && r.events.length > 1 && !r.canceled));
     expect(victim).toBeDefined();
     const idx = victim!.log.findIndex((r) => !r.created && r.events.length > 1 && !r.canceled);
