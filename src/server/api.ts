@@ -17,7 +17,6 @@ import type {
   CompactionRequest,
   DeleteRangeRequest,
   DeleteRangeResponse,
-  Event,
   PutRequest,
   PutResponse,
   RangeRequest,
@@ -25,6 +24,7 @@ import type {
   TxnRequest,
   TxnResponse,
 } from '../mvcc/types.js';
+import type { WatchCreateRequest, WatchResponse, WatchSend } from '../mvcc/watch-types.js';
 
 /** What each call carries from the client besides its request. */
 export interface RequestContext {
@@ -112,64 +112,28 @@ export interface SnapshotSource {
 }
 
 // ---- Watch ----
+// The watch vocabulary is src/mvcc's (watch-types.ts), so the core can hand out WatchHub streams directly.
+// Creates are answered through the sink before any event of that watcher: `created: true` with its id, or
+// `created: true, canceled: true, watchId: -1` and etcd's cancel reason (duplicate id, ...); a compacted start
+// revision is answered `created`, then `canceled` with `compactRevision`. Progress requests are answered with
+// `watchId: -1` only once every watcher of the stream has caught up (etcd #15220). Oversized responses of a
+// watcher created with `fragment` arrive already split (`fragment: true` on all pieces but the last).
 
-export interface WatchCreate {
-  /** 0: the stream picks the next free id. Otherwise honoured; a duplicate is refused. */
-  watchId: number;
-  key: Uint8Array;
-  /** As RangeRequest.rangeEnd (empty: one key; "\0": every key ≥ key). */
-  rangeEnd: Uint8Array;
-  /** 0: from the next revision (current + 1). */
-  startRevision: number;
-  progressNotify: boolean;
-  noPut: boolean;
-  noDelete: boolean;
-  prevKv: boolean;
-}
+export type WatchCreate = WatchCreateRequest;
+export type WatchOut = WatchResponse;
 
-/** One response on a watch stream, before the gRPC layer adds the header and fragments it. */
-export interface WatchOut {
-  /** -1 for the answer to a progress request covering the whole stream. */
-  watchId: number;
-  created: boolean;
-  canceled: boolean;
-  /** Set (with canceled) when the start revision was compacted. */
-  compactRevision: number;
-  /** Why a watch was canceled (etcd's message), '' otherwise. */
-  cancelReason: string;
-  /** Events of whole revisions, ascending; empty for created/canceled/progress responses. */
-  events: Event[];
-  /** header.revision: for events the revision up to which this watcher is now synced; else the store revision. */
-  revision: number;
-}
-
-/** Where a watch stream delivers its responses, in order. */
+/** Where a watch stream delivers its responses, in order. Returns false when the transport is full. */
 export interface WatchSink {
-  /**
-   * Deliver one response. Returns false once the transport's buffer is full: keep the response (it was
-   * accepted) but send nothing more until `WatchStream.resume()` is called. The core bounds what it queues
-   * meanwhile (watchQueueResponsesMax) and treats a watcher that overflows as slow, as etcd's victims.
-   */
-  send(out: WatchOut): boolean;
+  send: WatchSend;
 }
 
-/** One gRPC Watch stream: many watchers, answers delivered through its sink in order. */
+/** One gRPC Watch stream (mvcc's WatchStream satisfies it). */
 export interface WatchStream {
-  /**
-   * Create a watcher. Its answer arrives through the sink, BEFORE any of its events: `created: true` with its id,
-   * or `created: true, canceled: true, watchId: -1, cancelReason` for a duplicate id (watchDuplicateId's
-   * message). A compacted start revision: `created`, then `canceled` with `compactRevision` and the compacted
-   * message. A future start revision waits for the store to get there.
-   */
   create(req: WatchCreate): void;
-  /** Cancel a watcher: answered `canceled: true` with its id; unknown ids are ignored (as etcd). */
-  cancel(watchId: number): void;
-  /**
-   * Progress request: answered once with `watchId: -1`, no events, and the store revision, but only after every
-   * watcher of this stream has been sent all events up to that revision (etcd #15220).
-   */
+  /** Answered `canceled: true` with its id; unknown ids are ignored (as etcd). */
+  cancel(watchId: number): unknown;
   requestProgress(): void;
-  /** The sink has room again (after send returned false). */
+  /** The transport drained (after send returned false). */
   resume(): void;
   /** The client went away: drop every watcher of this stream. Idempotent. */
   close(): void;

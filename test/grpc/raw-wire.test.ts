@@ -1,0 +1,154 @@
+/** The wire itself, with a raw grpc-js client: statuses, headers, validation order, streams, no-leader. */
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { b, call, startHarness, type Harness } from './harness.js';
+
+let h: Harness;
+let kv: ReturnType<Harness['client']>;
+
+beforeAll(async () => {
+  h = await startHarness({ leaderCheckIntervalMs: 50 });
+  kv = h.client('etcdserverpb.KV');
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function status(p: Promise<unknown>): Promise<{ code: number; details: string }> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as grpc.ServiceError;
+    return { code: e.code, details: e.details };
+  }
+  throw new Error('expected the call to fail');
+}
+
+const S = grpc.status;
+
+describe('KV validation, as etcd api/v3rpc/key.go', () => {
+  const cases: [string, string, Record<string, unknown>, number, string][] = [
+    ['range with an empty key', 'Range', {}, S.INVALID_ARGUMENT, 'etcdserver: key is not provided'],
+    ['range with sort order 7', 'Range', { key: b('a'), sortOrder: 7 }, S.INVALID_ARGUMENT, 'etcdserver: invalid sort option'],
+    ['range with sort target 9', 'Range', { key: b('a'), sortTarget: 9 }, S.INVALID_ARGUMENT, 'etcdserver: invalid sort option'],
+    ['put with an empty key', 'Put', { value: b('v') }, S.INVALID_ARGUMENT, 'etcdserver: key is not provided'],
+    ['put ignore_value with a value', 'Put', { key: b('k'), value: b('v'), ignoreValue: true }, S.INVALID_ARGUMENT, 'etcdserver: value is provided'],
+    ['put ignore_lease with a lease', 'Put', { key: b('k'), lease: 5, ignoreLease: true }, S.INVALID_ARGUMENT, 'etcdserver: lease is provided'],
+    ['put ignore_value on a missing key', 'Put', { key: b('nope'), ignoreValue: true }, S.INVALID_ARGUMENT, 'etcdserver: key not found'],
+    ['delete with an empty key', 'DeleteRange', {}, S.INVALID_ARGUMENT, 'etcdserver: key is not provided'],
+    ['txn with an empty RequestOp', 'Txn', { success: [{}] }, S.INVALID_ARGUMENT, 'etcdserver: key not found'],
+    ['txn compare with an empty key', 'Txn', { compare: [{}] }, S.INVALID_ARGUMENT, 'etcdserver: key is not provided'],
+    ['txn putting a key twice', 'Txn', { success: [{ requestPut: { key: b('d') } }, { requestPut: { key: b('d') } }] }, S.INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request'],
+    ['txn putting inside a deleted range', 'Txn', { failure: [{ requestDeleteRange: { key: b('a'), rangeEnd: b('c') } }, { requestPut: { key: b('b') } }] }, S.INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request'],
+    ['txn nested put colliding with an outer put', 'Txn', { success: [{ requestPut: { key: b('n') } }, { requestTxn: { success: [{ requestPut: { key: b('n') } }] } }] }, S.INVALID_ARGUMENT, 'etcdserver: duplicate key given in txn request'],
+    ['txn with 129 compares', 'Txn', { compare: Array.from({ length: 129 }, () => ({ key: b('k') })) }, S.INVALID_ARGUMENT, 'etcdserver: too many operations in txn request'],
+    ['compact in the future', 'Compact', { revision: 1_000_000 }, S.OUT_OF_RANGE, 'etcdserver: mvcc: required revision is a future revision'],
+    ['compact at a negative revision', 'Compact', { revision: -1 }, S.OUT_OF_RANGE, 'etcdserver: mvcc: required revision has been compacted'],
+  ];
+  for (const [name, method, req, code, details] of cases) {
+    it(`refuses ${name}`, async () => {
+      expect(await status(call(kv, method, req))).toEqual({ code, details });
+    });
+  }
+
+  it('lets a nested txn put the same key in its then and else branches', async () => {
+    const res = await call<{ succeeded: boolean }>(kv, 'Txn', {
+      success: [{ requestTxn: { success: [{ requestPut: { key: b('tb') } }], failure: [{ requestPut: { key: b('tb') } }] } }],
+    });
+    expect(res.succeeded).toBe(true);
+  });
+
+  it('treats negative limit and revision as none / current, as etcd', async () => {
+    await call(kv, 'Put', { key: b('neg'), value: b('v') });
+    const res = await call<{ kvs: unknown[]; count: { toString(): string } }>(kv, 'Range', { key: b('neg'), limit: -5, revision: -3 });
+    expect(res.kvs).toHaveLength(1);
+    expect(res.count.toString()).toBe('1');
+  });
+
+  it('answers "request is too large" between the request limit and the gRPC limit, RESOURCE_EXHAUSTED beyond', async () => {
+    const between = await status(call(kv, 'Put', { key: b('big'), value: Buffer.alloc(1.5 * 1024 * 1024 + 10) }));
+    expect(between).toEqual({ code: S.INVALID_ARGUMENT, details: 'etcdserver: request is too large' });
+    const beyond = await status(call(kv, 'Put', { key: b('big'), value: Buffer.alloc(3 * 1024 * 1024) }));
+    expect(beyond.code).toBe(S.RESOURCE_EXHAUSTED);
+  });
+});
+
+describe('headers', () => {
+  it('puts the revision in every Txn sub-response header, and nothing else there', async () => {
+    const res = await call<{ header: { revision: { toString(): string } }; responses: { responsePut?: { header: Record<string, { toString(): string }> } }[] }>(
+      kv,
+      'Txn',
+      { success: [{ requestPut: { key: b('h1') } }, { requestPut: { key: b('h2') } }] },
+    );
+    const sub = res.responses[0]!.responsePut!.header;
+    expect(sub.revision!.toString()).toBe(res.header.revision.toString());
+    expect(sub.clusterId!.toString()).toBe('0');
+  });
+
+  it('leaves the revision out of Cluster headers, as etcd', async () => {
+    const cluster = h.client('etcdserverpb.Cluster');
+    const res = await call<{ header: { revision: { toString(): string }; memberId: { toString(): string } }; members: unknown[] }>(cluster, 'MemberList', {});
+    expect(res.header.revision.toString()).toBe('0');
+    expect(res.header.memberId.toString()).not.toBe('0');
+    expect(res.members).toHaveLength(1);
+  });
+});
+
+describe('unimplemented services', () => {
+  for (const [service, method, req] of [
+    ['etcdserverpb.Auth', 'AuthStatus', {}],
+    ['etcdserverpb.Auth', 'UserAdd', { name: 'u' }],
+    ['v3lockpb.Lock', 'Lock', { name: b('l') }],
+    ['v3electionpb.Election', 'Campaign', { name: b('e') }],
+  ] as const) {
+    it(`answers ${service}.${method} UNIMPLEMENTED`, async () => {
+      expect((await status(call(h.client(service), method, req))).code).toBe(S.UNIMPLEMENTED);
+    });
+  }
+
+  it('ends the Election.Observe stream UNIMPLEMENTED', async () => {
+    const stream = h.client('v3electionpb.Election').Observe!({ name: b('e') }) as grpc.ClientReadableStream<unknown>;
+    const err = await new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+    expect(err.code).toBe(S.UNIMPLEMENTED);
+  });
+});
+
+describe('require leader (hasleader metadata)', () => {
+  const md = (): grpc.Metadata => {
+    const m = new grpc.Metadata();
+    m.set('hasleader', 'true');
+    return m;
+  };
+
+  it('refuses unary calls at once when there is no leader', async () => {
+    h.api.leader = false;
+    try {
+      expect(await status(call(kv, 'Range', { key: b('a'), serializable: true }, md()))).toEqual({
+        code: S.UNAVAILABLE,
+        details: 'etcdserver: no leader',
+      });
+    } finally {
+      h.api.leader = true;
+    }
+  });
+
+  it('closes a hasleader watch stream with "etcdserver: no leader" after three leaderless checks', async () => {
+    const watch = h.client('etcdserverpb.Watch');
+    const plain = watch.Watch!() as grpc.ClientDuplexStream<unknown, unknown>;
+    const required = watch.Watch!(md()) as grpc.ClientDuplexStream<unknown, { created: boolean }>;
+    const created = new Promise((resolve) => required.once('data', resolve));
+    required.write({ createRequest: { key: b('x') } });
+    plain.write({ createRequest: { key: b('x') } });
+    await created;
+    let plainError: unknown;
+    plain.on('error', (e) => (plainError = e));
+    plain.on('data', () => {});
+    const ended = new Promise<grpc.ServiceError>((resolve) => required.on('error', resolve));
+    h.api.leader = false;
+    const err = await ended;
+    h.api.leader = true;
+    expect({ code: err.code, details: err.details }).toEqual({ code: S.UNAVAILABLE, details: 'etcdserver: no leader' });
+    expect(plainError).toBeUndefined();
+    plain.cancel();
+  });
+});
