@@ -54,6 +54,8 @@ export class WatchHub {
   #catchUpBatchesMax: number;
   #unsubscribe: () => void;
   #host: WatchStreamHost;
+  /** The highest store revision the hub has seen: every synced watcher has had everything up to it. */
+  #seenRevision: number;
   /** History read once per window within one catch-up pass, shared by watchers at the same revision. */
   #readCache = new Map<string, Event[]>();
 
@@ -64,6 +66,7 @@ export class WatchHub {
     this.#responseBytesMax = positive(options.responseBytesMax ?? watchResponseBytesMax, 'responseBytesMax');
     this.#catchUpBatchesMax = positive(options.catchUpBatchesMax ?? watchCatchUpBatchesMax, 'catchUpBatchesMax');
     this.#host = this.#makeHost();
+    this.#seenRevision = store.revision;
     this.#unsubscribe = store.onWrite((revision, events) => this.#notify(revision, events));
   }
 
@@ -117,6 +120,29 @@ export class WatchHub {
     }
   }
 
+  /**
+   * The store behind the hub's store object was replaced (a snapshot from the leader was installed): resubscribe
+   * to its writes, and catch every synced watcher up from the new store's history, from just after the last
+   * revision the hub saw (etcd's Restore moves synced watchers to unsynced). A watcher's stale minRevision is
+   * raised to that point first, so a quiet watcher is not canceled for a compaction it did not need, and no
+   * event goes back in time (etcd #15271).
+   */
+  restore(): void {
+    this.#unsubscribe();
+    this.#unsubscribe = this.#store.onWrite((revision, events) => this.#notify(revision, events));
+    for (const stream of this.#streams) {
+      for (const w of stream.watchers()) {
+        if (w.state !== 'synced') continue;
+        this.#synced.delete(w);
+        w.state = 'unsynced';
+        w.minRevision = Math.max(w.minRevision, this.#seenRevision + 1);
+        this.#unsynced.add(w);
+      }
+    }
+    this.#seenRevision = Math.max(this.#seenRevision, this.#store.revision);
+    for (const stream of [...this.#streams]) this.#host.catchUp(stream);
+  }
+
   close(): void {
     this.#unsubscribe();
     for (const stream of [...this.#streams]) stream.close();
@@ -155,6 +181,7 @@ export class WatchHub {
 
   #register(w: Watcher): void {
     const revision = this.#store.revision;
+    this.#seenRevision = Math.max(this.#seenRevision, revision);
     if (w.startRevision === 0 || w.startRevision > revision) {
       w.minRevision = Math.max(revision + 1, w.startRevision);
       w.state = 'synced';
@@ -168,6 +195,7 @@ export class WatchHub {
 
   /** One write revision, straight from the store: push it to every synced watcher it concerns. */
   #notify(revision: number, events: Event[]): void {
+    this.#seenRevision = revision;
     if (this.#synced.size > 0) {
       const perWatcher = new Map<Watcher, Event[]>();
       for (const ev of events) {
