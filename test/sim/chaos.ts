@@ -112,7 +112,7 @@ export class Chaos {
     if (act('confChange')) this.#confChange();
     if (act('transfer')) this.#transfer();
     this.#timers();
-    this.retryPending(this.#c.raft.electionTicks);
+    this.retryPending(2 * this.#c.raft.electionTicks);
     this.#c.runTicks(1);
   }
 

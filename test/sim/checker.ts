@@ -167,8 +167,11 @@ export class Checker {
     this.#durableCommit.set(id, hs.commit);
   }
 
-  /** A message leaves node `id`; `durable` is its durable state and `log` its in-memory log at this moment. */
-  onSend(m: Message, durableHs: HardState, durableLog: LogMirror, log: LogMirror): void {
+  /**
+   * A message leaves its node. `durableHs`/`durableLog` are the node's durable state now; `ackedTerm` is, for
+   * an append ack, the term its log had at the acked index when the message was handed out.
+   */
+  onSend(m: Message, durableHs: HardState, durableLog: LogMirror, ackedTerm: number | undefined): void {
     const voter = this.everVoters.has(m.from);
     if ((m.type === MessageType.Vote || m.type === MessageType.PreVote) && !voter) {
       this.fail(`learner ${m.from} campaigned (${m.type} term ${m.term})`);
@@ -180,7 +183,7 @@ export class Checker {
       this.fail(`vote before persist: ${m.from} granted term ${m.term} to ${m.to}, durable is term ${durableHs.term} vote ${durableHs.vote}`);
     }
     if (m.type === MessageType.AppResp && !m.reject && m.index > durableLog.snapIndex) {
-      if (durableLog.term(m.index) !== log.term(m.index)) {
+      if (durableLog.term(m.index) !== ackedTerm) {
         this.fail(`ack before persist: ${m.from} acked index ${m.index} to ${m.to}, durable last index ${durableLog.lastIndex()}`);
       }
     }

@@ -8,6 +8,7 @@
  */
 import { Prng } from '../../src/base/prng.js';
 import type { ConfChange, ConfState, Message, NodeId, ProposeResult, RaftConfig } from '../../src/raft/types.js';
+import { MessageType } from '../../src/raft/types.js';
 import { Checker, type CheckOptions } from './checker.js';
 import { EventQueue } from './event-queue.js';
 import { SimDisk, fastDisk, type DiskProfile } from './disk.js';
@@ -47,7 +48,8 @@ type SimEvent =
   | { kind: 'deliver'; m: Message; incarnation: number }
   | { kind: 'disk'; id: NodeId; incarnation: number }
   | { kind: 'tick'; id: NodeId; incarnation: number }
-  | { kind: 'stop'; id: NodeId };
+  | { kind: 'stop'; id: NodeId }
+  | { kind: 'report'; id: NodeId; incarnation: number; peer: NodeId; snapshot: 'ok' | 'failed' | undefined };
 
 export class Cluster {
   readonly rng: Prng;
@@ -131,8 +133,9 @@ export class Cluster {
   }
 
   /**
-   * Like etcd, whose peers answer a removed member "410 Gone" so it shuts down, a removed node stops soon after
-   * its removal is applied anywhere (at once when it applies its own removal).
+   * Like etcd, a removed node stops one election timeout after its removal is applied (by itself: etcd's
+   * stopWithDelay of 10 ticks, so the leader can still propagate the commit; or by a peer: etcd peers answer a
+   * removed member "410 Gone" and it shuts down).
    */
   #onConfChange(id: NodeId, cc: ConfChange): void {
     this.trace(`n${id} applied ${cc.type} ${cc.nodeId}`);
@@ -162,21 +165,29 @@ export class Cluster {
     this.#afterInput(n);
   }
 
+  /**
+   * Put a message on the network. Like a real transport, the sender learns (one tick later) when a peer is
+   * unreachable (down or cut off: reportUnreachable) and how a snapshot send ended (reportSnapshot); plain
+   * losses on a lossy link go unnoticed.
+   */
   #send(m: Message): void {
     const to = this.nodes.get(m.to);
-    if (to === undefined || !to.up) return;
-    for (const d of this.net.delaysFor(m.from, m.to)) {
-      this.#events.push(this.#now + d, { kind: 'deliver', m: { ...m, entries: m.entries.slice() }, incarnation: to.incarnation });
+    const from = this.node(m.from);
+    const reachable = to !== undefined && to.up && !this.net.isCut(m.from, m.to);
+    const delays = to !== undefined && to.up ? this.net.delaysFor(m.from, m.to) : [];
+    for (const d of delays) {
+      this.#events.push(this.#now + d, { kind: 'deliver', m: { ...m, entries: m.entries.slice() }, incarnation: to!.incarnation });
     }
+    const isSnap = m.type === MessageType.Snap;
+    if (reachable && !isSnap) return;
+    const snapshot = isSnap ? (delays.length > 0 ? 'ok' : 'failed') : undefined;
+    const report = { kind: 'report', id: m.from, incarnation: from.incarnation, peer: m.to, snapshot } as const;
+    this.#events.push(this.#now + (delays[0] ?? this.stepsPerTick), report);
   }
 
-  /** After any input to a node: settle its Readies and stop it if it applied its own removal. */
+  /** After any input to a node: settle its Readies. */
   #afterInput(n: SimNode): void {
     n.drain();
-    if (n.removed && n.up) {
-      this.trace(`n${n.id} removed: stopping`);
-      n.crash();
-    }
   }
 
   #run(e: SimEvent): void {
@@ -205,6 +216,13 @@ export class Cluster {
     if (n === undefined || !n.up || n.incarnation !== e.incarnation) return;
     if (e.kind === 'disk') {
       n.onDisk();
+      this.#afterInput(n);
+      return;
+    }
+    if (e.kind === 'report') {
+      if (n.frozen) return;
+      if (e.snapshot === undefined) n.raw!.reportUnreachable(e.peer);
+      else n.raw!.reportSnapshot(e.peer, e.snapshot === 'ok');
       this.#afterInput(n);
       return;
     }

@@ -4,7 +4,8 @@
  * every write whose sync has not completed. Latency comes from a profile that mixes fast syncs with rare slow
  * ones much longer than an election timeout (etcd #15247: slow fsync must not cause churn or unsafety).
  *
- * Application snapshots (compaction) are saved durably at once, as an atomic snapshot file would be (W11).
+ * Application snapshots (compaction) go through the same queue: like etcd's snapshot record in its WAL, one
+ * is durable only after every write queued before it (the hard state whose commit covers it included).
  */
 import type { Prng } from '../../src/base/prng.js';
 import type { Entry, HardState, Message, PersistAck, RaftBootstrap, Snapshot } from '../../src/raft/types.js';
@@ -25,8 +26,13 @@ export interface DiskWrite {
   hardState?: HardState;
   snapshot?: Snapshot;
   entries: Entry[];
-  ack: PersistAck;
+  /** Absent for an application snapshot save. */
+  ack?: PersistAck;
   messagesAfterPersist: Message[];
+  /** Per message in messagesAfterPersist: the acked entry's term for append acks (for the checker). */
+  ackedTerms?: (number | undefined)[];
+  /** An application snapshot to save (compaction), rather than a Ready's write. */
+  appSnapshot?: Snapshot;
   doneAtStep: number;
 }
 
@@ -84,6 +90,10 @@ export class SimDisk {
   }
 
   #apply(w: DiskWrite): void {
+    if (w.appSnapshot !== undefined) {
+      this.#saveSnapshot(w.appSnapshot);
+      return;
+    }
     const d = this.durable;
     if (w.snapshot !== undefined) {
       const meta = w.snapshot.meta;
@@ -95,13 +105,24 @@ export class SimDisk {
     }
     d.log.append(w.entries);
     if (w.hardState !== undefined) d.hardState = { ...w.hardState };
+    const c = d.hardState.commit;
+    if (c > d.log.lastIndex() || c < d.log.snapIndex) {
+      throw new SimViolation(`durable commit ${c} outside the durable log (${d.log.snapIndex}, ${d.log.lastIndex()}]`);
+    }
   }
 
-  /** Save an application snapshot durably at once and release the log entries it covers. */
-  saveSnapshot(snap: Snapshot): void {
+  /** Queue an application snapshot; once durable it releases the log entries it covers. */
+  saveSnapshot(snap: Snapshot, nowStep: number): number {
+    return this.enqueue({ entries: [], messagesAfterPersist: [], appSnapshot: snap }, nowStep, true);
+  }
+
+  #saveSnapshot(snap: Snapshot): void {
     if (snap.meta.index <= this.durable.log.snapIndex) return;
     this.durable.snapshot = snap;
     this.durable.log.compact(snap.meta.index);
+    if (this.durable.hardState.commit < snap.meta.index) {
+      throw new SimViolation(`application snapshot at ${snap.meta.index} beyond durable commit ${this.durable.hardState.commit}`);
+    }
   }
 
   /** Power loss: every write whose sync has not completed is gone. Returns how many were lost. */

@@ -69,7 +69,7 @@ describe('disk', () => {
     disk.enqueue({ entries: [e(1, 1)], ack: ack(1), messagesAfterPersist: [] }, 0, true);
     disk.enqueue({ entries: [e(2, 1)], hardState: { term: 1, vote: 1n, commit: 1 }, ack: ack(2), messagesAfterPersist: [] }, 5, true);
     expect(disk.completeNext(9)).toBeUndefined();
-    expect(disk.completeNext(10)?.ack.index).toBe(1);
+    expect(disk.completeNext(10)?.ack?.index).toBe(1);
     expect(disk.completeNext(10)).toBeUndefined();
     expect(disk.durable.log.lastIndex()).toBe(1);
     expect(disk.crash()).toBe(1);
@@ -85,7 +85,10 @@ describe('disk', () => {
     disk.enqueue({ entries: [e(2, 2)], ack: ack(2), messagesAfterPersist: [] }, 0, true);
     while (disk.completeNext(10) !== undefined);
     expect(disk.durable.log.entries.map((x) => `${x.index}@${x.term}`)).toEqual(['1@1', '2@2']);
-    disk.saveSnapshot({ meta: { index: 1, term: 1, confState: { voters: [1n], learners: [] } }, data: new Uint8Array([1]) });
+    disk.enqueue({ entries: [], hardState: { term: 2, vote: 0n, commit: 1 }, ack: ack(2), messagesAfterPersist: [] }, 10, false);
+    disk.saveSnapshot({ meta: { index: 1, term: 1, confState: { voters: [1n], learners: [] } }, data: new Uint8Array([1]) }, 10);
+    expect(disk.bootstrap().snapshot.index).toBe(0);
+    while (disk.completeNext(20) !== undefined);
     expect(disk.bootstrap().snapshot.index).toBe(1);
     expect(disk.bootstrap().entries.map((x) => x.index)).toEqual([2]);
   });
@@ -145,14 +148,12 @@ describe('checker', () => {
     c.everVoters.add(1n);
     c.everVoters.add(2n);
     const durable = new LogMirror();
-    const mem = new LogMirror();
-    mem.append([e(1, 1)]);
     const hs = { term: 0, vote: 0n, commit: 0 };
-    expect(() => c.onSend(msg(MessageType.VoteResp, 1n, 2n), hs, durable, mem)).toThrow(/vote before persist/);
-    c.onSend(msg(MessageType.VoteResp, 1n, 2n), { term: 1, vote: 2n, commit: 0 }, durable, mem);
-    expect(() => c.onSend(msg(MessageType.AppResp, 1n, 2n, { index: 1 }), hs, durable, mem)).toThrow(/ack before persist/);
-    expect(() => c.onSend(msg(MessageType.PreVoteResp, 3n, 2n), hs, durable, mem)).toThrow(/learner 3 granted/);
-    expect(() => c.onSend(msg(MessageType.PreVote, 3n, 2n), hs, durable, mem)).toThrow(/learner 3 campaigned/);
+    expect(() => c.onSend(msg(MessageType.VoteResp, 1n, 2n), hs, durable, undefined)).toThrow(/vote before persist/);
+    c.onSend(msg(MessageType.VoteResp, 1n, 2n), { term: 1, vote: 2n, commit: 0 }, durable, undefined);
+    expect(() => c.onSend(msg(MessageType.AppResp, 1n, 2n, { index: 1 }), hs, durable, 1)).toThrow(/ack before persist/);
+    expect(() => c.onSend(msg(MessageType.PreVoteResp, 3n, 2n), hs, durable, undefined)).toThrow(/learner 3 granted/);
+    expect(() => c.onSend(msg(MessageType.PreVote, 3n, 2n), hs, durable, undefined)).toThrow(/learner 3 campaigned/);
   });
 
   it('catches a stale read and a durable commit going back', () => {

@@ -52,6 +52,8 @@ function tuningFor(rng: Prng, faults: SeedOptions['faults']): Partial<RaftTuning
     maxInflightMsgs: [1, 4, 64][rng.int(3)]!,
     maxUncommittedBytes: [512, 1024 * 1024][rng.int(2)]!,
   };
+  // One entry per message and one message in flight catches up too slowly for the liveness bound.
+  if (t.maxMsgBytes! < 1024 && t.maxInflightMsgs === 1) t.maxInflightMsgs = 4;
   if (faults !== undefined) t.unsafeTestFaults = faults;
   return t;
 }
@@ -111,12 +113,13 @@ function runLiveness(c: Cluster, chaos: Chaos, rng: Prng): number {
   if (keepDown !== undefined) c.trace(`liveness: keeping n${keepDown} down`);
   const boundTicks = livenessElectionTimeouts * c.raft.electionTicks;
   const took = c.runUntil(() => {
-    chaos.retryPending(c.raft.electionTicks);
+    chaos.retryPending(2 * c.raft.electionTicks);
     return isLive(c, chaos);
   }, boundTicks);
   if (took === undefined) {
     const l = c.leader();
     const why = l === undefined ? 'no leader' : `leader n${l.id} term ${l.hs.term}; pending ${chaos.pending.size}; ${lagging(c)}`;
+    c.trace(describeCluster(c));
     throw new Error(`liveness: not live within ${boundTicks} ticks after healing (${why})`);
   }
   return took;
@@ -155,4 +158,22 @@ function pickVoterToKeepDown(c: Cluster, rng: Prng): bigint | undefined {
   const voters = src.confState.voters;
   if (voters.length < 3) return undefined;
   return voters[rng.int(voters.length)];
+}
+
+/** One line per node (and the leader's view of its followers), for failure reports. */
+export function describeCluster(c: Cluster): string {
+  const lines: string[] = [];
+  for (const n of c.nodes.values()) {
+    if (!n.up) {
+      lines.push(`n${n.id} down${n.removed ? ' (removed)' : ''}`);
+      continue;
+    }
+    const st = n.raw!.status();
+    const cs = `v[${st.confState.voters.join(',')}] l[${st.confState.learners.join(',')}]`;
+    lines.push(
+      `n${n.id} ${st.role} term ${st.term} lead ${st.leader} commit ${st.commit} applied ${st.applied}/${n.sm.appliedIndex} last ${st.lastIndex} durable ${n.disk.durable.log.lastIndex()} pending ${n.disk.pendingCount} ${cs}`,
+    );
+    for (const [id, p] of st.progress ?? []) lines.push(`   → n${id} ${p.state} match ${p.match} next ${p.next} inflight ${p.inflight} active ${p.recentActive}`);
+  }
+  return lines.join('\n');
 }

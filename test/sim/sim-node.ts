@@ -9,7 +9,7 @@ import { fromUtf8 } from '../../src/base/bytes.js';
 import { decodeConfChange } from '../../src/raft/conf.js';
 import { RawNode } from '../../src/raft/raw-node.js';
 import type { ConfChange, ConfState, Entry, HardState, Message, NodeId, RaftConfig, Ready, Role } from '../../src/raft/types.js';
-import { EntryType } from '../../src/raft/types.js';
+import { EntryType, MessageType } from '../../src/raft/types.js';
 import type { Checker } from './checker.js';
 import type { SimDisk } from './disk.js';
 import { LogMirror, SimViolation } from './log-mirror.js';
@@ -77,7 +77,11 @@ export class SimNode {
     this.incarnation++;
     this.frozen = false;
     this.raw = new RawNode(config, boot);
-    if (snap !== undefined) this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
+    if (snap !== undefined) {
+      this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
+      // The core keeps no snapshot across a restart: hand it the durable one for lagging followers.
+      this.raw.compact(snap, this.#tuning.keepEntries);
+    }
     this.drain();
   }
 
@@ -108,8 +112,8 @@ export class SimNode {
       const w = this.disk.completeNext(this.#env.nowStep());
       if (w === undefined) break;
       this.#env.checker.onDurable(this.id, this.disk.durable.hardState);
-      for (const m of w.messagesAfterPersist) this.#send(m);
-      raw.onPersisted(w.ack);
+      w.messagesAfterPersist.forEach((m, i) => this.#send(m, w.ackedTerms?.[i]));
+      if (w.ack !== undefined) raw.onPersisted(w.ack);
     }
     this.drain();
   }
@@ -129,10 +133,11 @@ export class SimNode {
     }
     if (rd.softState !== undefined) this.#onSoftState(rd.softState.role, rd.softState.leader);
     checker.drainCompleteness((id) => (id === this.id ? this.log : undefined));
-    for (const m of rd.messages) this.#send(m);
+    for (const m of rd.messages) this.#send(m, this.#ackedTerm(m));
     const hasWrite = rd.hardState !== undefined || rd.snapshot !== undefined || rd.entries.length > 0;
     if (hasWrite || rd.messagesAfterPersist.length > 0) {
-      const write = { entries: rd.entries, ack: rd.persistedUpTo, messagesAfterPersist: rd.messagesAfterPersist };
+      const ackedTerms = rd.messagesAfterPersist.map((m) => this.#ackedTerm(m));
+      const write = { entries: rd.entries, ack: rd.persistedUpTo, messagesAfterPersist: rd.messagesAfterPersist, ackedTerms };
       const doneAt = this.disk.enqueue({ ...write, ...optional(rd) }, this.#env.nowStep(), rd.mustSync);
       this.#env.scheduleDisk(this.id, doneAt);
     }
@@ -161,8 +166,13 @@ export class SimNode {
     this.#env.checker.onRole(this.id, role, this.hs.term, this.log);
   }
 
-  #send(m: Message): void {
-    this.#env.checker.onSend(m, this.disk.durable.hardState, this.disk.durable.log, this.log);
+  /** For an append ack: the term of the acked entry as the log holds it when the ack is handed out. */
+  #ackedTerm(m: Message): number | undefined {
+    return m.type === MessageType.AppResp && !m.reject ? this.log.term(m.index) : undefined;
+  }
+
+  #send(m: Message, ackedTerm: number | undefined): void {
+    this.#env.checker.onSend(m, this.disk.durable.hardState, this.disk.durable.log, ackedTerm);
     this.#env.send(m);
   }
 
@@ -178,7 +188,6 @@ export class SimNode {
       if (e.type === EntryType.ConfChange) {
         const cc = decodeConfChange(e.data);
         this.confState = raw.applyConfChange(cc);
-        if (cc.type === 'removeNode' && cc.nodeId === this.id) this.removed = true;
         this.#env.onConfChange(this.id, cc, this.confState);
       }
       const isProposal = e.type === EntryType.Normal && e.data.length > 0;
@@ -198,7 +207,7 @@ export class SimNode {
     if (term === undefined) throw new SimViolation(`node ${this.id} cannot find the term of applied index ${index}`);
     const snap = { meta: { index, term, confState: this.confState }, data: this.sm.snapshot() };
     raw.compact(snap, this.#tuning.keepEntries);
-    this.disk.saveSnapshot(snap);
+    this.#env.scheduleDisk(this.id, this.disk.saveSnapshot(snap, this.#env.nowStep()));
     this.#lastCompactIndex = index;
   }
 }
