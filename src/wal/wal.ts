@@ -72,9 +72,6 @@ interface PendingSave {
   reject: (err: Error) => void;
 }
 
-/** Bound of the state records written at the start of a segment. */
-const stateRecordsBytesBound = 4096;
-
 function bytesBound(r: SaveRequest): number {
   let n = 0;
   for (const e of r.entries ?? []) n += e.data.length + entryOverheadBytesBound;
@@ -327,7 +324,7 @@ export class Wal {
 
   /** Encodes, writes and syncs one batch. */
   async #writeBatch(batch: PendingSave[]): Promise<void> {
-    let bound = stateRecordsBytesBound;
+    let bound = 0;
     for (const s of batch) bound += s.bytesBound;
     const rotate = this.#segments.needsRotation(bound);
     this.#operation = 'segment rotation';

@@ -1,0 +1,266 @@
+/**
+ * A simulated file system for crash tests: in memory, modelling what a power cut or SIGKILL + reboot loses.
+ *
+ * Model (the conservative reading of POSIX on ext4):
+ * - A file's contents are durable only up to its last fsync/fdatasync; later writes are lost on crash.
+ * - Directory entries (create, rename, unlink) are durable only after fsync of the directory; a crash
+ *   restores the directory as of its last fsync (a synced file whose name was never synced is lost).
+ * - `crashAfterOp: n`: mutating operation number n takes effect, then the machine dies: that operation and
+ *   every later one reject with SimCrashError and change nothing.
+ * - crashImage(): the file system as it comes back after the crash, optionally with the last write torn
+ *   (a prefix of it, or a random subset of its 512-byte sectors, reached the disk).
+ * - `failOp(op, n)`: make operation n fail with EIO (a dying disk) without crashing.
+ * - `beforeSync`: a hook awaited inside every datasync/sync (tests gate syncs to observe group commit).
+ *
+ * Operations counted (crash points): mkdirp, open(create), write, datasync, sync, truncate, rename, unlink,
+ * syncDir. Reads, listing and close are not: a crash between them equals a crash after the previous count.
+ */
+import type { DirLock, FilePort, FsPort } from '../../src/wal/fs-port.js';
+import { WalLockedError } from '../../src/wal/errors.js';
+
+export class SimCrashError extends Error {
+  override name = 'SimCrashError';
+}
+
+class Inode {
+  data: Uint8Array = new Uint8Array(0);
+  durable: Uint8Array = new Uint8Array(0);
+}
+
+interface Dir {
+  current: Map<string, Inode>;
+  durable: Map<string, Inode>;
+}
+
+export interface SimFsOptions {
+  crashAfterOp?: number;
+  failOp?: (op: string, n: number) => boolean;
+  beforeSync?: () => Promise<void>;
+}
+
+export type TearMode = 'none' | 'prefix' | 'sectors';
+
+function split(path: string): [string, string] {
+  const i = path.lastIndexOf('/');
+  return [path.slice(0, i), path.slice(i + 1)];
+}
+
+function errno(code: string, message: string): Error {
+  return Object.assign(new Error(`${code}: ${message}`), { code });
+}
+
+export class SimFs implements FsPort {
+  readonly #dirs = new Map<string, Dir>();
+  readonly #locks = new Set<string>();
+  #ops = 0;
+  #crashed = false;
+  #lastWrite: { inode: Inode; position: number; bytes: Uint8Array } | undefined;
+  readonly log: string[] = [];
+  options: SimFsOptions;
+
+  constructor(options: SimFsOptions = {}) {
+    this.options = options;
+  }
+
+  get ops(): number {
+    return this.#ops;
+  }
+  get crashed(): boolean {
+    return this.#crashed;
+  }
+
+  /** Counts a mutating operation; `apply` runs unless crashed or failing; crash point after it. */
+  step<T>(op: string, apply: () => T): T {
+    if (this.#crashed) throw new SimCrashError(`after crash: ${op}`);
+    const n = ++this.#ops;
+    this.log.push(`${n} ${op}`);
+    if (this.options.failOp?.(op, n)) throw errno('EIO', `${op} (simulated)`);
+    const result = apply();
+    if (n === this.options.crashAfterOp) {
+      this.#crashed = true;
+      throw new SimCrashError(`crash after op ${n}: ${op}`);
+    }
+    return result;
+  }
+
+  #dir(path: string): Dir {
+    const d = this.#dirs.get(path);
+    if (!d) throw errno('ENOENT', `no directory ${path}`);
+    return d;
+  }
+
+  #inode(path: string): Inode {
+    const [dir, name] = split(path);
+    const inode = this.#dir(dir).current.get(name);
+    if (!inode) throw errno('ENOENT', path);
+    return inode;
+  }
+
+  async mkdirp(dir: string): Promise<void> {
+    if (this.#dirs.has(dir)) return;
+    this.step(`mkdirp ${dir}`, () => this.#dirs.set(dir, { current: new Map(), durable: new Map() }));
+  }
+
+  async list(dir: string): Promise<string[]> {
+    return [...this.#dir(dir).current.keys()].sort();
+  }
+
+  async open(path: string, mode: 'create' | 'existing'): Promise<FilePort> {
+    if (mode === 'existing') return new SimFile(this, path, this.#inode(path));
+    const [dir, name] = split(path);
+    const d = this.#dir(dir);
+    if (d.current.has(name)) throw errno('EEXIST', path);
+    const inode = new Inode();
+    this.step(`create ${path}`, () => d.current.set(name, inode));
+    return new SimFile(this, path, inode);
+  }
+
+  async readFile(path: string): Promise<Uint8Array | undefined> {
+    const [dir, name] = split(path);
+    const inode = this.#dirs.get(dir)?.current.get(name);
+    return inode ? inode.data.slice() : undefined;
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    const inode = this.#inode(from);
+    this.step(`rename ${from} ${to}`, () => {
+      const [fd, fn] = split(from);
+      const [td, tn] = split(to);
+      this.#dir(fd).current.delete(fn);
+      this.#dir(td).current.set(tn, inode);
+    });
+  }
+
+  async unlink(path: string): Promise<void> {
+    this.#inode(path);
+    const [dir, name] = split(path);
+    this.step(`unlink ${path}`, () => this.#dir(dir).current.delete(name));
+  }
+
+  async syncDir(dir: string): Promise<void> {
+    const d = this.#dir(dir);
+    await this.options.beforeSync?.();
+    this.step(`syncDir ${dir}`, () => {
+      d.durable = new Map(d.current);
+    });
+  }
+
+  async lock(dir: string): Promise<DirLock> {
+    if (this.#locks.has(dir)) throw new WalLockedError(dir, 'this process (simulated)');
+    this.#locks.add(dir);
+    return { release: async () => void this.#locks.delete(dir) };
+  }
+
+  noteWrite(inode: Inode, position: number, bytes: Uint8Array): void {
+    this.#lastWrite = { inode, position, bytes };
+  }
+
+  /** The file system after a crash: durable directory entries and durable contents only. */
+  crashImage(tear: TearMode = 'none', random: () => number = Math.random): SimFs {
+    const image = new SimFs();
+    const copies = new Map<Inode, Inode>();
+    const last = this.#lastWrite;
+    for (const [path, d] of this.#dirs) {
+      const current = new Map<string, Inode>();
+      for (const [name, inode] of d.durable) {
+        let copy = copies.get(inode);
+        if (!copy) {
+          copy = new Inode();
+          copy.data = inode.durable.slice();
+          if (tear !== 'none' && last && last.inode === inode) copy.data = torn(copy.data, last, tear, random);
+          copy.durable = copy.data.slice();
+          copies.set(inode, copy);
+        }
+        current.set(name, copy);
+      }
+      image.#dirs.set(path, { current, durable: new Map(current) });
+    }
+    return image;
+  }
+
+  /** Direct access for corruption tests: the current bytes of a file (mutations are visible). */
+  bytes(path: string): Uint8Array {
+    return this.#inode(path).data;
+  }
+}
+
+/** Applies part of the last write on top of the durable contents: a prefix, or some of its sectors. */
+function torn(durable: Uint8Array, w: { position: number; bytes: Uint8Array }, mode: TearMode, random: () => number): Uint8Array {
+  const out = new Uint8Array(Math.max(durable.length, w.position + w.bytes.length));
+  out.set(durable);
+  if (mode === 'prefix') {
+    const keep = Math.floor(random() * w.bytes.length);
+    out.set(w.bytes.subarray(0, keep), w.position);
+    return out.subarray(0, Math.max(durable.length, w.position + keep)).slice();
+  }
+  for (let s = 0; s < w.bytes.length; s += 512) {
+    if (random() < 0.5) out.set(w.bytes.subarray(s, Math.min(w.bytes.length, s + 512)), w.position + s);
+  }
+  return out;
+}
+
+class SimFile implements FilePort {
+  readonly #fs: SimFs;
+  readonly #inode: Inode;
+  #closed = false;
+  constructor(
+    fs: SimFs,
+    readonly path: string,
+    inode: Inode,
+  ) {
+    this.#fs = fs;
+    this.#inode = inode;
+  }
+  #check(): void {
+    if (this.#closed) throw errno('EBADF', this.path);
+  }
+  async write(data: Uint8Array, length: number, position: number): Promise<void> {
+    this.#check();
+    const bytes = new Uint8Array(length); // a copy: callers reuse their buffers (Buffer#slice would alias)
+    bytes.set(data.subarray(0, length));
+    this.#fs.step(`write ${this.path} @${position} +${length}`, () => {
+      const inode = this.#inode;
+      if (position + length > inode.data.length) {
+        const grown = new Uint8Array(position + length);
+        grown.set(inode.data);
+        inode.data = grown;
+      }
+      inode.data.set(bytes, position);
+      this.#fs.noteWrite(inode, position, bytes);
+    });
+  }
+  async read(into: Uint8Array, length: number, position: number): Promise<number> {
+    this.#check();
+    const src = this.#inode.data.subarray(position, position + length);
+    into.set(src);
+    return src.length;
+  }
+  async datasync(): Promise<void> {
+    await this.#sync('datasync');
+  }
+  async sync(): Promise<void> {
+    await this.#sync('sync');
+  }
+  async #sync(op: string): Promise<void> {
+    this.#check();
+    await this.#fs.options.beforeSync?.();
+    this.#fs.step(`${op} ${this.path}`, () => {
+      this.#inode.durable = this.#inode.data.slice();
+    });
+  }
+  async truncate(length: number): Promise<void> {
+    this.#check();
+    this.#fs.step(`truncate ${this.path} ${length}`, () => {
+      const next = new Uint8Array(length);
+      next.set(this.#inode.data.subarray(0, length));
+      this.#inode.data = next;
+    });
+  }
+  async size(): Promise<number> {
+    this.#check();
+    return this.#inode.data.length;
+  }
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+}
