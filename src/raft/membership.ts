@@ -83,6 +83,7 @@ export function applyConfChange(r: Raft, cc: ConfChange): ConfState {
       const fresh = new Progress(last + 1, r.conf.isLearner(id), r.cfg.maxInflightMsgs);
       // A new member counts as active, or CheckQuorum could depose us before it had a chance to answer.
       fresh.recentActive = true;
+      fresh.lastActiveTick = r.leaderTicks;
       r.progress.set(id, fresh);
     } else {
       pr.isLearner = r.conf.isLearner(id);

@@ -13,8 +13,10 @@ export class Progress {
   next: number;
   state: ProgressState = 'probe';
   isLearner: boolean;
-  /** Heard from within the current election timeout (CheckQuorum, strict reconfig, snapshot sending). */
+  /** Heard from within the last election timeout (CheckQuorum, strict reconfig, snapshot sending). */
   recentActive = false;
+  /** The leader tick at which we last heard from this follower. */
+  lastActiveTick = Number.NEGATIVE_INFINITY;
   /** Probe state: a MsgApp was sent since the last response, wait for one before sending more. */
   probeSent = false;
   /** Snapshot state: the index of the snapshot in flight. */

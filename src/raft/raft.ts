@@ -38,6 +38,8 @@ export class Raft {
   readonly votes = new Map<NodeId, boolean>();
   electionElapsed = 0;
   heartbeatElapsed = 0;
+  /** Leader: ticks since it became leader (activity of followers is measured against it). */
+  leaderTicks = 0;
   randomizedElectionTimeout = 0;
   leadTransferee: NodeId = noNode;
   /** Leader: index of the latest conf change it proposed (or its last index at election). */
@@ -118,6 +120,7 @@ export class Raft {
     this.lead = noNode;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
+    this.leaderTicks = 0;
     this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.rng.int(this.cfg.electionTicks);
     this.leadTransferee = noNode;
     this.votes.clear();

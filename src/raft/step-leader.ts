@@ -30,17 +30,25 @@ export function becomeLeader(r: Raft): void {
   bcastAppend(r);
 }
 
+/**
+ * CheckQuorum, measured per tick: the leader steps down as soon as fewer than a quorum of voters were heard
+ * from within the last election timeout (a grace of one election timeout after winning). etcd checks once
+ * per election timeout, which can take up to two timeouts to notice a lost quorum.
+ */
 export function tickLeader(r: Raft): void {
   r.heartbeatElapsed++;
   r.electionElapsed++;
+  r.leaderTicks++;
+  for (const [id, pr] of r.progress) {
+    pr.recentActive = id === r.id || r.leaderTicks - pr.lastActiveTick < r.cfg.electionTicks;
+  }
+  if (r.cfg.checkQuorum && r.leaderTicks >= r.cfg.electionTicks && !quorumActive(r)) {
+    r.log_('stepped down: no quorum heard within an election timeout');
+    r.becomeFollower(r.term, noNode);
+    return;
+  }
   if (r.electionElapsed >= r.cfg.electionTicks) {
     r.electionElapsed = 0;
-    if (r.cfg.checkQuorum && !quorumActive(r)) {
-      r.log_('stepped down: no quorum heard within an election timeout');
-      r.becomeFollower(r.term, noNode);
-      return;
-    }
-    for (const [id, pr] of r.progress) pr.recentActive = id === r.id;
     if (r.leadTransferee !== noNode) {
       r.log_(`leader transfer to ${r.leadTransferee} timed out`);
       r.leadTransferee = noNode;
@@ -50,6 +58,11 @@ export function tickLeader(r: Raft): void {
     r.heartbeatElapsed = 0;
     bcastHeartbeat(r, r.readOnly.lastPendingContext());
   }
+}
+
+function markActive(r: Raft, pr: Progress): void {
+  pr.recentActive = true;
+  pr.lastActiveTick = r.leaderTicks;
 }
 
 function quorumActive(r: Raft): boolean {
@@ -94,7 +107,7 @@ export function leaderPropose(r: Raft, items: readonly { type: EntryType; data: 
 function handleAppResp(r: Raft, m: Message): void {
   const pr = r.progress.get(m.from);
   if (pr === undefined) return;
-  pr.recentActive = true;
+  markActive(r, pr);
   if (m.reject) {
     let hint = m.rejectHint;
     if ((m.logTermHint ?? 0) > 0) hint = r.log.findConflictByTerm(m.rejectHint, m.logTermHint!).index;
@@ -123,11 +136,13 @@ function handleAppResp(r: Raft, m: Message): void {
 function handleHeartbeatResp(r: Raft, m: Message): void {
   const pr = r.progress.get(m.from);
   if (pr === undefined) return;
-  pr.recentActive = true;
+  markActive(r, pr);
   pr.probeSent = false;
   // If acks were lost with a full window, free one slot: the next MsgApp then exposes the gap (a reject).
   if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
-  if (pr.match < r.log.lastIndex || pr.sentCommit < r.log.committed) maybeSendAppend(r, m.from, pr.state === 'probe');
+  // A follower behind our log gets a MsgApp even if empty: if earlier ones were lost, its rejection of this
+  // one starts the catch-up (etcd does the same).
+  if (pr.match < r.log.lastIndex) maybeSendAppend(r, m.from, true);
   if (m.context === undefined || m.context.byteLength === 0) return;
   if (r.readOnly.recvAck(m.from, m.context) === 0) return;
   const acks = r.readOnly.acks(m.context)!;

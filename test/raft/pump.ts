@@ -5,7 +5,7 @@
  */
 import { Prng } from '../../src/base/prng.js';
 import { RawNode, decodeConfChange, EntryType } from '../../src/raft/index.js';
-import type { Entry, Message, RaftConfig, ReadState, Ready } from '../../src/raft/index.js';
+import type { Entry, Message, RaftConfig, ReadState, Ready, Snapshot } from '../../src/raft/index.js';
 
 export interface PumpOptions {
   seed?: number;
@@ -34,6 +34,8 @@ export class Pump {
   readonly held = new Map<bigint, Ready[]>();
   /** Nodes whose state machine does not apply (their applied index stays put). */
   readonly noApply = new Set<bigint>();
+  /** Snapshots restored by each node (from Ready.snapshot). */
+  readonly restored = new Map<bigint, Snapshot[]>();
   readonly #opts: PumpOptions;
 
   constructor(ids: bigint[], opts: PumpOptions = {}) {
@@ -100,6 +102,11 @@ export class Pump {
 
   #persisted(id: bigint, rd: Ready): void {
     const n = this.node(id);
+    if (rd.snapshot !== undefined) {
+      const list = this.restored.get(id) ?? [];
+      list.push(rd.snapshot);
+      this.restored.set(id, list);
+    }
     this.#send(rd.messagesAfterPersist);
     n.onPersisted(rd.persistedUpTo);
     if (rd.committedEntries.length > 0) this.#apply(id, rd.committedEntries);
@@ -155,6 +162,7 @@ export class Pump {
   /** Make `id` campaign now: tick it past any randomized timeout, then settle. */
   elect(id: bigint): void {
     const n = this.node(id);
+    this.stabilize();
     for (let i = 0; i < 100 && n.status().role === 'follower'; i++) n.tick();
     this.stabilize();
   }
