@@ -32,6 +32,8 @@ import { MvccError, type TxnRequest, type TxnResponse } from './types.js';
 export const leaseCheckpointIntervalMs = 5 * 60 * 1000;
 /** etcd: defaultExpiredleaseRetryInterval; an offered expired lease is offered again after this. */
 export const leaseExpiredRetryIntervalMs = 3000;
+/** etcd: defaultLeaseRevokeRate; promote spreads expiries so no second holds more than 3/4 of it. */
+export const leaseRevokeRatePerSecond = 1000;
 
 /** The part of the KV store the lessor writes through. */
 export interface LessorStore {
@@ -47,6 +49,7 @@ export interface LessorOptions {
   minTtlSeconds?: number;
   checkpointIntervalMs?: number;
   expiredRetryIntervalMs?: number;
+  revokeRatePerSecond?: number;
 }
 
 export interface LeaseCheckpoint {
@@ -93,6 +96,7 @@ export class Lessor implements LeaseHooks {
   #minTtlSeconds: number;
   #checkpointIntervalMs: number;
   #retryIntervalMs: number;
+  #revokeRatePerSecond: number;
   #expiries = new LeaseHeap();
   #checkpoints = new LeaseHeap();
   /** Granted while primary, waiting for the next `nowMs` to start their clock (apply has no time). */
@@ -104,6 +108,8 @@ export class Lessor implements LeaseHooks {
     this.#minTtlSeconds = options.minTtlSeconds ?? 1;
     this.#checkpointIntervalMs = options.checkpointIntervalMs ?? leaseCheckpointIntervalMs;
     this.#retryIntervalMs = options.expiredRetryIntervalMs ?? leaseExpiredRetryIntervalMs;
+    this.#revokeRatePerSecond = options.revokeRatePerSecond ?? leaseRevokeRatePerSecond;
+    assert(this.#revokeRatePerSecond >= 4, 'revokeRatePerSecond must be at least 4');
     assert(Number.isSafeInteger(this.#minTtlSeconds) && this.#minTtlSeconds > 0, 'minTtlSeconds must be a positive integer');
     assert(this.#checkpointIntervalMs > 0 && this.#retryIntervalMs > 0, 'lessor intervals must be positive');
   }
@@ -198,7 +204,39 @@ export class Lessor implements LeaseHooks {
     this.#expiries.clear();
     this.#checkpoints.clear();
     this.#unsettled.clear();
-    for (const lease of this.#leases.values()) this.#refresh(lease, nowMs, this.#extendMs + this.#remainingMs(lease));
+    for (const lease of this.#leases.values()) {
+      lease.checkpointAtMs = -1;
+      this.#refresh(lease, nowMs, this.#extendMs + this.#remainingMs(lease));
+    }
+    if (this.#leases.size >= this.#revokeRatePerSecond) this.#spreadPileUp(nowMs);
+  }
+
+  /**
+   * etcd's Promote pile-up adjustment: after a leader change many leases can share one deadline (they were
+   * all granted or renewed around one moment); delay the excess so no second holds more than 3/4 of the
+   * revoke rate, keeping the revoke proposals from crowding out everything else.
+   */
+  #spreadPileUp(nowMs: number): void {
+    const leases = [...this.#leases.values()].sort((a, b) => a.expiryMs - b.expiryMs || (a.id < b.id ? -1 : 1));
+    const targetPerSecond = Math.floor((3 * this.#revokeRatePerSecond) / 4);
+    let baseWindowMs = leases[0]!.expiryMs - nowMs;
+    let nextWindowMs = baseWindowMs + 1000;
+    let expires = 0;
+    for (const lease of leases) {
+      const remainingMs = lease.expiryMs - nowMs;
+      if (remainingMs > nextWindowMs) {
+        baseWindowMs = remainingMs;
+        nextWindowMs = baseWindowMs + 1000;
+        expires = 1;
+        continue;
+      }
+      expires++;
+      if (expires <= targetPerSecond) continue;
+      // Leases further into the base window need less delay to land in the next free slot.
+      const delayMs = (1000 * expires) / targetPerSecond - (remainingMs - baseWindowMs);
+      nextWindowMs = baseWindowMs + delayMs;
+      this.#refresh(lease, nowMs, delayMs + this.#extendMs + this.#remainingMs(lease));
+    }
   }
 
   /** On losing leadership: no lease expires here any more. */
@@ -321,7 +359,8 @@ export class Lessor implements LeaseHooks {
     lease.expiryMs = nowMs + lifeMs;
     lease.heapAtMs = lease.expiryMs;
     this.#expiries.push({ atMs: lease.expiryMs, id: lease.id });
-    this.#scheduleCheckpoint(lease, nowMs);
+    // One pending checkpoint per lease: keepalives must not pile entries into the heap.
+    if (lease.checkpointAtMs < nowMs) this.#scheduleCheckpoint(lease, nowMs);
   }
 
   /** etcd's scheduleCheckpointIfNeeded: only leases that outlive one more checkpoint interval. */

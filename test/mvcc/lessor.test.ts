@@ -228,3 +228,21 @@ describe('lease persistence', () => {
     }
   });
 });
+
+describe('lease pile-up on promote', () => {
+  it('spreads leases sharing one deadline so no second holds more than 3/4 of the revoke rate (etcd Promote)', async () => {
+    const { lessor } = await open(undefined, { revokeRatePerSecond: 100 });
+    for (let i = 1n; i <= 400n; i++) lessor.grant(i, 10);
+    lessor.promote(0);
+    const perSecond: number[] = [];
+    const seen = new Set<bigint>();
+    for (let t = 10; t < 20; t++) {
+      const fresh = lessor.expired(t * s + 999, 1000).filter((id) => !seen.has(id));
+      for (const id of fresh) seen.add(id);
+      perSecond.push(fresh.length);
+    }
+    expect(seen.size).toBe(400);
+    expect(Math.max(...perSecond)).toBeLessThanOrEqual(76);
+    expect(lessor.expired(10 * s - 1, 1000)).toEqual([]);
+  });
+});
