@@ -65,7 +65,6 @@ export class RaftDriver {
   #stopped = false;
   /** The tail of the persistence chain: saves must complete in Ready order. */
   #persistTail: Promise<void> = Promise.resolve();
-  #persistChained = false;
   /** Apply work waiting behind an asynchronous snapshot restore. */
   #applyQueue: Array<{ entries: Entry[] } | { snapshot: Snapshot }> = [];
   #restoring = false;
@@ -170,39 +169,28 @@ export class RaftDriver {
 
   #persist(rd: Ready): void {
     const hasWork = rd.hardState !== undefined || rd.entries.length > 0 || rd.snapshot !== undefined;
-    const done = (): void => {
-      if (this.#stopped) return;
-      if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
-      this.#node.onPersisted(rd.persistedUpTo);
-      this.#schedule();
-    };
+    const snapshot = rd.snapshot;
+    let saved: Promise<void>;
     if (!hasWork) {
       // Nothing to write, but acknowledgements still wait for earlier saves to be durable.
-      this.#persistTail = this.#persistTail.then(done);
-      return;
-    }
-    const snapshot = rd.snapshot;
-    const update = { hardState: rd.hardState, entries: rd.entries, sync: rd.mustSync };
-    let saved: Promise<void>;
-    if (snapshot === undefined && !this.#persistChained) {
-      // The common path: hand the save to the log at once, so it joins the current group commit.
-      saved = this.#log.save(update);
+      saved = this.#persistTail;
     } else {
-      this.#persistChained = true;
-      saved = this.#persistTail.then(async () => {
-        if (snapshot !== undefined) await this.#log.saveSnapshot(snapshot);
-        await this.#log.save(update);
-      });
-      const tail = saved;
-      void tail.then(() => {
-        if (this.#persistTail === tail) this.#persistChained = false;
-      }, () => {});
+      // The log keeps saves in call order (a snapshot's data file is durable before its meta record and
+      // before any later save), so each save is handed over at once and joins the current group commit.
+      if (snapshot !== undefined) void this.#log.saveSnapshot(snapshot).catch(() => {});
+      saved = this.#log.save({ hardState: rd.hardState, entries: rd.entries, sync: rd.mustSync });
     }
     this.#persistTail = saved;
-    saved.then(() => {
-      if (snapshot !== undefined) this.#enqueueApply({ snapshot });
-      done();
-    }, (error: unknown) => this.#app.onFatal(error));
+    saved.then(
+      () => {
+        if (this.#stopped) return;
+        if (snapshot !== undefined) this.#enqueueApply({ snapshot });
+        if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
+        this.#node.onPersisted(rd.persistedUpTo);
+        this.#schedule();
+      },
+      (error: unknown) => this.#app.onFatal(error),
+    );
   }
 
   #enqueueApply(work: { entries: Entry[] } | { snapshot: Snapshot }): void {

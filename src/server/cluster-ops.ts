@@ -1,0 +1,195 @@
+/**
+ * Membership changes (etcd's Cluster service and k3s-style joins). Conf changes are proposed on the leader;
+ * a follower forwards the request to the leader over the peer transport. Each change waits until the leader
+ * has applied it, so the answer's member list already contains it.
+ */
+import { randomBytes } from 'node:crypto';
+
+import type { ConfChange, ConfChangeType } from '../raft/types.js';
+import type { Member, MemberAddResult } from './api.js';
+import { EtcdError, fromProposeError } from './errors.js';
+import type { Logger } from './log.js';
+import type { Membership } from './membership.js';
+import type { Proposer } from './proposer.js';
+import type { RaftDriver } from './raft-driver.js';
+import { encodeConfChangeContext } from './raft-request.js';
+import { WaitRegistry } from './wait.js';
+
+export interface ClusterHost {
+  memberId: bigint;
+  membership(): Membership;
+  isLeader(): boolean;
+  leaderPeerUrl(): string | undefined;
+  driver(): RaftDriver;
+  confVoters(): bigint[];
+  proposer: Proposer;
+  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  timeoutMs: number;
+  logger: Logger;
+  clusterId(): bigint;
+}
+
+export interface JoinRequest {
+  name: string;
+  peerUrls: string[];
+  clientUrls: string[];
+}
+
+export interface JoinResponse {
+  memberId: bigint;
+  clusterId: bigint;
+  members: Member[];
+}
+
+export class ClusterOps {
+  readonly #h: ClusterHost;
+  readonly #applied = new WaitRegistry<void>(1024);
+
+  constructor(host: ClusterHost) {
+    this.#h = host;
+  }
+
+  /** Apply path: a conf change proposed with `requestId` was applied here. */
+  confChangeApplied(requestId: bigint): void {
+    this.#applied.trigger(requestId, undefined);
+  }
+
+  async memberAdd(req: { peerUrls: string[]; isLearner: boolean }): Promise<MemberAddResult> {
+    checkUrls(req.peerUrls);
+    if (!this.#h.isLeader()) return (await this.#forward('memberAdd', req)) as MemberAddResult;
+    const membership = this.#h.membership();
+    for (const m of membership.list()) {
+      if (m.peerUrls.some((u) => req.peerUrls.includes(u))) throw new EtcdError('peerUrlExist');
+    }
+    const member: Member = { id: newMemberId(membership), name: '', peerUrls: req.peerUrls, clientUrls: [], isLearner: req.isLearner };
+    await this.#propose(req.isLearner ? 'addLearner' : 'addVoter', member);
+    return { member, members: this.#h.membership().list() };
+  }
+
+  async memberRemove(id: bigint): Promise<Member[]> {
+    if (!this.#h.isLeader()) return (await this.#forward('memberRemove', { id })) as Member[];
+    const member = this.#h.membership().get(id);
+    if (member === undefined) throw new EtcdError('memberNotFound');
+    await this.#propose('removeNode', member);
+    return this.#h.membership().list();
+  }
+
+  async memberPromote(id: bigint): Promise<Member[]> {
+    if (!this.#h.isLeader()) return (await this.#forward('memberPromote', { id })) as Member[];
+    const member = this.#h.membership().get(id);
+    if (member === undefined) throw new EtcdError('memberNotFound');
+    if (!member.isLearner) throw new EtcdError('memberNotLearner');
+    await this.#propose('addVoter', member);
+    return this.#h.membership().list();
+  }
+
+  async memberUpdate(req: { id: bigint; peerUrls: string[] }): Promise<Member[]> {
+    checkUrls(req.peerUrls);
+    if (!this.#h.isLeader()) return (await this.#forward('memberUpdate', req)) as Member[];
+    const membership = this.#h.membership();
+    if (membership.get(req.id) === undefined) throw new EtcdError('memberNotFound');
+    for (const m of membership.list()) {
+      if (m.id !== req.id && m.peerUrls.some((u) => req.peerUrls.includes(u))) throw new EtcdError('peerUrlExist');
+    }
+    await this.#h.proposer.propose({ kind: 'memberUpdate', memberId: req.id, peerUrls: req.peerUrls });
+    return this.#h.membership().list();
+  }
+
+  /**
+   * k3s-style join: a new member, authenticated by the cluster token, asks any member to add it. It is added
+   * as a learner (it cannot hurt the quorum while it catches up) and promoted by the leader once caught up.
+   * Idempotent: a member that crashed after asking gets its existing id back.
+   */
+  async join(req: JoinRequest): Promise<JoinResponse> {
+    checkUrls(req.peerUrls);
+    if (!this.#h.isLeader()) return (await this.#forward('join', req)) as JoinResponse;
+    const existing = this.#h.membership().list().find((m) => m.peerUrls.some((u) => req.peerUrls.includes(u)));
+    let memberId: bigint;
+    if (existing !== undefined) {
+      memberId = existing.id;
+    } else {
+      const member: Member = { id: newMemberId(this.#h.membership()), name: req.name, peerUrls: req.peerUrls, clientUrls: req.clientUrls, isLearner: true };
+      await this.#propose('addLearner', member);
+      memberId = member.id;
+      this.#h.logger.info('member joined as learner', { member: memberId.toString(16), name: req.name });
+    }
+    return { memberId, clusterId: this.#h.clusterId(), members: this.#h.membership().list() };
+  }
+
+  /** Leader loop: promote learners that have caught up (k3s promotes joined members automatically). */
+  async promoteCaughtUpLearners(): Promise<void> {
+    if (!this.#h.isLeader()) return;
+    const status = this.#h.driver().status();
+    for (const m of this.#h.membership().list()) {
+      if (!m.isLearner) continue;
+      const progress = status.progress?.get(m.id);
+      if (progress === undefined || progress.match + learnerPromoteLagEntries < status.commit) continue;
+      try {
+        await this.memberPromote(m.id);
+        this.#h.logger.info('learner promoted to voter', { member: m.id.toString(16) });
+      } catch (error) {
+        if (!(error instanceof EtcdError && error.code === 'learnerNotReady')) {
+          this.#h.logger.warn('learner promotion failed', { member: m.id.toString(16), error: String(error) });
+        }
+      }
+    }
+  }
+
+  /** Requests forwarded from a follower (or a joining member) to this member. */
+  handlePeerRequest(method: string, payload: any): Promise<unknown> {
+    switch (method) {
+      case 'memberAdd':
+        return this.memberAdd(payload);
+      case 'memberRemove':
+        return this.memberRemove(payload.id);
+      case 'memberPromote':
+        return this.memberPromote(payload.id);
+      case 'memberUpdate':
+        return this.memberUpdate(payload);
+      case 'join':
+        return this.join(payload);
+      case 'members':
+        return Promise.resolve({ clusterId: this.#h.clusterId(), members: this.#h.membership().list() });
+      default:
+        return Promise.reject(new Error(`unknown peer request ${method}`));
+    }
+  }
+
+  async #propose(type: ConfChangeType, member: Member): Promise<void> {
+    const id = this.#h.proposer.nextId();
+    const cc: ConfChange = { type, nodeId: member.id, context: encodeConfChangeContext({ id, member }) };
+    const applied = this.#applied.register(id, this.#h.timeoutMs, () => new EtcdError('timeout'));
+    const r = this.#h.driver().proposeConfChange(cc);
+    if (!r.ok) this.#applied.fail(id, fromProposeError(r.error));
+    await applied;
+  }
+
+  async #forward(method: string, payload: unknown): Promise<unknown> {
+    const url = this.#h.leaderPeerUrl();
+    if (url === undefined) throw new EtcdError('noLeader');
+    return this.#h.peerRequest(url, method, payload);
+  }
+}
+
+/** A learner within this many entries of the commit index counts as caught up for auto-promotion. */
+export const learnerPromoteLagEntries = 16;
+
+function newMemberId(membership: Membership): bigint {
+  for (;;) {
+    const id = randomBytes(8).readBigUInt64BE(0);
+    if (id !== 0n && membership.get(id) === undefined && !membership.isRemoved(id)) return id;
+  }
+}
+
+function checkUrls(urls: string[]): void {
+  if (urls.length === 0) throw new EtcdError('memberBadUrls');
+  for (const u of urls) {
+    try {
+      const url = new URL(u);
+      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.port === '') throw new Error('bad');
+    } catch {
+      throw new EtcdError('memberBadUrls');
+    }
+  }
+}
+

@@ -1,0 +1,648 @@
+/**
+ * The etcetera member: Raft driver + durable log + replicated state + peer transport, serving the EtcdApi
+ * that the gRPC services (and embedding hosts) call.
+ *
+ * Writes: validate → propose through Raft (followers forward to the leader inside Raft) → wait for this
+ * member to apply the entry → answer with the apply result. Linearizable reads: ReadIndex (batched), wait
+ * for the applied index, read locally. Serializable reads: local. Lease keepalives and member changes run on
+ * the leader; a follower forwards them over the peer transport.
+ */
+import { performance } from 'node:perf_hooks';
+import { assert } from '../base/assert.js';
+import type { Backend } from '../mvcc/backend.js';
+import { WatchHub } from '../mvcc/watch-hub.js';
+import { EntryType, type ConfChange, type Entry, type ReadState, type Snapshot, type SoftState } from '../raft/types.js';
+import type { AlarmMember, AlarmType, CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../mvcc/types.js';
+import type {
+  EtcdApi, HashKvResult, HashResult, LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult,
+  RequestContext, ResponseHeader, SnapshotSource, StatusResult, WatchSink, WatchStream,
+} from './api.js';
+import { AppliedWait } from './applied-wait.js';
+import { ClusterOps } from './cluster-ops.js';
+import { decodeConfChange } from '../raft/conf.js';
+import { EtcdError } from './errors.js';
+import type { Logger } from './log.js';
+import { LeaderLoops } from './leader-loops.js';
+import { Proposer } from './proposer.js';
+import { decodeConfChangeContext, decodeRequest } from './raft-request.js';
+import type { RaftDriver } from './raft-driver.js';
+import { ReadIndexBatcher } from './read-index.js';
+import type { ServerState, StateOptions } from './server-state.js';
+import { ServerState as State } from './server-state.js';
+import { StoreView } from './store-view.js';
+import type { ServerMetrics } from './server-metrics.js';
+
+export const etcdVersion = '3.5.17';
+
+export interface EtcdServerParts {
+  memberId: bigint;
+  clusterId: bigint;
+  name: string;
+  clientUrls: string[];
+  peerUrls: string[];
+  backend: Backend;
+  state: ServerState;
+  stateOptions: StateOptions;
+  logger: Logger;
+  metrics: ServerMetrics;
+  heartbeatMs: number;
+  electionMs: number;
+  snapshotCount: number;
+  /** Persist a snapshot, then let the log release what it covers. */
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+  releaseLog(index: number): void;
+  /** The peer transport's request RPC, for forwarding to the leader. */
+  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  syncPeers(members: Member[]): void;
+  onRemoved(): void;
+  onFatal(error: unknown): void;
+}
+
+export class EtcdServer implements EtcdApi {
+  readonly memberId: bigint;
+  clusterId: bigint;
+  readonly #p: EtcdServerParts;
+  #driver!: RaftDriver;
+  #state: ServerState;
+  readonly #storeView: StoreView;
+  readonly #hub: WatchHub;
+  readonly #proposer: Proposer;
+  readonly #appliedWait = new AppliedWait();
+  readonly #reads: ReadIndexBatcher;
+  readonly #cluster: ClusterOps;
+  readonly #loops: LeaderLoops;
+  #leader = 0n;
+  #isLeader = false;
+  #term = 0;
+  #commit = 0;
+  #appliedTerm = 0;
+  #confVoters: bigint[] = [];
+  #confLearners: bigint[] = [];
+  #snapshotIndex = 0;
+  #snapshotting = false;
+  #stopped = false;
+  #leaderListeners = new Set<(leader: bigint) => void>();
+  #watchTimer: NodeJS.Timeout | undefined;
+
+  constructor(parts: EtcdServerParts) {
+    this.#p = parts;
+    this.memberId = parts.memberId;
+    this.clusterId = parts.clusterId;
+    this.#state = parts.state;
+    this.#storeView = new StoreView(parts.state.store);
+    this.#hub = new WatchHub(this.#storeView);
+    this.#proposer = new Proposer(
+      {
+        propose: (data) => this.#driver.propose(data),
+        applyLag: () => this.#commit - this.#appliedWait.applied,
+        hasLeader: () => this.hasLeader(),
+      },
+      { bootTimeMs: Date.now(), timeoutMs: requestTimeoutMs(parts.electionMs) },
+    );
+    this.#reads = new ReadIndexBatcher({
+      request: (ctx) => this.#driver.readIndex(ctx),
+      appliedWait: this.#appliedWait,
+      retryMs: 500,
+      timeoutMs: requestTimeoutMs(parts.electionMs),
+      timeoutError: () => new EtcdError('timeout'),
+      nowMs: () => performance.now(),
+    });
+    this.#cluster = new ClusterOps(this.#clusterHost());
+    this.#loops = new LeaderLoops(this.#loopsHost());
+  }
+
+  /** Attach the driver (created after the server, since the driver calls back into it) and start. */
+  start(driver: RaftDriver, appliedIndex: number, snapshotIndex: number): void {
+    this.#driver = driver;
+    this.#appliedWait.advance(appliedIndex);
+    this.#snapshotIndex = snapshotIndex;
+    const cs = driver.status().confState;
+    this.#confVoters = cs.voters;
+    this.#confLearners = cs.learners;
+    this.#p.syncPeers(this.#state.membership.list());
+    driver.start();
+    this.#loops.start();
+    this.#watchTimer = setInterval(() => this.#hub.sync(), 100);
+    this.#watchTimer.unref();
+  }
+
+  get state(): ServerState {
+    return this.#state;
+  }
+
+  get applied(): number {
+    return this.#appliedWait.applied;
+  }
+
+  get isLeader(): boolean {
+    return this.#isLeader;
+  }
+
+  get leaderId(): bigint {
+    return this.#leader;
+  }
+
+  get term(): number {
+    return this.#term;
+  }
+
+  get driver(): RaftDriver {
+    return this.#driver;
+  }
+
+  onLeaderChange(listener: (leader: bigint) => void): () => void {
+    this.#leaderListeners.add(listener);
+    return () => this.#leaderListeners.delete(listener);
+  }
+
+  // ---- Driver callbacks ----
+
+  driverApp() {
+    return {
+      applyEntries: (entries: Entry[]) => this.#applyEntries(entries),
+      restoreSnapshot: (snapshot: Snapshot) => this.#restoreSnapshot(snapshot),
+      onSoftState: (s: SoftState) => this.#onSoftState(s),
+      onReadStates: (states: ReadState[]) => this.#reads.onReadStates(states),
+      onFatal: (error: unknown) => this.#p.onFatal(error),
+    };
+  }
+
+  #onSoftState(s: SoftState): void {
+    const status = this.#driver.status();
+    this.#term = status.term;
+    const wasLeader = this.#isLeader;
+    this.#isLeader = s.role === 'leader';
+    if (s.leader !== this.#leader) {
+      const hadLeader = this.#leader !== 0n;
+      this.#leader = s.leader;
+      if (hadLeader) this.#reads.onLeaderChange(new EtcdError('leaderChanged'));
+      if (s.leader !== 0n) this.#p.metrics.leaderChanges.inc();
+      this.#p.logger.info('leader changed', { leader: hex(s.leader), term: status.term });
+      for (const l of this.#leaderListeners) l(s.leader);
+    }
+    if (this.#isLeader && !wasLeader) {
+      // Leases: the new leader counts every lease's remaining TTL from now (checkpointed TTLs included).
+      this.#state.lessor.promote(performance.now(), { extendMs: this.#p.electionMs });
+    } else if (!this.#isLeader && wasLeader) {
+      this.#state.lessor.demote();
+    }
+  }
+
+  #applyEntries(entries: Entry[]): void {
+    const state = this.#state;
+    for (const e of entries) {
+      if (e.type === EntryType.Normal) {
+        if (e.data.length === 0) state.store.setConsistentIndex(e.index);
+        else {
+          const env = decodeRequest(e.data);
+          const result = state.applier.applyRequest(e.index, env.req);
+          this.#proposer.applied(env.id, result);
+        }
+      } else {
+        this.#applyConfChange(e);
+      }
+      this.#appliedTerm = e.term;
+    }
+    const last = entries[entries.length - 1]!;
+    const status = this.#driver.status();
+    this.#commit = status.commit;
+    this.#term = status.term;
+    this.#appliedWait.advance(last.index);
+    state.store.flush().catch((error: unknown) => this.#p.onFatal(error));
+    if (last.index - this.#snapshotIndex >= this.#p.snapshotCount) this.#triggerSnapshot();
+  }
+
+  #applyConfChange(e: Entry): void {
+    const cc: ConfChange = decodeConfChange(e.data);
+    const ctx = decodeConfChangeContext(cc.context);
+    const cs = this.#driver.applyConfChange(cc);
+    this.#confVoters = cs.voters;
+    this.#confLearners = cs.learners;
+    const removedSelf = this.#state.applier.applyConfChange(e.index, cc, ctx.member, this.memberId);
+    this.#cluster.confChangeApplied(ctx.id);
+    this.#p.syncPeers(this.#state.membership.list());
+    if (removedSelf) {
+      this.#p.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.memberId) });
+      setImmediate(() => this.#p.onRemoved());
+    }
+  }
+
+  async #restoreSnapshot(snapshot: Snapshot): Promise<void> {
+    this.#p.logger.info('restoring from snapshot', { index: snapshot.meta.index, term: snapshot.meta.term });
+    await this.#state.store.idle();
+    this.#state = await State.restore(this.#p.backend, snapshot.data, this.#p.stateOptions);
+    this.#storeView.rebind(this.#state.store);
+    this.#hub.restore?.();
+    this.#confVoters = snapshot.meta.confState.voters;
+    this.#confLearners = snapshot.meta.confState.learners;
+    this.#snapshotIndex = snapshot.meta.index;
+    this.#appliedTerm = snapshot.meta.term;
+    this.#appliedWait.advance(snapshot.meta.index);
+    this.#p.syncPeers(this.#state.membership.list());
+  }
+
+  #triggerSnapshot(): void {
+    if (this.#snapshotting) return;
+    this.#snapshotting = true;
+    const meta = {
+      index: this.#appliedWait.applied,
+      term: this.#appliedTerm,
+      confState: { voters: [...this.#confVoters], learners: [...this.#confLearners] },
+    };
+    // exportSnapshot captures the store at this moment (it queues behind the flush of everything applied).
+    const exported = this.#state.store.exportSnapshot();
+    void (async () => {
+      try {
+        const snapshot: Snapshot = { meta, data: await exported };
+        await this.#p.saveSnapshot(snapshot);
+        this.#driver.compact(snapshot, snapshotCatchUpEntriesFor(this.#p.snapshotCount));
+        this.#snapshotIndex = meta.index;
+        this.#p.releaseLog(Math.max(0, meta.index - snapshotCatchUpEntriesFor(this.#p.snapshotCount)));
+        this.#p.logger.info('snapshot saved', { index: meta.index, bytes: snapshot.data.length });
+      } catch (error) {
+        this.#p.onFatal(error);
+      } finally {
+        this.#snapshotting = false;
+      }
+    })();
+  }
+
+  // ---- EtcdApi: common ----
+
+  header(revision?: number): ResponseHeader {
+    return {
+      clusterId: this.clusterId,
+      memberId: this.memberId,
+      revision: revision ?? this.#state.store.revision,
+      raftTerm: this.#term,
+    };
+  }
+
+  hasLeader(): boolean {
+    return this.#leader !== 0n;
+  }
+
+  #checkAlive(ctx: RequestContext): void {
+    if (this.#stopped) throw new EtcdError('stopped');
+    if (ctx.requireLeader && !this.hasLeader()) throw new EtcdError('noLeader');
+    if (ctx.signal.aborted) throw new EtcdError('canceled');
+  }
+
+  /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */
+  async linearizableBarrier(ctx: RequestContext): Promise<void> {
+    this.#checkAlive(ctx);
+    if (!this.hasLeader()) throw new EtcdError('noLeader');
+    await this.#reads.read();
+  }
+
+  // ---- KV ----
+
+  async range(req: RangeRequest, ctx: RequestContext): Promise<RangeResponse> {
+    if (!req.serializable) await this.linearizableBarrier(ctx);
+    else this.#checkAlive(ctx);
+    return this.#state.store.range(req);
+  }
+
+  async put(req: PutRequest, ctx: RequestContext): Promise<PutResponse> {
+    this.#checkAlive(ctx);
+    await this.#checkQuota(req.key.length + req.value.length);
+    return (await this.#proposer.propose({ kind: 'put', put: req }, ctx.signal)) as PutResponse;
+  }
+
+  async deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse> {
+    this.#checkAlive(ctx);
+    return (await this.#proposer.propose({ kind: 'deleteRange', deleteRange: req }, ctx.signal)) as DeleteRangeResponse;
+  }
+
+  async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
+    this.#checkAlive(ctx);
+    if (isReadOnlyTxn(req)) {
+      // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.
+      await this.linearizableBarrier(ctx);
+      return this.#state.store.txn(req);
+    }
+    await this.#checkQuota(txnBytes(req));
+    return (await this.#proposer.propose({ kind: 'txn', txn: req }, ctx.signal)) as TxnResponse;
+  }
+
+  async compact(req: CompactionRequest, ctx: RequestContext): Promise<{ revision: number }> {
+    this.#checkAlive(ctx);
+    const result = (await this.#proposer.propose(
+      { kind: 'compact', revision: req.revision, physical: req.physical },
+      ctx.signal,
+    )) as { physicalDone: Promise<void> };
+    if (req.physical) await result.physicalDone;
+    return { revision: this.#state.store.revision };
+  }
+
+  /** etcd's quota check before proposing: over the quota, raise NOSPACE (once) and refuse. */
+  async #checkQuota(bytes: number): Promise<void> {
+    const state = this.#state;
+    if (!state.store.overQuota(bytes)) return;
+    if (!state.alarms.list().some((a) => a.alarm === 'NOSPACE' && a.memberId === this.memberId)) {
+      this.#p.logger.warn('backend quota exceeded; raising NOSPACE', { dbSizeBytes: state.store.dbSizeBytes() });
+      void this.#proposer
+        .propose({ kind: 'alarm', action: 'activate', memberId: this.memberId, alarm: 'NOSPACE' })
+        .catch(() => {});
+    }
+    throw new EtcdError('noSpace');
+  }
+
+  // ---- Lease ----
+
+  async leaseGrant(req: { ttlSeconds: number; id: bigint }, ctx: RequestContext): Promise<LeaseGrantResult> {
+    this.#checkAlive(ctx);
+    // The proposer picks the id, so apply stays deterministic (etcd: reqIDGen).
+    let id = req.id;
+    while (id === 0n) {
+      const candidate = BigInt.asIntN(64, this.#proposer.nextId() ^ (this.memberId << 40n)) & 0x7fff_ffff_ffff_ffffn;
+      if (!this.#state.lessor.exists(candidate)) id = candidate;
+    }
+    return (await this.#proposer.propose(
+      { kind: 'leaseGrant', leaseId: id, ttlSeconds: req.ttlSeconds },
+      ctx.signal,
+    )) as LeaseGrantResult;
+  }
+
+  async leaseRevoke(id: bigint, ctx: RequestContext): Promise<{ revision: number }> {
+    this.#checkAlive(ctx);
+    if (!this.#state.lessor.exists(id)) throw new EtcdError('leaseNotFound');
+    await this.#proposer.propose({ kind: 'leaseRevoke', leaseId: id }, ctx.signal);
+    return { revision: this.#state.store.revision };
+  }
+
+  async leaseKeepAlive(id: bigint, ctx: RequestContext): Promise<number> {
+    this.#checkAlive(ctx);
+    return this.#onLeader(ctx, 'leaseKeepAlive', { id }, () => this.#state.lessor.renew(id, performance.now())) as Promise<number>;
+  }
+
+  async leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
+    this.#checkAlive(ctx);
+    return this.#onLeader(ctx, 'leaseTimeToLive', { id, keys }, () =>
+      this.#state.lessor.timeToLive(id, performance.now(), keys),
+    ) as Promise<LeaseTimeToLiveResult>;
+  }
+
+  async leaseLeases(ctx: RequestContext): Promise<bigint[]> {
+    await this.linearizableBarrier(ctx);
+    return this.#state.lessor.leases().map((l: { id: bigint }) => l.id);
+  }
+
+  /** Run `local` on the leader: here if this member leads, else forwarded over the peer transport. */
+  async #onLeader(ctx: RequestContext, method: string, payload: unknown, local: () => unknown): Promise<unknown> {
+    if (this.#isLeader) return local();
+    const leader = this.#leader;
+    if (leader === 0n) throw new EtcdError('noLeader');
+    const member = this.#state.membership.get(leader);
+    const url = member?.peerUrls[0];
+    if (url === undefined) throw new EtcdError('noLeader');
+    void ctx;
+    return this.#p.peerRequest(url, method, payload);
+  }
+
+  /** Peer requests forwarded to this member (as the leader). */
+  async handlePeerRequest(method: string, payload: any): Promise<unknown> {
+    switch (method) {
+      case 'leaseKeepAlive':
+        if (!this.#isLeader) throw new EtcdError('notLeader');
+        return this.#state.lessor.renew(payload.id, performance.now());
+      case 'leaseTimeToLive':
+        if (!this.#isLeader) throw new EtcdError('notLeader');
+        return this.#state.lessor.timeToLive(payload.id, performance.now(), payload.keys);
+      default:
+        return this.#cluster.handlePeerRequest(method, payload);
+    }
+  }
+
+  // ---- Watch ----
+
+  openWatchStream(sink: WatchSink, ctx: RequestContext): WatchStream {
+    void ctx;
+    return this.#hub.openStream(sink.send);
+  }
+
+  // ---- Cluster ----
+
+  memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: RequestContext): Promise<MemberAddResult> {
+    this.#checkAlive(ctx);
+    return this.#cluster.memberAdd(req);
+  }
+
+  memberRemove(id: bigint, ctx: RequestContext): Promise<Member[]> {
+    this.#checkAlive(ctx);
+    return this.#cluster.memberRemove(id);
+  }
+
+  memberUpdate(req: { id: bigint; peerUrls: string[] }, ctx: RequestContext): Promise<Member[]> {
+    this.#checkAlive(ctx);
+    return this.#cluster.memberUpdate(req);
+  }
+
+  async memberList(linearizable: boolean, ctx: RequestContext): Promise<Member[]> {
+    if (linearizable) await this.linearizableBarrier(ctx);
+    return this.#state.membership.list();
+  }
+
+  memberPromote(id: bigint, ctx: RequestContext): Promise<Member[]> {
+    this.#checkAlive(ctx);
+    return this.#cluster.memberPromote(id);
+  }
+
+  // ---- Maintenance ----
+
+  async alarm(req: { action: 'get' | 'activate' | 'deactivate'; memberId: bigint; alarm: AlarmType }, ctx: RequestContext): Promise<AlarmMember[]> {
+    this.#checkAlive(ctx);
+    const list = (): AlarmMember[] =>
+      this.#state.alarms.list().filter(
+        (a) => (req.memberId === 0n || a.memberId === req.memberId) && (req.alarm === 'NONE' || a.alarm === req.alarm),
+      );
+    if (req.action === 'get') return list();
+    if (req.action === 'deactivate' && req.memberId === 0n && req.alarm === 'NONE') {
+      const all = list();
+      for (const a of all) {
+        await this.#proposer.propose({ kind: 'alarm', action: 'deactivate', memberId: a.memberId, alarm: a.alarm }, ctx.signal);
+      }
+      return all;
+    }
+    const r = await this.#proposer.propose({ kind: 'alarm', action: req.action, memberId: req.memberId, alarm: req.alarm }, ctx.signal);
+    return r === undefined ? [] : [r as AlarmMember];
+  }
+
+  async status(ctx: RequestContext): Promise<StatusResult> {
+    void ctx;
+    const s = this.#driver.status();
+    const store = this.#state.store;
+    const size = store.dbSizeBytes();
+    return {
+      dbSizeBytes: size,
+      dbSizeInUseBytes: size,
+      leader: s.leader,
+      raftIndex: s.commit,
+      raftTerm: s.term,
+      raftAppliedIndex: this.#appliedWait.applied,
+      isLearner: s.confState.learners.includes(this.memberId),
+      errors: this.#state.alarms.list().map((a) => `memberID:${a.memberId} alarm:${a.alarm} `),
+    };
+  }
+
+  async defragment(ctx: RequestContext): Promise<void> {
+    this.#checkAlive(ctx);
+    await this.#state.store.defragment();
+  }
+
+  async hash(ctx: RequestContext): Promise<HashResult> {
+    void ctx;
+    const h = this.#state.store.hash();
+    return { hash: h.hash, revision: h.hashRevision };
+  }
+
+  async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
+    void ctx;
+    const h = this.#state.store.hashKV(revision);
+    return { hash: h.hash, revision: this.#state.store.revision, compactRevision: h.compactRevision };
+  }
+
+  async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
+    this.#checkAlive(ctx);
+    const data = await this.#state.store.exportSnapshot();
+    const chunkBytes = 64 * 1024;
+    return {
+      sizeBytes: data.length,
+      chunks: (async function* () {
+        for (let i = 0; i < data.length; i += chunkBytes) yield data.subarray(i, Math.min(i + chunkBytes, data.length));
+      })(),
+    };
+  }
+
+  async moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {
+    this.#checkAlive(ctx);
+    if (!this.#isLeader) throw new EtcdError('notLeader');
+    if (!this.#confVoters.includes(targetId)) {
+      if (this.#state.membership.get(targetId) === undefined) throw new EtcdError('memberNotFound');
+      throw new EtcdError('badLeaderTransferee');
+    }
+    await this.transferLeadership(targetId, requestTimeoutMs(this.#p.electionMs));
+  }
+
+  /** Ask Raft to hand leadership to `target`; resolves once it leads, or fails after `timeoutMs`. */
+  transferLeadership(target: bigint, timeoutMs: number): Promise<void> {
+    if (this.#leader === target) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        reject(new EtcdError('timeout'));
+      }, timeoutMs);
+      const off = this.onLeaderChange((leader) => {
+        if (leader !== target) return;
+        clearTimeout(timer);
+        off();
+        resolve();
+      });
+      this.#driver.transferLeader(target);
+    });
+  }
+
+  // ---- Lifecycle ----
+
+  /** Graceful stop: a leader hands leadership to the most caught-up voter first (etcd's TransferLeadership). */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    if (this.#isLeader && this.#confVoters.length > 1) {
+      const target = this.#bestTransferee();
+      if (target !== undefined) {
+        try {
+          await this.transferLeadership(target, this.#p.electionMs * 2);
+        } catch {
+          this.#p.logger.warn('leadership transfer before stop timed out');
+        }
+      }
+    }
+    this.#stopped = true;
+    this.#loops.stop();
+    if (this.#watchTimer !== undefined) clearInterval(this.#watchTimer);
+    this.#driver.stop();
+    this.#proposer.failAll(new EtcdError('stopped'));
+    this.#reads.failAll(new EtcdError('stopped'));
+    this.#hub.close();
+    await this.#state.store.flush();
+    await this.#state.store.idle();
+  }
+
+  #bestTransferee(): bigint | undefined {
+    const progress = this.#driver.status().progress;
+    let best: bigint | undefined;
+    let bestMatch = -1;
+    for (const id of this.#confVoters) {
+      if (id === this.memberId) continue;
+      const match = progress?.get(id)?.match ?? 0;
+      if (match > bestMatch) {
+        best = id;
+        bestMatch = match;
+      }
+    }
+    return best;
+  }
+
+  // ---- Hosts for the helpers ----
+
+  #clusterHost() {
+    return {
+      memberId: this.memberId,
+      clusterId: () => this.clusterId,
+      membership: () => this.#state.membership,
+      isLeader: () => this.#isLeader,
+      leaderPeerUrl: () => this.#state.membership.get(this.#leader)?.peerUrls[0],
+      driver: () => this.#driver,
+      confVoters: () => this.#confVoters,
+      proposer: this.#proposer,
+      peerRequest: this.#p.peerRequest,
+      timeoutMs: requestTimeoutMs(this.#p.electionMs),
+      logger: this.#p.logger,
+    };
+  }
+
+  #loopsHost() {
+    return {
+      isLeader: () => this.#isLeader,
+      state: () => this.#state,
+      proposer: this.#proposer,
+      cluster: this.#cluster,
+      memberId: this.memberId,
+      name: this.#p.name,
+      clientUrls: this.#p.clientUrls,
+      hub: this.#hub,
+      logger: this.#p.logger,
+      hasLeader: () => this.hasLeader(),
+    };
+  }
+}
+
+/** etcd: ReqTimeout = 5 s + 2 × election timeout. */
+export function requestTimeoutMs(electionMs: number): number {
+  return 5000 + 2 * electionMs;
+}
+
+function snapshotCatchUpEntriesFor(snapshotCount: number): number {
+  return Math.min(5000, Math.max(1, Math.floor(snapshotCount / 2)));
+}
+
+function isReadOnlyTxn(txn: TxnRequest): boolean {
+  const ro = (ops: TxnRequest['success']): boolean =>
+    ops.every((op) => 'range' in op || ('txn' in op && isReadOnlyTxn(op.txn)));
+  return ro(txn.success) && ro(txn.failure);
+}
+
+function txnBytes(txn: TxnRequest): number {
+  let n = 0;
+  for (const op of [...txn.success, ...txn.failure]) {
+    if ('put' in op) n += op.put.key.length + op.put.value.length;
+    else if ('txn' in op) n += txnBytes(op.txn);
+  }
+  return n;
+}
+
+export function hex(id: bigint): string {
+  return id.toString(16);
+}
+
+assert(requestTimeoutMs(1000) === 7000, 'etcd request timeout formula');

@@ -1,0 +1,392 @@
+/**
+ * Starting and stopping one etcetera member: the composition root. Opens the data directory (WAL, backend),
+ * decides between restart, new cluster, k3s-style join and etcd static bootstrap, and wires the Raft driver,
+ * the replicated state, the peer transport and the gRPC server together.
+ *
+ * Data directory layout:
+ *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
+ *   <data-dir>/member/identity    member id, cluster id and name, written once at bootstrap
+ *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal)
+ *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile, open as openFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Prng } from '../base/prng.js';
+import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
+import { LevelBackend } from '../mvcc/level-backend.js';
+import { encodeConfChange } from '../raft/conf.js';
+import { RawNode } from '../raft/raw-node.js';
+import { EntryType, type Entry, type HardState, type Message } from '../raft/types.js';
+import { Wal, type WalState } from '../wal/wal.js';
+import type { Member } from './api.js';
+import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from './errors.js';
+import { MvccError } from '../mvcc/types.js';
+import { EtcdServer } from './etcd-server.js';
+import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
+import type { ClusterBootstrap, MemberOptions } from './member-options.js';
+import { encodeConfChangeContext } from './raft-request.js';
+import { RaftDriver } from './raft-driver.js';
+import { ServerState, type StateOptions } from './server-state.js';
+import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
+import { PeerTransport } from './transport/transport.js';
+import type { JoinResponse } from './cluster-ops.js';
+
+export interface Identity {
+  memberId: bigint;
+  clusterId: bigint;
+  name: string;
+}
+
+export interface RunningMember {
+  readonly memberId: bigint;
+  readonly clusterId: bigint;
+  readonly server: EtcdServer;
+  /** Client URLs with the ports actually bound (port 0 resolved). */
+  readonly clientUrls: string[];
+  readonly peerUrl: string;
+  readonly metrics: ServerMetrics;
+  readonly wal: Wal;
+  /** Resolves when the member stops by itself (removed from the cluster, or a fatal error). */
+  readonly stopped: Promise<{ reason: string }>;
+  close(): Promise<void>;
+}
+
+export async function startMember(o: MemberOptions): Promise<RunningMember> {
+  const log = o.logger;
+  const memberDir = join(o.dataDir, 'member');
+  await mkdir(memberDir, { recursive: true, mode: 0o700 });
+  let fatal: (error: unknown) => void = (error) => {
+    throw error;
+  };
+  const { wal, state: walState } = await Wal.open(join(memberDir, 'wal'), {
+    profile: o.storageProfile,
+    logger: (line) => log.info(line),
+    onFatal: (error) => fatal(error),
+  });
+  log.info('storage profile chosen', { profile: wal.profile, syncLatencyMs: wal.metrics.measuredSyncLatencyMs });
+  const backend = await LevelBackend.open(join(memberDir, 'db'));
+  const token = await resolveToken(o);
+
+  let identity = await readIdentity(memberDir);
+  const fresh = identity === undefined;
+  if (fresh && walHasState(walState)) throw new Error(`${memberDir}: the log has data but no identity file; refusing to guess`);
+  if (identity === undefined) {
+    const decided = await bootstrapIdentity(o, token);
+    identity = decided.identity;
+    if (decided.entries.length > 0) {
+      const last = decided.entries[decided.entries.length - 1]!;
+      const hardState: HardState = { term: 1, vote: 0n, commit: last.index };
+      await wal.save({ hardState, entries: decided.entries });
+      walState.hardState = hardState;
+      walState.entries = decided.entries;
+    }
+    await writeIdentity(memberDir, identity);
+    log.info('bootstrapped member', { member: hex(identity.memberId), cluster: hex(identity.clusterId), mode: o.bootstrap.kind });
+  } else {
+    log.info('restarting member from its data directory', { member: hex(identity.memberId), cluster: hex(identity.clusterId) });
+  }
+
+  const stateOptions: StateOptions = {
+    quotaBackendBytes: o.quotaBackendBytes,
+    minLeaseTtlSeconds: Math.ceil((3 * o.electionTimeoutMs) / 2 / 1000),
+  };
+  let state = await ServerState.load(backend, stateOptions);
+  const snapshot = walState.snapshot.index > 0 ? await walState.loadSnapshot() : undefined;
+  if (snapshot !== undefined && snapshot.meta.index > state.store.consistentIndex) {
+    log.info('backend behind the latest snapshot; restoring it', { snapshotIndex: snapshot.meta.index, consistentIndex: state.store.consistentIndex });
+    state = await ServerState.restore(backend, snapshot.data, stateOptions);
+  }
+  const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
+
+  const node = new RawNode(
+    {
+      id: identity.memberId,
+      electionTicks: Math.max(2, Math.round(o.electionTimeoutMs / o.heartbeatIntervalMs)),
+      heartbeatTicks: 1,
+      preVote: true,
+      checkQuorum: true,
+      maxMsgBytes: raftMsgBytesMax,
+      maxInflightMsgs: raftInflightMsgsMax,
+      maxUncommittedBytes: raftUncommittedBytesMax,
+      rng: new Prng(randomBytes(4).readUInt32BE(0)),
+      logger: (line) => log.debug(line),
+    },
+    { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied },
+  );
+  if (snapshot !== undefined) node.compact(snapshot, 0);
+
+  const metrics = createServerMetrics();
+  let resolveStopped!: (v: { reason: string }) => void;
+  const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
+  let server!: EtcdServer;
+  let driver!: RaftDriver;
+  const transport = new PeerTransport({
+    selfId: identity.memberId,
+    clusterId: identity.clusterId,
+    token,
+    listenUrl: o.listenPeerUrls[0]!,
+    tls: o.peerTls,
+    logger: log.child({ component: 'transport' }),
+    onMessages: (msgs: Message[]) => driver?.step(msgs),
+    onRequest: async (req) => {
+      try {
+        return { ok: true, payload: await server.handlePeerRequest(req.method, req.payload) };
+      } catch (error) {
+        if (error instanceof MvccError) error = fromMvccError(error);
+        if (error instanceof EtcdError) return { ok: false, error: error.message, code: error.code };
+        return { ok: false, error: error instanceof Error ? error.message : String(error) };
+      }
+    },
+    onUnreachable: (id) => driver?.reportUnreachable(id),
+    onSnapshotStatus: (id, ok) => driver?.reportSnapshot(id, ok),
+    authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? 'the member was removed from the cluster' : undefined),
+  });
+  const { port: peerPort } = await transport.start();
+  const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
+
+  const peerRequest = async (url: string, method: string, payload: unknown): Promise<unknown> => {
+    const r = await transport.request(url, { method, payload });
+    if (r.ok) return r.payload;
+    if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
+    throw new Error(r.error);
+  };
+
+  let grpc: GrpcServerHandle | undefined;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      await server.stop();
+      await grpc?.close(500);
+      await transport.close();
+      await wal.close();
+      await backend.close();
+    })());
+
+  server = new EtcdServer({
+    memberId: identity.memberId,
+    clusterId: identity.clusterId,
+    name: o.name,
+    clientUrls: o.advertiseClientUrls,
+    peerUrls: [peerUrl],
+    backend,
+    state,
+    stateOptions,
+    logger: log,
+    metrics,
+    heartbeatMs: o.heartbeatIntervalMs,
+    electionMs: o.electionTimeoutMs,
+    snapshotCount: o.snapshotCount,
+    saveSnapshot: (s) => wal.saveSnapshot(s),
+    releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
+    peerRequest,
+    syncPeers: (members) => syncPeers(transport, identity!.memberId, members),
+    onRemoved: () => {
+      resolveStopped({ reason: 'removed from the cluster' });
+      void close();
+    },
+    onFatal: (error) => fatal(error),
+  });
+  fatal = (error) => {
+    log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
+    resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
+    void close().catch(() => {});
+  };
+  driver = new RaftDriver(node, {
+    save: (u) => wal.save({ hardState: u.hardState, entries: u.entries }),
+    saveSnapshot: (s) => wal.saveSnapshot(s),
+  }, transport, server.driverApp(), { tickIntervalMs: o.heartbeatIntervalMs });
+  server.start(driver, applied, walState.snapshot.index);
+
+  grpc = await startGrpcServer({
+    api: server,
+    listenUrls: o.listenClientUrls,
+    ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
+  });
+  const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
+  log.info('serving client requests', { clientUrls, peerUrl });
+
+  return {
+    memberId: identity.memberId,
+    clusterId: identity.clusterId,
+    server,
+    clientUrls,
+    peerUrl,
+    metrics,
+    wal,
+    stopped,
+    close,
+  };
+}
+
+const known = new WeakMap<PeerTransport, Set<bigint>>();
+
+function syncPeers(transport: PeerTransport, self: bigint, members: Member[]): void {
+  const wanted = new Set<bigint>();
+  for (const m of members) {
+    if (m.id === self || m.peerUrls.length === 0) continue;
+    wanted.add(m.id);
+    if (transport.hasPeer(m.id)) transport.updatePeer(m.id, m.peerUrls);
+    else transport.addPeer(m.id, m.peerUrls);
+  }
+  for (const id of known.get(transport) ?? []) if (!wanted.has(id)) transport.removePeer(id);
+  known.set(transport, wanted);
+}
+
+function walHasState(s: WalState): boolean {
+  return s.hardState.term > 0 || s.entries.length > 0 || s.snapshot.index > 0;
+}
+
+/** A new member: who am I, which cluster, and (for a new cluster) the bootstrap entries of its log. */
+async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ identity: Identity; entries: Entry[] }> {
+  const peerUrls = o.initialAdvertisePeerUrls;
+  const b: ClusterBootstrap = o.bootstrap;
+  switch (b.kind) {
+    case 'init': {
+      const memberId = idFrom(randomBytes(16).toString('hex'), ...peerUrls);
+      const clusterId = idFrom(memberId.toString(16), randomBytes(16).toString('hex'));
+      const self: Member = { id: memberId, name: o.name, peerUrls, clientUrls: o.advertiseClientUrls, isLearner: false };
+      return { identity: { memberId, clusterId, name: o.name }, entries: bootstrapEntries([self]) };
+    }
+    case 'static': {
+      const members: Member[] = b.initialCluster.map((m) => ({
+        id: idFrom(...[...m.peerUrls].sort(), b.clusterToken),
+        name: m.name,
+        peerUrls: m.peerUrls,
+        clientUrls: [],
+        isLearner: false,
+      }));
+      const self = members.find((m) => m.name === o.name);
+      if (self === undefined) throw new Error(`--initial-cluster has no member named ${JSON.stringify(o.name)}`);
+      const clusterId = idFrom(...members.map((m) => m.id.toString(16)).sort(), b.clusterToken);
+      if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name }, entries: bootstrapEntries(members) };
+      // existing: the member was added with `member add`; find its id by its peer URLs.
+      const found = await askCluster(o, token, b.initialCluster.flatMap((m) => m.peerUrls), 'members', {});
+      const { members: current, clusterId: existingCluster } = found as { members: Member[]; clusterId: bigint };
+      const me = current.find((m) => m.peerUrls.some((u) => peerUrls.includes(u)));
+      if (me === undefined) throw new Error('this member is not in the existing cluster; add it first with `member add`');
+      return { identity: { memberId: me.id, clusterId: existingCluster, name: o.name }, entries: [] };
+    }
+    case 'join': {
+      const r = (await askCluster(o, token, [peerUrlOf(b.serverUrl)], 'join', {
+        name: o.name,
+        peerUrls,
+        clientUrls: o.advertiseClientUrls,
+      })) as JoinResponse;
+      return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name }, entries: [] };
+    }
+  }
+}
+
+/** Ask any of `urls` (peer URLs of existing members), retrying for a while: the cluster may be electing. */
+async function askCluster(o: MemberOptions, token: string, urls: string[], method: string, payload: unknown): Promise<unknown> {
+  const transport = new PeerTransport({
+    selfId: 0n,
+    token,
+    listenUrl: '127.0.0.1:0',
+    tls: o.peerTls,
+    logger: o.logger.child({ component: 'bootstrap' }),
+    onMessages: () => {},
+  });
+  const deadline = Date.now() + Math.max(30_000, 10 * o.electionTimeoutMs);
+  let lastError: unknown;
+  try {
+    while (Date.now() < deadline) {
+      for (const url of urls) {
+        try {
+          const r = await transport.request(url, { method, payload });
+          if (r.ok) return r.payload;
+          lastError = new Error(r.error);
+          if (r.code === undefined && /token|auth/i.test(r.error)) throw lastError;
+        } catch (error) {
+          lastError = error;
+          if (error instanceof Error && error.name === 'PeerAuthError') throw error;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  } finally {
+    await transport.close();
+  }
+  throw new Error(`could not ${method} through ${urls.join(', ')}: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+}
+
+/**
+ * k3s gives the server URL of an existing member's client (supervisor) port; etcd-style peer URLs also work.
+ * A URL on the client port is mapped to the peer port by convention (client 2379 → peer 2380).
+ */
+function peerUrlOf(serverUrl: string): string {
+  const u = new URL(serverUrl);
+  if (u.port === '2379') u.port = '2380';
+  return u.toString().replace(/\/$/, '');
+}
+
+/** The log of a new cluster: one committed addVoter entry per initial member, carrying its attributes. */
+function bootstrapEntries(members: Member[]): Entry[] {
+  return members.map((member, i) => ({
+    term: 1,
+    index: i + 1,
+    type: EntryType.ConfChange,
+    data: encodeConfChange({ type: 'addVoter', nodeId: member.id, context: encodeConfChangeContext({ id: 0n, member }) }),
+  }));
+}
+
+function idFrom(...parts: string[]): bigint {
+  const id = createHash('sha1').update(parts.join('\n')).digest().readBigUInt64BE(0);
+  return id === 0n ? 1n : id;
+}
+
+async function resolveToken(o: MemberOptions): Promise<string> {
+  const file = join(o.dataDir, 'token');
+  if (o.token !== undefined && o.token !== '') return o.token;
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    // none yet
+  }
+  if (o.bootstrap.kind === 'join') throw new Error('--server needs --token (the token of the cluster to join)');
+  if (o.bootstrap.kind === 'static') return o.bootstrap.clusterToken;
+  const token = `K10${randomBytes(24).toString('hex')}`;
+  await writeFileDurably(file, `${token}\n`, 0o600);
+  o.logger.info('generated a join token', { file });
+  return token;
+}
+
+async function readIdentity(memberDir: string): Promise<Identity | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(memberDir, 'identity'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const j = JSON.parse(text) as { memberId: string; clusterId: string; name: string };
+  return { memberId: BigInt(`0x${j.memberId}`), clusterId: BigInt(`0x${j.clusterId}`), name: j.name };
+}
+
+async function writeIdentity(memberDir: string, id: Identity): Promise<void> {
+  const text = JSON.stringify({ memberId: hex(id.memberId), clusterId: hex(id.clusterId), name: id.name });
+  await writeFileDurably(join(memberDir, 'identity'), `${text}\n`, 0o600);
+}
+
+/** temp file, fsync, rename, directory fsync: never a name without its contents. */
+async function writeFileDurably(path: string, text: string, mode: number): Promise<void> {
+  const tmp = `${path}.tmp`;
+  await writeFile(tmp, text, { mode });
+  const fh = await openFile(tmp, 'r');
+  await fh.sync();
+  await fh.close();
+  await rename(tmp, path);
+  const dir = await openFile(join(path, '..'), 'r');
+  await dir.sync();
+  await dir.close();
+}
+
+function withPort(url: string, port: number): string {
+  const u = new URL(url.includes('://') ? url : `http://${url}`);
+  if (u.port === '0' || u.port === '') u.port = String(port);
+  return `${u.protocol}//${u.host}`;
+}
+
+function hex(id: bigint): string {
+  return id.toString(16);
+}
