@@ -95,6 +95,8 @@ export class Pump {
     const rd = n.ready();
     this.#send(rd.messages);
     this.readStates.get(id)!.push(...rd.readStates);
+    // Committed entries are already durable locally: they may be applied while this Ready's writes are pending.
+    if (rd.committedEntries.length > 0) this.#apply(id, rd.committedEntries);
     if (this.holdPersist.has(id)) this.held.get(id)!.push(rd);
     else this.#persisted(id, rd);
     return true;
@@ -109,7 +111,6 @@ export class Pump {
     }
     this.#send(rd.messagesAfterPersist);
     n.onPersisted(rd.persistedUpTo);
-    if (rd.committedEntries.length > 0) this.#apply(id, rd.committedEntries);
   }
 
   #apply(id: bigint, entries: Entry[]): void {
