@@ -1,0 +1,144 @@
+/**
+ * Group commit, ordering, batch caps, and fail-stop on a failed write or sync (W7), on the simulated FS.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Entry } from '../../src/raft/types.js';
+import { WalClosedError, WalFatalError } from '../../src/wal/errors.js';
+import { Wal, type WalOptions } from '../../src/wal/wal.js';
+import { SimFs } from './sim-fs.js';
+
+const dir = '/g';
+const entry = (index: number, size = 32): Entry => ({ term: 1, index, type: 0, data: new Uint8Array(size).fill(index & 0xff) });
+const opts = (fs: SimFs, tuning: WalOptions['tuning'] = {}): WalOptions => ({
+  fs,
+  profile: 'ssd',
+  tuning: { segmentBytes: 1 << 20, preallocate: false, batchBytesMax: 1 << 16, ...tuning },
+});
+
+/** A gate the simulated syncs wait on, so a test controls when a sync "completes". */
+function gate() {
+  let open = true;
+  let waiters: (() => void)[] = [];
+  return {
+    close: () => void (open = false),
+    release: () => {
+      open = true;
+      const w = waiters;
+      waiters = [];
+      for (const f of w) f();
+    },
+    wait: (): Promise<void> => (open ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+  };
+}
+
+describe('group commit', () => {
+  it('saves arriving while a sync is in flight share the next sync, and resolve in call order', async () => {
+    const g = gate();
+    const fs = new SimFs({ beforeSync: () => g.wait() });
+    const { wal } = await Wal.open(dir, opts(fs));
+    const syncsBefore = wal.metrics.syncs;
+    g.close();
+    const order: number[] = [];
+    const first = wal.save({ entries: [entry(1)] }).then(() => order.push(1));
+    await new Promise((r) => setTimeout(r, 5)); // the first batch is now waiting inside its sync
+    const rest: Promise<unknown>[] = [];
+    for (let i = 2; i <= 50; i++) rest.push(wal.save({ entries: [entry(i)] }).then(() => order.push(i)));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(order).toEqual([]); // nothing acknowledged before its sync
+    g.release();
+    await Promise.all([first, ...rest]);
+    expect(order).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(wal.metrics.syncs - syncsBefore).toBe(2);
+    expect(wal.metrics.recordsPerBatch.count).toBe(2);
+    await wal.close();
+  });
+
+  it('one appender at a time waits for exactly one sync per save', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, opts(fs));
+    for (let i = 1; i <= 100; i++) await wal.save({ entries: [entry(i)], hardState: { term: 1, vote: 1n, commit: i - 1 } });
+    expect(wal.metrics.syncs).toBe(100);
+    expect(wal.metrics.saves).toBe(100);
+    await wal.close();
+  });
+
+  it('a batch is capped in bytes', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, opts(fs, { batchBytesMax: 4096 }));
+    const saves: Promise<void>[] = [];
+    for (let i = 1; i <= 40; i++) saves.push(wal.save({ entries: [entry(i, 1000)] }));
+    await Promise.all(saves);
+    expect(wal.metrics.batches).toBeGreaterThanOrEqual(10);
+    const writes = fs.log.filter((l) => / write .*\.wal @/.test(l) && !l.includes('+64'));
+    for (const w of writes) expect(Number(w.split('+')[1])).toBeLessThanOrEqual(4096 + 1100);
+    await wal.close();
+    const { wal: w2, state } = await Wal.open(dir, opts(fs));
+    expect(state.entries).toHaveLength(40);
+    await w2.close();
+  });
+
+  it('one write per batch, then one fdatasync', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, opts(fs));
+    const from = fs.log.length;
+    await Promise.all(Array.from({ length: 30 }, (_, i) => wal.save({ entries: [entry(i + 1)] })));
+    // Only the active segment, seq 0 (still named by the path it was created under; the next segment is
+    // being prepared in the background meanwhile).
+    const ops = fs.log.slice(from).filter((l) => l.includes('/0000000000000000.wal.tmp')).map((l) => l.split(' ')[1]);
+    expect(ops).toEqual(['write', 'datasync', 'write', 'datasync']);
+    await wal.close();
+  });
+
+  it('a save that replaces a suffix and one that would overwrite committed entries', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, opts(fs));
+    await wal.save({ entries: [entry(1), entry(2), entry(3)], hardState: { term: 1, vote: 0n, commit: 1 } });
+    await wal.save({ entries: [{ ...entry(2), term: 2 }] });
+    expect(() => wal.save({ entries: [entry(1)] })).toThrow(/overwrite committed/);
+    expect(() => wal.save({ entries: [entry(9)] })).toThrow(/gap/);
+    await wal.close();
+    const { wal: w2, state } = await Wal.open(dir, opts(fs));
+    expect(state.entries.map((e) => [e.index, e.term])).toEqual([[1, 1], [2, 2]]);
+    await w2.close();
+  });
+});
+
+describe('a failed write or sync is fatal (W7)', () => {
+  for (const op of ['datasync', 'write']) {
+    it(`${op} EIO rejects every pending save, calls onFatal once, never retries or acknowledges`, async () => {
+      let failing = false;
+      const g = gate();
+      const fs = new SimFs({ failOp: (o) => failing && o.startsWith(op), beforeSync: () => g.wait() });
+      const fatals: WalFatalError[] = [];
+      const { wal } = await Wal.open(dir, { ...opts(fs), onFatal: (e) => fatals.push(e) });
+      await wal.save({ entries: [entry(1)] });
+      failing = true;
+      g.close();
+      const results: string[] = [];
+      const saves = Array.from({ length: 10 }, (_, i) =>
+        wal.save({ entries: [entry(i + 2)] }).then(
+          () => results.push('ack'),
+          (e: unknown) => results.push(e instanceof WalFatalError ? 'fatal' : 'other'),
+        ),
+      );
+      g.release();
+      await Promise.all(saves);
+      expect(results).toEqual(Array(10).fill('fatal'));
+      expect(fatals).toHaveLength(1);
+      expect(fatals[0]!.message).toMatch(op === 'write' ? /write failed \(EIO/ : /fdatasync failed \(EIO/);
+      const opsAfter = fs.ops;
+      await expect(wal.save({ entries: [entry(20)] })).rejects.toBe(fatals[0]);
+      await new Promise((r) => setTimeout(r, 5));
+      expect(fs.ops).toBe(opsAfter); // no retry
+      await wal.close();
+      await expect(wal.save({ entries: [entry(21)] })).rejects.toBeInstanceOf(WalFatalError);
+    });
+  }
+
+  it('saves after close are refused', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, opts(fs));
+    await wal.close();
+    await expect(wal.save({ entries: [entry(1)] })).rejects.toBeInstanceOf(WalClosedError);
+  });
+});
