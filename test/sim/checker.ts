@@ -193,7 +193,11 @@ export class Checker {
     this.#reads.set(ctx, this.maxAppliedIndex);
   }
 
+  /** Answered reads: context → node and index (the first answer). */
+  readonly answered = new Map<string, { id: NodeId; index: number }>();
+
   onReadState(id: NodeId, ctx: string, index: number): void {
+    if (!this.answered.has(ctx)) this.answered.set(ctx, { id, index });
     const bound = this.#reads.get(ctx);
     if (bound === undefined) return;
     this.readsChecked++;

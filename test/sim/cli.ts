@@ -36,10 +36,11 @@ interface CliArgs {
   start: number;
   nodes?: number;
   verbose: boolean;
+  messages: boolean;
 }
 
 function parseArgs(argv: string[]): CliArgs {
-  const args: CliArgs = { seeds: 100, start: 1, verbose: false };
+  const args: CliArgs = { seeds: 100, start: 1, verbose: false, messages: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = (): number => {
@@ -51,7 +52,8 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--start') args.start = v();
     else if (a === '--nodes') args.nodes = v();
     else if (a === '--verbose') args.verbose = true;
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose])`);
+    else if (a === '--messages') args.messages = args.verbose = true;
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
   return args;
@@ -75,6 +77,7 @@ function main(): void {
       seed: s,
       ...(args.nodes !== undefined ? { nodes: args.nodes } : {}),
       ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}),
+      ...(args.messages ? { traceMessages: true } : {}),
     });
     if (r.ok) passed++;
     else {

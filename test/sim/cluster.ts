@@ -42,6 +42,8 @@ export interface ClusterOptions {
   /** Ticks a thawed node catches up at most (its clock jumped). */
   thawTicksMax?: number;
   trace?: (line: string) => void;
+  /** Also trace every message delivered (very verbose). */
+  traceMessages?: boolean;
 }
 
 type SimEvent =
@@ -198,6 +200,7 @@ export class Cluster {
         this.#held.get(n.id)!.push(e.m);
         return;
       }
+      if (this.#options.traceMessages === true) this.trace(describeMessage(e.m));
       n.raw!.step(e.m);
       this.#afterInput(n);
       return;
@@ -227,6 +230,7 @@ export class Cluster {
       return;
     }
     this.#events.push(this.#now + this.stepsPerTick, e);
+    if (this.#tickPaused.has(n.id)) return;
     if (n.frozen) {
       this.#missedTicks.set(n.id, (this.#missedTicks.get(n.id) ?? 0) + 1);
       return;
@@ -255,6 +259,19 @@ export class Cluster {
     this.runSteps(n * this.stepsPerTick);
   }
 
+  /** Run event by event until `done()` holds (checked after every event); returns whether it did. */
+  runEventsUntil(done: () => boolean, maxTicks: number): boolean {
+    const until = this.#now + maxTicks * this.stepsPerTick;
+    while (!done()) {
+      const t = this.#events.peekTime();
+      if (t === undefined || t > until) return false;
+      const e = this.#events.pop()!;
+      this.#now = e.timeStep;
+      this.#run(e.value);
+    }
+    return true;
+  }
+
   /** Run tick by tick until `done()` holds; returns the ticks it took, or undefined if it never did. */
   runUntil(done: () => boolean, maxTicks: number): number | undefined {
     for (let t = 0; t <= maxTicks; t++) {
@@ -262,6 +279,19 @@ export class Cluster {
       this.runTicks(1);
     }
     return undefined;
+  }
+
+  /** Stop (or resume) a node's ticks while it keeps receiving: scripted stories use it to pick who times out. */
+  pauseTicks(id: NodeId | number, paused: boolean): void {
+    if (paused) this.#tickPaused.add(BigInt(id));
+    else this.#tickPaused.delete(BigInt(id));
+  }
+
+  #tickPaused = new Set<NodeId>();
+
+  /** Lose every message in flight that matches (scripted stories: "the leader's appends never arrive"). */
+  dropInFlight(match: (m: Message) => boolean): void {
+    this.#events.removeWhere((e) => e.kind === 'deliver' && match(e.m));
   }
 
   // ---- node lifecycle -------------------------------------------------------------------------------------
@@ -380,4 +410,11 @@ export class Cluster {
     if (src === undefined) for (const n of this.nodes.values()) if (src === undefined || n.sm.appliedIndex > src.sm.appliedIndex) src = n;
     return src?.confState ?? { voters: [], learners: [] };
   }
+}
+
+export function describeMessage(m: Message): string {
+  const ents = m.entries.length > 0 ? ` ents ${m.entries[0]!.index}..${m.entries[m.entries.length - 1]!.index}` : '';
+  const rej = m.reject ? ` REJECT hint ${m.rejectHint}/${m.logTermHint ?? '-'}` : '';
+  const snap = m.snapshot !== undefined ? ` snap@${m.snapshot.meta.index}` : '';
+  return `  ${m.from}→${m.to} ${m.type} t${m.term} i${m.index} lt${m.logTerm} c${m.commit}${ents}${rej}${snap}`;
 }

@@ -21,6 +21,7 @@ export interface SeedOptions {
   faults?: RaftConfig['unsafeTestFaults'];
   checks?: Partial<CheckOptions>;
   trace?: (line: string) => void;
+  traceMessages?: boolean;
 }
 
 export interface SeedStats {
@@ -79,6 +80,7 @@ export function runSeed(options: SeedOptions): SeedResult {
       stepsPerTick,
       ...(options.checks !== undefined ? { checks: options.checks } : {}),
       ...(options.trace !== undefined ? { trace: options.trace } : {}),
+      ...(options.traceMessages === true ? { traceMessages: true } : {}),
     });
     const chaos = new Chaos(cluster, rng.fork(), plan);
     for (let t = 0; t < plan.chaosTicks; t++) chaos.tick();

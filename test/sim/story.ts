@@ -1,0 +1,57 @@
+/**
+ * Helpers for the golden interaction stories (test/sim/r*.test.ts): a calm cluster (perfect links of one step,
+ * one-step disks, PreVote and CheckQuorum on, electionTicks 10, heartbeatTicks 1) and the few moves every
+ * story makes: wait for a leader, make a given node leader, commit a proposal everywhere.
+ */
+import { Cluster, type ClusterOptions } from './cluster.js';
+import type { SimNode } from './sim-node.js';
+
+export const electionTicks = 10;
+
+export function calmCluster(voters: number, options: Partial<ClusterOptions> = {}): Cluster {
+  return new Cluster({
+    seed: 1,
+    voters,
+    ...options,
+    raft: { electionTicks, heartbeatTicks: 1, preVote: true, checkQuorum: true, ...options.raft },
+  });
+}
+
+/** Wait until exactly one up node believes it leads; returns it. */
+export function waitForLeader(c: Cluster, maxTicks = 4 * electionTicks): SimNode {
+  const took = c.runUntil(() => c.leader() !== undefined, maxTicks);
+  if (took === undefined) throw new Error(`no leader within ${maxTicks} ticks`);
+  return c.leader()!;
+}
+
+/** Elect whoever times out first, then hand leadership to `id` with a leader transfer. */
+export function makeLeader(c: Cluster, id: number): SimNode {
+  const first = waitForLeader(c);
+  if (first.id !== BigInt(id)) {
+    c.transferLeader(first.id, id);
+    const took = c.runUntil(() => c.leader()?.id === BigInt(id), 3 * electionTicks);
+    if (took === undefined) throw new Error(`could not make n${id} leader`);
+  }
+  c.runTicks(2);
+  return c.leader()!;
+}
+
+/** Propose on `on` (default: the leader) and run until every up node in `on`'s configuration applied it. */
+export function commit(c: Cluster, on?: number, maxTicks = 3 * electionTicks): number {
+  const target = on ?? Number(c.leader()?.id ?? 1n);
+  const { proposalId, result } = c.propose(target, undefined);
+  if (!result.ok) throw new Error(`proposal refused on n${target}: ${result.error}`);
+  const ok = c.runUntil(() => appliedOnAllUp(c, proposalId), maxTicks);
+  if (ok === undefined) throw new Error(`proposal ${proposalId} not applied everywhere within ${maxTicks} ticks`);
+  return proposalId;
+}
+
+export function appliedOnAllUp(c: Cluster, proposalId: number): boolean {
+  for (const n of c.nodes.values()) if (n.up && !n.removed && !n.sm.ids.has(proposalId)) return false;
+  return true;
+}
+
+/** The terms of a node's log at the given indexes (undefined where compacted or absent). */
+export function termsAt(n: SimNode, indexes: number[]): (number | undefined)[] {
+  return indexes.map((i) => n.log.term(i));
+}
