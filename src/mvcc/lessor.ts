@@ -310,7 +310,7 @@ export class Lessor implements LeaseHooks {
     let ttlSeconds = lease.remainingTtlSeconds > 0 ? lease.remainingTtlSeconds : lease.ttlSeconds;
     if (this.#primary) {
       this.#settle(nowMs);
-      ttlSeconds = Math.max(-1, Math.trunc((lease.expiryMs - nowMs) / 1000));
+      ttlSeconds = Math.max(-1, Math.trunc((lease.expiryMs - nowMs) / 1000)) + 0; // + 0: no -0
     }
     const keys = withKeys ? [...lease.keys.values()].sort(compareBytes) : [];
     return { id, ttlSeconds, grantedTtlSeconds: lease.ttlSeconds, keys };

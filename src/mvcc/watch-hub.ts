@@ -149,7 +149,6 @@ export class WatchHub {
   }
 
   #makeHost(): WatchStreamHost {
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const hub = this;
     return {
       get revision() {
