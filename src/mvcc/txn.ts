@@ -81,6 +81,40 @@ export function checkPut(core: MvccCore, atRev: number, put: PutRequest): void {
   if (put.lease !== 0n && !(core.hooks?.exists(put.lease) ?? false)) throw new MvccError('leaseNotFound');
 }
 
+function inRange(k: Uint8Array, key: Uint8Array, end: Uint8Array | undefined): boolean {
+  if (end === undefined) return compareBytes(k, key) === 0;
+  return compareBytes(k, key) >= 0 && (end.length === 0 || compareBytes(k, end) < 0);
+}
+
+function latin1(b: Uint8Array): string {
+  let out = '';
+  for (const byte of b) out += String.fromCharCode(byte);
+  return out;
+}
+
+/**
+ * etcd's checkRequestPut over the chosen path, but aware of the txn's own earlier ops: etcd checks
+ * ignore_value/ignore_lease against the pre-txn state and panics mid-apply when an earlier op of the same
+ * txn deleted the key (a from-key delete passes its duplicate check). After etcd's own checks pass, we
+ * refuse such a txn with keyNotFound before writing anything; wherever etcd does not crash, answers agree.
+ */
+function checkPutsInTxnOrder(core: MvccCore, atRev: number, txn: TxnRequest, path: TxnPath): void {
+  const overlay = new Map<string, { key: Uint8Array; live: boolean }>();
+  forEachChosenOp(txn, path, (op) => {
+    if ('put' in op) {
+      const live = overlay.get(latin1(op.put.key))?.live;
+      if ((op.put.ignoreValue || op.put.ignoreLease) && live === false) throw new MvccError('keyNotFound');
+      overlay.set(latin1(op.put.key), { key: op.put.key, live: true });
+    } else if ('deleteRange' in op) {
+      const end = rangeEndOf(op.deleteRange.rangeEnd);
+      for (const e of core.rangeEntries(op.deleteRange.key, end, atRev, 0).entries) {
+        if (!overlay.has(latin1(e.kv.key))) overlay.set(latin1(e.kv.key), { key: e.kv.key, live: false });
+      }
+      for (const o of overlay.values()) if (inRange(o.key, op.deleteRange.key, end)) o.live = false;
+    }
+  });
+}
+
 function isWriteTxn(txn: TxnRequest): boolean {
   return [...txn.success, ...txn.failure].some((op) => 'put' in op || 'deleteRange' in op || ('txn' in op && isWriteTxn(op.txn)));
 }
@@ -123,13 +157,15 @@ function applyOps(w: WriteTxn, core: MvccCore, txn: TxnRequest, path: TxnPath): 
 export function applyTxn(core: MvccCore, txn: TxnRequest): TxnResponse {
   const atRev = core.currentRev;
   const path = choosePath(core, atRev, txn);
-  if (isWriteTxn(txn)) forEachChosenOp(txn, path, (op) => { if ('put' in op) checkPut(core, atRev, op.put); });
+  const write = isWriteTxn(txn);
+  if (write) forEachChosenOp(txn, path, (op) => { if ('put' in op) checkPut(core, atRev, op.put); });
   forEachChosenOp(txn, path, (op) => {
     if (!('range' in op) || op.range.revision === 0) return;
     // etcd's checkRequestRange (not rangeKeys): a negative revision below the compact revision is "compacted".
     if (op.range.revision > atRev) throw new MvccError('futureRev');
     if (op.range.revision < core.compactRev) throw new MvccError('compacted');
   });
+  if (write) checkPutsInTxnOrder(core, atRev, txn, path);
   const w = core.beginWrite();
   let resp: TxnResponse;
   try {
