@@ -6,7 +6,7 @@
  * leadership (to members, learners, itself and non-members). Then the liveness phase (see runLiveness).
  */
 import type { Prng } from '../../src/base/prng.js';
-import type { NodeId } from '../../src/raft/types.js';
+import { MessageType, type Message, type NodeId } from '../../src/raft/types.js';
 import type { Cluster } from './cluster.js';
 import type { DiskProfile } from './disk.js';
 import type { LinkProfile } from './network.js';
@@ -20,6 +20,10 @@ export interface ChaosPlan {
   disk: DiskProfile;
   /** Per-tick probabilities of each kind of action. */
   rates: Record<ActionKind, number>;
+  /** Crash the first node that grants a vote, right after it does (see Chaos#maybeCrashAfterVote). */
+  crashAfterVote: boolean;
+  /** Add a learner early (around tick 20), so learner rules are exercised in most seeds. */
+  earlyLearner: boolean;
 }
 
 type ActionKind =
@@ -34,7 +38,8 @@ type ActionKind =
   | 'freeze'
   | 'slowDisk'
   | 'confChange'
-  | 'transfer';
+  | 'transfer'
+  | 'isolateLearner';
 
 export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number): ChaosPlan {
   const calm = rng.int(4) === 0;
@@ -66,8 +71,9 @@ export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number
     slowDisk: 0.01 * f,
     confChange: 0.02,
     transfer: 0.01,
+    isolateLearner: 0.02 * f,
   };
-  return { chaosTicks: 120 + rng.int(180), link, disk, rates };
+  return { chaosTicks: 120 + rng.int(180), link, disk, rates, crashAfterVote: rng.int(2) === 0, earlyLearner: rng.int(2) === 0 };
 }
 
 export class Chaos {
@@ -85,7 +91,28 @@ export class Chaos {
     this.#rng = rng;
     this.#plan = plan;
     this.#nextNewId = cluster.ids().length + 1;
+    if (plan.crashAfterVote) cluster.onSend = (m) => this.#maybeCrashAfterVote(m);
   }
+
+  /**
+   * "Crash right after voting": the first vote grant of the scenario crashes its voter at once (in the same
+   * step, before a normal disk sync completes) and cuts the candidate off; the voter restarts a tick later.
+   * A core that lets the grant leave before the vote is durable then lets the voter vote again in that term
+   * (or campaign in it), and two leaders of one term follow.
+   */
+  #maybeCrashAfterVote(m: Message): void {
+    if (m.type !== MessageType.VoteResp || m.reject || this.#voteCrashDone) return;
+    this.#voteCrashDone = true;
+    const c = this.#c;
+    c.at(c.nowStep, () => {
+      c.trace(`CRASH AFTER VOTE: n${m.from} voted for n${m.to} in term ${m.term}`);
+      c.crash(m.from);
+      c.net.isolate(m.to, c.ids());
+      c.at(c.nowStep + c.stepsPerTick, () => c.restart(m.from));
+    });
+  }
+
+  #voteCrashDone = false;
 
   #pick<T>(xs: readonly T[]): T | undefined {
     return xs.length === 0 ? undefined : xs[this.#rng.int(xs.length)];
@@ -111,6 +138,8 @@ export class Chaos {
     if (act('slowDisk')) this.#slowDisk();
     if (act('confChange')) this.#confChange();
     if (act('transfer')) this.#transfer();
+    if (act('isolateLearner')) this.#isolateLearner();
+    if (this.#plan.earlyLearner && this.#c.nowTicks() === 20) this.#addLearner();
     this.#timers();
     this.retryPending(2 * this.#c.raft.electionTicks);
     this.#c.runTicks(1);
@@ -224,11 +253,7 @@ export class Chaos {
     const roll = this.#rng.int(3);
     const live = this.#c.ids().filter((id) => !this.#c.node(id).removed).length;
     if (roll === 0 && live < clusterSizeMax) {
-      const id = BigInt(this.#nextNewId);
-      if (this.#c.proposeConfChange(target.id, { type: 'addLearner', nodeId: id }).ok) {
-        this.#nextNewId++;
-        this.#c.addNode(id);
-      }
+      this.#addLearner();
     } else if (roll === 1) {
       const learner = this.#pick(cs.learners);
       if (learner !== undefined) this.#c.proposeConfChange(target.id, { type: 'addVoter', nodeId: learner });
@@ -236,6 +261,25 @@ export class Chaos {
       const victim = this.#pick([...cs.voters, ...cs.learners]);
       if (victim !== undefined && cs.voters.length > 1) this.#c.proposeConfChange(target.id, { type: 'removeNode', nodeId: victim });
     }
+  }
+
+  #addLearner(): void {
+    const live = this.#c.ids().filter((id) => !this.#c.node(id).removed).length;
+    const target = this.#c.leader();
+    if (target === undefined || live >= clusterSizeMax) return;
+    const id = BigInt(this.#nextNewId);
+    if (this.#c.proposeConfChange(target.id, { type: 'addLearner', nodeId: id }).ok) {
+      this.#nextNewId++;
+      this.#c.addNode(id);
+    }
+  }
+
+  /** Cut a learner off, so that (past its election timeout) a learner that may campaign would. */
+  #isolateLearner(): void {
+    const learner = this.#pick(this.#c.members().learners);
+    if (learner === undefined) return;
+    this.#c.trace(`ISOLATE learner ${learner}`);
+    this.#c.net.isolate(learner, this.#c.ids());
   }
 
   #transfer(): void {

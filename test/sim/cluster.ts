@@ -51,6 +51,7 @@ type SimEvent =
   | { kind: 'disk'; id: NodeId; incarnation: number }
   | { kind: 'tick'; id: NodeId; incarnation: number }
   | { kind: 'stop'; id: NodeId }
+  | { kind: 'call'; fn: () => void }
   | { kind: 'report'; id: NodeId; incarnation: number; peer: NodeId; snapshot: 'ok' | 'failed' | undefined };
 
 export class Cluster {
@@ -173,6 +174,7 @@ export class Cluster {
    * losses on a lossy link go unnoticed.
    */
   #send(m: Message): void {
+    this.onSend?.(m);
     const to = this.nodes.get(m.to);
     const from = this.node(m.from);
     const reachable = to !== undefined && to.up && !this.net.isCut(m.from, m.to);
@@ -203,6 +205,10 @@ export class Cluster {
       if (this.#options.traceMessages === true) this.trace(describeMessage(e.m));
       n.raw!.step(e.m);
       this.#afterInput(n);
+      return;
+    }
+    if (e.kind === 'call') {
+      e.fn();
       return;
     }
     if (e.kind === 'stop') {
@@ -279,6 +285,14 @@ export class Cluster {
       this.runTicks(1);
     }
     return undefined;
+  }
+
+  /** Observe every message a node sends (before the network sees it). Must not call into nodes: use `at`. */
+  onSend: ((m: Message) => void) | undefined;
+
+  /** Run `fn` at step `atStep` (after the events already due then). */
+  at(atStep: number, fn: () => void): void {
+    this.#events.push(Math.max(atStep, this.#now), { kind: 'call', fn });
   }
 
   /** Stop (or resume) a node's ticks while it keeps receiving: scripted stories use it to pick who times out. */
