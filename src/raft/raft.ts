@@ -45,6 +45,11 @@ export class Raft {
   /** Leader: index of the latest conf change it proposed (or its last index at election). */
   pendingConfIndex = 0;
   uncommittedBytes = 0;
+  /**
+   * Leader: new entries or a new commit index not yet broadcast. Proposals and acks only set it; ready()
+   * broadcasts once, so every proposal between two Readies travels in one MsgApp per follower.
+   */
+  bcastPending = false;
   readonly readOnly = new ReadOnlyQueue(raftPendingReadsMax);
   /** Leader: ReadIndex requests that arrived before it committed an entry of its term. */
   pendingReads: Message[] = [];
@@ -127,6 +132,7 @@ export class Raft {
     this.selfVoteTerm = 0;
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
+    this.bcastPending = false;
     this.readOnly.clear();
     this.pendingReads = [];
     this.progress.clear();

@@ -23,7 +23,7 @@ import { MemberConfig, encodeConfChange } from './conf.js';
 import { applyConfChange, proposeConfChange } from './membership.js';
 import { Raft } from './raft.js';
 import { RaftLog } from './raft-log.js';
-import { maybeCommit } from './replication.js';
+import { bcastAppend, maybeCommit } from './replication.js';
 import { encodeNodeId, leaderPropose, leaderReadIndex, leaderTransfer, onCommitAdvanced } from './step-leader.js';
 import { EntryType, MessageType, noNode } from './types.js';
 import type {
@@ -156,6 +156,7 @@ export class RawNode {
     const r = this.#r;
     const log = r.log;
     return (
+      r.bcastPending ||
       r.msgs.length > 0 ||
       r.msgsAfterPersist.length > 0 ||
       log.hasUnhanded() ||
@@ -173,6 +174,10 @@ export class RawNode {
   ready(): Ready {
     const r = this.#r;
     const log = r.log;
+    if (r.bcastPending) {
+      r.bcastPending = false;
+      if (r.role === 'leader') bcastAppend(r);
+    }
     const seq = ++this.#readySeq;
     const rd: Ready = {
       entries: log.takeUnhanded(),

@@ -100,7 +100,7 @@ export function leaderPropose(r: Raft, items: readonly { type: EntryType; data: 
   if (r.leadTransferee !== noNode) return { ok: false, error: 'proposalDropped' };
   if (!r.progress.has(r.id)) return { ok: false, error: 'proposalDropped' }; // removed from the config
   if (!appendEntries(r, items, false)) return { ok: false, error: 'proposalDropped' };
-  bcastAppend(r);
+  r.bcastPending = true;
   return { ok: true };
 }
 
@@ -153,7 +153,7 @@ function handleHeartbeatResp(r: Raft, m: Message): void {
 
 /** The commit index moved: tell followers, and serve reads that waited for a commit in our term. */
 export function onCommitAdvanced(r: Raft): void {
-  bcastAppend(r);
+  r.bcastPending = true;
   if (r.pendingReads.length > 0 && committedInTerm(r)) {
     const waiting = r.pendingReads;
     r.pendingReads = [];
