@@ -36,6 +36,11 @@ export interface Identity {
   memberId: bigint;
   clusterId: bigint;
   name: string;
+  /**
+   * The members known when this one joined: the peers to talk to until the replicated member list has
+   * caught up (a new member learns it from the leader's log or snapshot, which needs a working transport).
+   */
+  joinPeers: Array<{ id: bigint; peerUrls: string[] }>;
 }
 
 export interface RunningMember {
@@ -180,7 +185,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     saveSnapshot: (s) => wal.saveSnapshot(s),
     releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
     peerRequest,
-    syncPeers: (members) => syncPeers(transport, identity!.memberId, members),
+    syncPeers: (members) => syncPeers(transport, identity!.memberId, members.length > 0 ? members : identity!.joinPeers),
     onRemoved: () => {
       resolveStopped({ reason: 'removed from the cluster' });
       void close();
@@ -221,7 +226,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
 
 const known = new WeakMap<PeerTransport, Set<bigint>>();
 
-function syncPeers(transport: PeerTransport, self: bigint, members: Member[]): void {
+function syncPeers(transport: PeerTransport, self: bigint, members: Array<{ id: bigint; peerUrls: string[] }>): void {
   const wanted = new Set<bigint>();
   for (const m of members) {
     if (m.id === self || m.peerUrls.length === 0) continue;
@@ -231,6 +236,10 @@ function syncPeers(transport: PeerTransport, self: bigint, members: Member[]): v
   }
   for (const id of known.get(transport) ?? []) if (!wanted.has(id)) transport.removePeer(id);
   known.set(transport, wanted);
+}
+
+function peersOf(members: Member[]): Array<{ id: bigint; peerUrls: string[] }> {
+  return members.map((m) => ({ id: m.id, peerUrls: m.peerUrls }));
 }
 
 function walHasState(s: WalState): boolean {
@@ -246,7 +255,7 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
       const memberId = idFrom(randomBytes(16).toString('hex'), ...peerUrls);
       const clusterId = idFrom(memberId.toString(16), randomBytes(16).toString('hex'));
       const self: Member = { id: memberId, name: o.name, peerUrls, clientUrls: o.advertiseClientUrls, isLearner: false };
-      return { identity: { memberId, clusterId, name: o.name }, entries: bootstrapEntries([self]) };
+      return { identity: { memberId, clusterId, name: o.name, joinPeers: [] }, entries: bootstrapEntries([self]) };
     }
     case 'static': {
       const members: Member[] = b.initialCluster.map((m) => ({
@@ -259,13 +268,13 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
       const self = members.find((m) => m.name === o.name);
       if (self === undefined) throw new Error(`--initial-cluster has no member named ${JSON.stringify(o.name)}`);
       const clusterId = idFrom(...members.map((m) => m.id.toString(16)).sort(), b.clusterToken);
-      if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name }, entries: bootstrapEntries(members) };
+      if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name, joinPeers: [] }, entries: bootstrapEntries(members) };
       // existing: the member was added with `member add`; find its id by its peer URLs.
       const found = await askCluster(o, token, b.initialCluster.flatMap((m) => m.peerUrls), 'members', {});
       const { members: current, clusterId: existingCluster } = found as { members: Member[]; clusterId: bigint };
       const me = current.find((m) => m.peerUrls.some((u) => peerUrls.includes(u)));
       if (me === undefined) throw new Error('this member is not in the existing cluster; add it first with `member add`');
-      return { identity: { memberId: me.id, clusterId: existingCluster, name: o.name }, entries: [] };
+      return { identity: { memberId: me.id, clusterId: existingCluster, name: o.name, joinPeers: peersOf(current) }, entries: [] };
     }
     case 'join': {
       const r = (await askCluster(o, token, [peerUrlOf(b.serverUrl)], 'join', {
@@ -273,7 +282,7 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
         peerUrls,
         clientUrls: o.advertiseClientUrls,
       })) as JoinResponse;
-      return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name }, entries: [] };
+      return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name, joinPeers: peersOf(r.members) }, entries: [] };
     }
   }
 }
@@ -281,7 +290,8 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
 /** Ask any of `urls` (peer URLs of existing members), retrying for a while: the cluster may be electing. */
 async function askCluster(o: MemberOptions, token: string, urls: string[], method: string, payload: unknown): Promise<unknown> {
   const transport = new PeerTransport({
-    selfId: 0n,
+    // Not a member yet: a throwaway id for the handshake (the token is what authenticates us).
+    selfId: randomBytes(8).readBigUInt64BE(0) | 1n,
     token,
     listenUrl: '127.0.0.1:0',
     tls: o.peerTls,
@@ -359,12 +369,22 @@ async function readIdentity(memberDir: string): Promise<Identity | undefined> {
   } catch {
     return undefined;
   }
-  const j = JSON.parse(text) as { memberId: string; clusterId: string; name: string };
-  return { memberId: BigInt(`0x${j.memberId}`), clusterId: BigInt(`0x${j.clusterId}`), name: j.name };
+  const j = JSON.parse(text) as { memberId: string; clusterId: string; name: string; joinPeers?: Array<{ id: string; peerUrls: string[] }> };
+  return {
+    memberId: BigInt(`0x${j.memberId}`),
+    clusterId: BigInt(`0x${j.clusterId}`),
+    name: j.name,
+    joinPeers: (j.joinPeers ?? []).map((p) => ({ id: BigInt(`0x${p.id}`), peerUrls: p.peerUrls })),
+  };
 }
 
 async function writeIdentity(memberDir: string, id: Identity): Promise<void> {
-  const text = JSON.stringify({ memberId: hex(id.memberId), clusterId: hex(id.clusterId), name: id.name });
+  const text = JSON.stringify({
+    memberId: hex(id.memberId),
+    clusterId: hex(id.clusterId),
+    name: id.name,
+    joinPeers: id.joinPeers.map((p) => ({ id: hex(p.id), peerUrls: p.peerUrls })),
+  });
   await writeFileDurably(join(memberDir, 'identity'), `${text}\n`, 0o600);
 }
 
