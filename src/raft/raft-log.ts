@@ -56,10 +56,12 @@ export class RaftLog {
       assert(e.term >= this.lastTerm, `bootstrap entry terms decrease at ${e.index}`);
       this.#entries.push(e);
     }
-    assert(commit >= snapshot.index && commit <= this.lastIndex, `commit ${commit} outside the log`);
-    this.committed = commit;
+    // A snapshot is committed by definition, even if the persisted hard state predates it.
+    const committed = Math.max(commit, snapshot.index);
+    assert(committed <= this.lastIndex, `commit ${commit} beyond the last index ${this.lastIndex}`);
+    this.committed = committed;
     this.applied = Math.max(applied, snapshot.index);
-    assert(this.applied <= commit, `applied ${applied} beyond commit ${commit}`);
+    assert(this.applied <= committed, `applied ${applied} beyond commit ${committed}`);
     this.stable = this.lastIndex;
     this.handedOut = this.lastIndex;
     this.committedHandedOut = this.applied;

@@ -5,7 +5,7 @@
  */
 import { Prng } from '../../src/base/prng.js';
 import { RawNode, decodeConfChange, EntryType } from '../../src/raft/index.js';
-import type { Entry, Message, RaftConfig, ReadState, Ready, Snapshot } from '../../src/raft/index.js';
+import type { Entry, HardState, Message, RaftConfig, ReadState, Ready, Snapshot, SnapshotMeta } from '../../src/raft/index.js';
 
 export interface PumpOptions {
   seed?: number;
@@ -34,6 +34,9 @@ export class Pump {
   readonly held = new Map<bigint, Ready[]>();
   /** Nodes whose state machine does not apply (their applied index stays put). */
   readonly noApply = new Set<bigint>();
+  /** What each node made durable: its hard state, latest snapshot and log (as a restart would read it). */
+  readonly durable = new Map<bigint, { hardState: HardState; snapshot: SnapshotMeta; entries: Entry[] }>();
+  readonly #rngs = new Map<bigint, Prng>();
   /** Snapshots restored by each node (from Ready.snapshot). */
   readonly restored = new Map<bigint, Snapshot[]>();
   readonly #opts: PumpOptions;
@@ -61,6 +64,12 @@ export class Pump {
       rng,
     };
     if (o.faults !== undefined) cfg.unsafeTestFaults = o.faults;
+    this.#rngs.set(id, rng);
+    this.durable.set(id, {
+      hardState: { term: 0, vote: 0n, commit: 0 },
+      snapshot: { index: 0, term: 0, confState: { voters: [], learners: [] } },
+      entries: [],
+    });
     const node = new RawNode(cfg, {
       hardState: { term: 0, vote: 0n, commit: 0 },
       snapshot: { index: 0, term: 0, confState: { voters: [], learners: [] } },
@@ -109,6 +118,7 @@ export class Pump {
       list.push(rd.snapshot);
       this.restored.set(id, list);
     }
+    this.#write(id, rd);
     this.#send(rd.messagesAfterPersist);
     n.onPersisted(rd.persistedUpTo);
   }
@@ -121,6 +131,42 @@ export class Pump {
       applied.push(e);
     }
     if (!this.noApply.has(id)) n.onApplied(entries[entries.length - 1]!.index);
+  }
+
+  #write(id: bigint, rd: Ready): void {
+    const d = this.durable.get(id)!;
+    if (rd.hardState !== undefined) d.hardState = { ...rd.hardState };
+    if (rd.snapshot !== undefined) {
+      d.snapshot = rd.snapshot.meta;
+      d.entries = d.entries.filter((e) => e.index > rd.snapshot!.meta.index);
+    }
+    if (rd.entries.length > 0) {
+      const first = rd.entries[0]!.index;
+      d.entries = d.entries.filter((e) => e.index < first).concat(rd.entries);
+    }
+  }
+
+  /** Crash `id` (losing held, unpersisted Readies) and restart it from its durable state. */
+  restart(id: bigint, applied: number): RawNode {
+    const d = this.durable.get(id)!;
+    this.held.set(id, []);
+    this.queue = this.queue.filter((m) => m.to !== id);
+    const o = this.#opts;
+    const cfg: RaftConfig = {
+      id,
+      electionTicks: o.electionTicks ?? 10,
+      heartbeatTicks: o.heartbeatTicks ?? 1,
+      preVote: o.preVote ?? false,
+      checkQuorum: o.checkQuorum ?? false,
+      maxMsgBytes: o.maxMsgBytes ?? 1024 * 1024,
+      maxInflightMsgs: o.maxInflightMsgs ?? 256,
+      maxUncommittedBytes: o.maxUncommittedBytes ?? 1 << 30,
+      rng: this.#rngs.get(id)!.fork(),
+    };
+    const node = new RawNode(cfg, { hardState: d.hardState, snapshot: d.snapshot, entries: d.entries, applied });
+    this.nodes.set(id, node);
+    this.applied.set(id, this.applied.get(id)!.filter((e) => e.index <= applied));
+    return node;
   }
 
   /** Persist every held Ready of `id` (in order). */
