@@ -141,7 +141,7 @@ export class Chaos {
     if (act('isolateLearner')) this.#isolateLearner();
     if (this.#plan.earlyLearner && this.#c.nowTicks() === 20) this.#addLearner();
     this.#timers();
-    this.retryPending(2 * this.#c.raft.electionTicks);
+    this.retryPending(3 * this.#c.raft.electionTicks);
     this.#c.runTicks(1);
   }
 
@@ -292,6 +292,7 @@ export class Chaos {
 
   /** End of chaos: thaw everyone, fast disks, a clean network. */
   healEverything(): void {
+    this.#voteCrashDone = true;
     for (const id of [...this.#thawAt.keys()]) this.#c.thaw(id);
     this.#thawAt.clear();
     this.#fastDiskAt.clear();

@@ -13,6 +13,8 @@ import type { CheckOptions } from './checker.js';
 import { Cluster, type RaftTuning } from './cluster.js';
 
 export const livenessElectionTimeouts = 10;
+/** A client re-proposes what it has not seen applied every this many election timeouts (a request timeout). */
+export const clientRetryElectionTimeouts = 3;
 
 export interface SeedOptions {
   seed: number;
@@ -54,7 +56,7 @@ function tuningFor(rng: Prng, faults: SeedOptions['faults']): Partial<RaftTuning
     maxUncommittedBytes: [512, 1024 * 1024][rng.int(2)]!,
   };
   // One entry per message and one message in flight catches up too slowly for the liveness bound.
-  if (t.maxMsgBytes! < 1024 && t.maxInflightMsgs === 1) t.maxInflightMsgs = 4;
+  if (t.maxMsgBytes! < 1024 && t.maxInflightMsgs! < 64) t.maxInflightMsgs = 64;
   if (faults !== undefined) t.unsafeTestFaults = faults;
   return t;
 }
@@ -115,7 +117,7 @@ function runLiveness(c: Cluster, chaos: Chaos, rng: Prng): number {
   if (keepDown !== undefined) c.trace(`liveness: keeping n${keepDown} down`);
   const boundTicks = livenessElectionTimeouts * c.raft.electionTicks;
   const took = c.runUntil(() => {
-    chaos.retryPending(2 * c.raft.electionTicks);
+    chaos.retryPending(clientRetryElectionTimeouts * c.raft.electionTicks);
     return isLive(c, chaos);
   }, boundTicks);
   if (took === undefined) {

@@ -121,14 +121,16 @@ export class SimNode {
   #handle(raw: RawNode, rd: Ready): void {
     const checker = this.#env.checker;
     const wasLeader = this.role === 'leader';
+    const stillLeader = (rd.softState?.role ?? this.role) === 'leader';
+    // Leader in the same term before and after this Ready: its log may only grow.
+    const sameTermLeader = wasLeader && stillLeader && (rd.hardState?.term ?? this.hs.term) === this.hs.term;
     if (rd.snapshot !== undefined) this.#restore(rd);
     if (rd.entries.length > 0) {
       const truncatedFrom = this.log.append(rd.entries);
-      checker.onAppend(this.id, rd.entries, this.log, truncatedFrom, this.hs.commit, wasLeader ? this.hs.term : undefined);
+      checker.onAppend(this.id, rd.entries, this.log, truncatedFrom, this.hs.commit, sameTermLeader ? this.hs.term : undefined);
     }
-    const stillLeader = (rd.softState?.role ?? this.role) === 'leader';
     if (rd.hardState !== undefined) {
-      checker.onHardState(this.id, this.hs, rd.hardState, this.log, wasLeader && stillLeader);
+      checker.onHardState(this.id, this.hs, rd.hardState, this.log, sameTermLeader);
       this.hs = { ...rd.hardState };
     }
     if (rd.softState !== undefined) this.#onSoftState(rd.softState.role, rd.softState.leader);
