@@ -74,12 +74,16 @@ export class Progress {
 
   /**
    * A rejected MsgApp whose preceding index was `rejected`; `matchHint` is where the follower's log may
-   * match. Returns false for stale rejections (already superseded).
+   * match. Returns false for stale rejections (already superseded). In replicate state a fresh rejection
+   * (lost or reordered MsgApps) falls back to probing, from the hint rather than from match+1 (etcd-io/raft
+   * probes from match+1 and leaves a TODO about the hint): a follower that merely saw messages out of order
+   * then resumes right where it is instead of being resent everything since its last ack.
    */
   maybeDecrTo(rejected: number, matchHint: number): boolean {
     if (this.state === 'replicate') {
       if (rejected <= this.match) return false;
-      this.next = this.match + 1;
+      this.becomeProbe();
+      this.next = Math.max(this.match + 1, Math.min(rejected, matchHint + 1));
       return true;
     }
     if (this.next - 1 !== rejected) return false;

@@ -314,12 +314,13 @@ export class Raft {
   #handleVoteRequest(m: Message): void {
     const pre = m.type === MessageType.PreVote;
     const respType = pre ? MessageType.PreVoteResp : MessageType.VoteResp;
-    // Learners never vote (a promoted learner votes once it applied its promotion). Non-members may: a new
-    // node that has not yet received the configuration must be able to help elect (etcd does the same).
-    const mayVote = !this.conf.isLearner(this.id) || this.cfg.unsafeTestFaults?.learnersVote === true;
+    // Any node answers, learners and non-members included (etcd does the same): a learner may have been
+    // promoted in a configuration it has not applied yet, and refusing would deadlock a cluster whose only
+    // other voter is the candidate. Safety does not depend on it: a candidate counts only the grants of the
+    // voters in its own configuration (votingMembers), so a true learner's grant never elects anyone.
     const canVote =
       this.vote === m.from || (this.vote === noNode && this.lead === noNode) || (pre && m.term > this.term);
-    if (mayVote && canVote && this.log.isUpToDate(m.index, m.logTerm)) {
+    if (canVote && this.log.isUpToDate(m.index, m.logTerm)) {
       const resp = this.newMessage(respType, m.from);
       // A grant carries the candidate's term (for a pre-vote, the term it would campaign at).
       resp.term = m.term;

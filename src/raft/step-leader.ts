@@ -111,10 +111,7 @@ function handleAppResp(r: Raft, m: Message): void {
   if (m.reject) {
     let hint = m.rejectHint;
     if ((m.logTermHint ?? 0) > 0) hint = r.log.findConflictByTerm(m.rejectHint, m.logTermHint!).index;
-    if (pr.maybeDecrTo(m.index, hint)) {
-      if (pr.state === 'replicate') pr.becomeProbe();
-      maybeSendAppend(r, m.from, true);
-    }
+    if (pr.maybeDecrTo(m.index, hint)) maybeSendAppend(r, m.from, true);
     return;
   }
   const probeAck = pr.state === 'probe' && pr.match === m.index;

@@ -7,6 +7,18 @@ const cut =
   (...ids: bigint[]) =>
   (m: Message): boolean =>
     ids.includes(m.from) || ids.includes(m.to);
+const grant: Message = {
+  type: MessageType.VoteResp,
+  from: 0n,
+  to: 0n,
+  term: 0,
+  logTerm: 0,
+  index: 0,
+  entries: [],
+  commit: 0,
+  reject: false,
+  rejectHint: 0,
+};
 const cc = (type: ConfChange['type'], nodeId: bigint): ConfChange => ({ type, nodeId, context: new Uint8Array(0) });
 
 describe('membership changes', () => {
@@ -92,7 +104,7 @@ describe('membership changes', () => {
 });
 
 describe('learners', () => {
-  it('never campaign and never grant votes; they receive entries', () => {
+  it('never campaign, and their votes never count; they receive entries', () => {
     const p = new Pump([1n, 2n], { learners: [3n] });
     p.stabilize();
     p.tick(3n, 100);
@@ -101,8 +113,12 @@ describe('learners', () => {
     expect(p.node(3n).status().term).toBe(1);
     p.drop = cut(2n);
     p.elect(1n);
+    // Candidates do not ask learners, and a learner's grant does not count.
+    expect(p.sent.some((m) => m.to === 3n && m.type === MessageType.Vote)).toBe(false);
+    const st = p.node(1n).status();
+    expect(st.role).toBe('candidate');
+    p.node(1n).step({ ...grant, from: 3n, to: 1n, term: st.term });
     expect(p.node(1n).status().role).toBe('candidate');
-    expect(p.sent.some((m) => m.from === 3n && m.type === MessageType.VoteResp && !m.reject)).toBe(false);
     p.drop = () => false;
     p.tickAll(40);
     expect(p.leaders()).toHaveLength(1);
@@ -111,12 +127,33 @@ describe('learners', () => {
     expect(p.appliedData(3n)).toEqual(['l']);
   });
 
-  it('with the learnersVote fault a learner does campaign (the fault is real)', () => {
+  it('with the learnersVote fault a learner campaigns and learner grants count (the fault is real)', () => {
     const p = new Pump([1n, 2n], { learners: [3n], faults: { learnersVote: true } });
     p.stabilize();
     p.tick(3n, 100);
     p.stabilize();
     expect(p.node(3n).status().term).toBeGreaterThan(1);
+    const q = new Pump([1n, 2n], { learners: [3n], faults: { learnersVote: true } });
+    q.drop = cut(2n);
+    q.elect(1n);
+    expect(q.node(1n).status().role).toBe('leader');
+  });
+
+  it('a promoted learner that has not applied its promotion still helps elect the leader', () => {
+    const p = new Pump([1n], { learners: [2n] });
+    p.elect(1n);
+    p.tickAll(2);
+    expect(p.node(1n).proposeConfChange(cc('addVoter', 2n)).ok).toBe(true);
+    // Node 1 applies the promotion; node 2 never hears of it. Node 1 then loses leadership.
+    p.drop = cut(2n);
+    p.stabilize();
+    expect(p.node(1n).status().confState.voters).toEqual([1n, 2n]);
+    expect(p.node(2n).status().confState.learners).toEqual([2n]);
+    p.tickAll(30);
+    p.drop = () => false;
+    p.tickAll(60);
+    expect(p.leaders()).toEqual([1n]);
+    expect(p.node(2n).status().confState.voters).toEqual([1n, 2n]);
   });
 });
 

@@ -89,6 +89,7 @@ describe('progress', () => {
   const decrCases: { name: string; state: 'probe' | 'replicate'; match: number; next: number; rejected: number; hint: number; ok: boolean; wantNext: number }[] = [
     { name: 'replicate: a stale rejection is ignored', state: 'replicate', match: 5, next: 9, rejected: 4, hint: 4, ok: false, wantNext: 9 },
     { name: 'replicate: falls back to match+1', state: 'replicate', match: 5, next: 9, rejected: 8, hint: 2, ok: true, wantNext: 6 },
+    { name: 'replicate: resumes from a higher hint', state: 'replicate', match: 5, next: 12, rejected: 11, hint: 8, ok: true, wantNext: 9 },
     { name: 'probe: a rejection not for next-1 is stale', state: 'probe', match: 0, next: 9, rejected: 5, hint: 2, ok: false, wantNext: 9 },
     { name: 'probe: jumps to the hint', state: 'probe', match: 0, next: 9, rejected: 8, hint: 3, ok: true, wantNext: 4 },
     { name: 'probe: never below match+1', state: 'probe', match: 5, next: 9, rejected: 8, hint: 1, ok: true, wantNext: 6 },
@@ -103,6 +104,7 @@ describe('progress', () => {
       }
       expect(p.maybeDecrTo(c.rejected, c.hint)).toBe(c.ok);
       expect(p.next).toBe(c.wantNext);
+      if (c.ok) expect(p.state).toBe('probe');
     });
   }
 
