@@ -41,3 +41,40 @@ export interface MemberOptions {
   peerTls?: TlsFiles;
   logger: Logger;
 }
+
+/** What an embedding host must give; everything else has etcd's default. */
+export type MemberOptionsInput = Partial<Omit<MemberOptions, 'logger'>> & { logger?: Logger };
+
+/**
+ * Fill in etcd's defaults (name "default", data dir "./etcetera-data", client 127.0.0.1:2379, peer
+ * 127.0.0.1:2380, heartbeat 100 ms, election 1000 ms) and reject inconsistent options.
+ */
+export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): MemberOptions {
+  const listenClientUrls = input.listenClientUrls ?? ['http://127.0.0.1:2379'];
+  const listenPeerUrls = input.listenPeerUrls ?? ['http://127.0.0.1:2380'];
+  const o: MemberOptions = {
+    name: input.name ?? 'default',
+    dataDir: input.dataDir ?? './etcetera-data',
+    listenClientUrls,
+    advertiseClientUrls: input.advertiseClientUrls ?? listenClientUrls,
+    listenPeerUrls,
+    initialAdvertisePeerUrls: input.initialAdvertisePeerUrls ?? listenPeerUrls,
+    listenMetricsUrls: input.listenMetricsUrls ?? [],
+    heartbeatIntervalMs: input.heartbeatIntervalMs ?? 100,
+    electionTimeoutMs: input.electionTimeoutMs ?? 1000,
+    snapshotCount: input.snapshotCount ?? 10_000,
+    quotaBackendBytes: input.quotaBackendBytes ?? 0,
+    storageProfile: input.storageProfile ?? 'auto',
+    bootstrap: input.bootstrap ?? { kind: 'init' },
+    logger: input.logger ?? logger,
+    ...(input.autoCompaction !== undefined ? { autoCompaction: input.autoCompaction } : {}),
+    ...(input.token !== undefined ? { token: input.token } : {}),
+    ...(input.clientTls !== undefined ? { clientTls: input.clientTls } : {}),
+    ...(input.peerTls !== undefined ? { peerTls: input.peerTls } : {}),
+  };
+  if (o.electionTimeoutMs < 5 * o.heartbeatIntervalMs) {
+    throw new TypeError(`election timeout ${o.electionTimeoutMs} ms must be at least 5 × the heartbeat interval (${o.heartbeatIntervalMs} ms), as etcd requires`);
+  }
+  if (o.snapshotCount < 1) throw new TypeError('snapshotCount must be positive');
+  return o;
+}

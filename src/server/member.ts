@@ -30,6 +30,7 @@ import { RaftDriver } from './raft-driver.js';
 import { ServerState, type StateOptions } from './server-state.js';
 import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
 import { PeerTransport } from './transport/transport.js';
+import { startMetricsHttp, type MetricsHttp, type HealthResult } from './http.js';
 import type { JoinResponse } from './cluster-ops.js';
 
 export interface Identity {
@@ -158,11 +159,13 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   };
 
   let grpc: GrpcServerHandle | undefined;
+  let metricsHttp: MetricsHttp | undefined;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       await server.stop();
       await grpc?.close(500);
+      await metricsHttp?.close();
       await transport.close();
       await wal.close();
       await backend.close();
@@ -209,6 +212,17 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
   });
   const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
+  metrics.walFsync = () => wal.metrics.syncSeconds;
+  metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
+  if (o.listenMetricsUrls.length > 0) {
+    metricsHttp = await startMetricsHttp({
+      listenUrls: o.listenMetricsUrls,
+      registry: metrics.registry,
+      health: () => health(server),
+      ready: () => health(server),
+      logger: log,
+    });
+  }
   log.info('serving client requests', { clientUrls, peerUrl });
 
   return {
@@ -225,6 +239,31 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
 }
 
 const known = new WeakMap<PeerTransport, Set<bigint>>();
+
+/**
+ * etcd's /health: healthy when there is a leader, no alarm is raised, and a linearizable read succeeds
+ * (the read proves the member can reach a quorum now, not just that it saw a leader once).
+ */
+async function health(server: EtcdServer): Promise<HealthResult> {
+  if (!server.hasLeader()) return { health: false, reason: 'RAFT NO LEADER' };
+  const alarms = server.state.alarms.list();
+  if (alarms.length > 0) return { health: false, reason: `ALARM ${alarms.map((a) => a.alarm).join(',')}` };
+  try {
+    await server.linearizableBarrier({ requireLeader: true, signal: AbortSignal.timeout(5000) });
+  } catch (error) {
+    return { health: false, reason: `QGET ERROR: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  return { health: true, reason: '' };
+}
+
+function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
+  m.hasLeader.set(server.hasLeader() ? 1 : 0);
+  m.isLeader.set(server.isLeader ? 1 : 0);
+  const status = server.driver.status();
+  m.proposalsCommitted.set(status.commit);
+  m.proposalsApplied.set(server.applied);
+  m.dbTotalSize.set(server.state.store.dbSizeBytes());
+}
 
 function syncPeers(transport: PeerTransport, self: bigint, members: Array<{ id: bigint; peerUrls: string[] }>): void {
   const wanted = new Set<bigint>();
