@@ -231,6 +231,11 @@ export class Wal {
     };
   }
 
+  /** Resolves when the next segment has been preallocated in the background (benchmarks, tests). */
+  whenPrepared(): Promise<void> {
+    return this.#segments.whenPrepared();
+  }
+
   /** Waits for pending saves, then closes files and releases the directory lock. */
   async close(): Promise<void> {
     if (this.#closed) return;
