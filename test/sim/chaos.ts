@@ -301,7 +301,9 @@ export class Chaos {
       if (n.frozen) this.#c.thaw(id);
       n.disk.profile = { ...this.#plan.disk, slowRate: 0 };
     }
-    this.#c.net.healAll({ ...this.#plan.link, dropRate: 0, dupRate: 0 });
+    // A healed network still reorders, but its delays stay well under an election timeout.
+    const link = this.#plan.link;
+    this.#c.net.healAll({ dropRate: 0, dupRate: 0, delaySteps: link.delaySteps, jitterSteps: Math.min(link.jitterSteps, 5) });
     this.#c.trace('HEAL everything');
   }
 }

@@ -280,11 +280,11 @@ export class Cluster {
 
   /** Run tick by tick until `done()` holds; returns the ticks it took, or undefined if it never did. */
   runUntil(done: () => boolean, maxTicks: number): number | undefined {
-    for (let t = 0; t <= maxTicks; t++) {
+    for (let t = 0; ; t++) {
       if (done()) return t;
+      if (t === maxTicks) return undefined;
       this.runTicks(1);
     }
-    return undefined;
   }
 
   /** Observe every message a node sends (before the network sees it). Must not call into nodes: use `at`. */
