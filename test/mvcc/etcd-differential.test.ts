@@ -24,6 +24,7 @@ import {
 import { Gen } from './gen.js';
 import { FakeLeases } from './helpers.js';
 import { Model } from './model.js';
+import { validationCases } from './validation-cases.js';
 
 const etcdPath = '/usr/bin/etcd';
 const haveEtcd = existsSync(etcdPath);
@@ -254,6 +255,18 @@ async function runDifferential(seed: number, steps: number): Promise<void> {
 }
 
 describe.skipIf(!haveEtcd)('differential against etcd 3.4', () => {
+  it('refuses malformed requests with etcd\'s errors', async () => {
+    const { etcd } = await startEtcd();
+    for (const { name, op, error } of validationCases) {
+      const ours = ourResult(() => (validateRequest(op), {}));
+      const theirs = await etcdResult(async () => ('put' in op ? await etcd.kv.put(putOut(op.put)) : 'deleteRange' in op ? await etcd.kv.deleteRange(delOut(op.deleteRange))
+        : 'txn' in op ? await etcd.kv.txn(txnOut(op.txn) as never) : await etcd.kv.range(rangeOut(op.range))));
+      const etcdOutcome = typeof theirs === 'object' && theirs !== null && 'err' in theirs ? theirs : { ok: {} };
+      expect(ours, name).toEqual(etcdOutcome);
+      expect(ours, name).toEqual(error === null ? { ok: {} } : { err: etcdMessages[error] });
+    }
+  }, 60_000);
+
   const seed = Number(process.env.MVCC_DIFF_SEED ?? 4242);
   it(`answers a seeded sequence exactly as etcd (seed ${seed})`, async () => {
     await runDifferential(seed, Number(process.env.MVCC_DIFF_STEPS ?? 400));
