@@ -6,9 +6,9 @@ import { encodeConfChange } from './conf.js';
 import { Progress } from './progress.js';
 import type { Raft } from './raft.js';
 import { countActive, quorumSize } from './quorum.js';
-import { maybeCommit } from './replication.js';
+import { bcastAppend, maybeCommit } from './replication.js';
 import { committedInTerm, leaderPropose, onCommitAdvanced } from './step-leader.js';
-import { EntryType, noNode } from './types.js';
+import { EntryType, MessageType, noNode } from './types.js';
 import type { ConfChange, ConfState, ProposeError, ProposeResult } from './types.js';
 
 /**
@@ -58,6 +58,26 @@ function validate(r: Raft, cc: ConfChange): ProposeError | undefined {
   }
 }
 
+/**
+ * A leader that removed itself leaves no one to tell the others that its removal committed; in a two-voter
+ * cluster the survivor could then never be elected (its configuration still needs the removed voter).
+ * So before stepping down it broadcasts its commit index and asks the most up-to-date remaining voter to
+ * campaign at once (MsgTimeoutNow), while it can still answer that vote (it answers as a non-member).
+ */
+function handOff(r: Raft): void {
+  bcastAppend(r);
+  let heir: bigint | undefined;
+  let best = -1;
+  for (const id of r.conf.voters) {
+    const pr = r.progress.get(id);
+    if (pr !== undefined && pr.match > best) {
+      best = pr.match;
+      heir = id;
+    }
+  }
+  if (heir !== undefined && best === r.log.lastIndex) r.send(r.newMessage(MessageType.TimeoutNow, heir));
+}
+
 export function learnerCaughtUp(r: Raft, id: bigint): boolean {
   const pr = r.progress.get(id);
   if (pr === undefined || pr.match === 0) return false;
@@ -73,6 +93,7 @@ export function applyConfChange(r: Raft, cc: ConfChange): ConfState {
   if (!r.conf.isMember(r.id)) {
     // The leader removed itself: it stops leading; it never campaigns again (not promotable).
     r.log_('removed from the configuration: stepping down');
+    handOff(r);
     r.becomeFollower(r.term, noNode);
     return r.conf.toConfState();
   }

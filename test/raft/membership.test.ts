@@ -103,6 +103,25 @@ describe('membership changes', () => {
   });
 });
 
+describe('leader self-removal hand-off', () => {
+  it('in a two-voter cluster the survivor is elected at once, even if the final commit index was lost', () => {
+    const p = new Pump([1n, 2n]);
+    p.elect(1n);
+    expect(p.node(1n).proposeConfChange(cc('removeNode', 1n)).ok).toBe(true);
+    const removalIndex = p.node(1n).status().lastIndex;
+    p.drop = (m) => m.from === 1n && m.type === MessageType.App && m.commit >= removalIndex;
+    p.stabilize();
+    expect(p.node(1n).status().role).toBe('follower');
+    expect(p.node(2n).status().role).toBe('leader');
+    // The removed node is gone for good: the survivor still commits alone.
+    p.drop = cut(1n);
+    expect(p.node(2n).propose(enc('alone')).ok).toBe(true);
+    p.stabilize();
+    expect(p.appliedData(2n)).toEqual(['alone']);
+    expect(p.node(2n).status().confState.voters).toEqual([2n]);
+  });
+});
+
 describe('learners', () => {
   it('never campaign, and their votes never count; they receive entries', () => {
     const p = new Pump([1n, 2n], { learners: [3n] });
