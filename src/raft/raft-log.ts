@@ -56,12 +56,13 @@ export class RaftLog {
       assert(e.term >= this.lastTerm, `bootstrap entry terms decrease at ${e.index}`);
       this.#entries.push(e);
     }
-    // A snapshot is committed by definition, even if the persisted hard state predates it.
-    const committed = Math.max(commit, snapshot.index);
-    assert(committed <= this.lastIndex, `commit ${commit} beyond the last index ${this.lastIndex}`);
+    // A snapshot and whatever the application applied are committed by definition, even if the persisted
+    // hard state predates them (a commit-only hard state change is written without fsync, etcd's rule, while
+    // the state machine may persist its applied index on its own).
+    const committed = Math.max(commit, snapshot.index, applied);
+    assert(committed <= this.lastIndex, `commit ${committed} beyond the last index ${this.lastIndex}`);
     this.committed = committed;
     this.applied = Math.max(applied, snapshot.index);
-    assert(this.applied <= committed, `applied ${applied} beyond commit ${committed}`);
     this.stable = this.lastIndex;
     this.handedOut = this.lastIndex;
     this.committedHandedOut = this.applied;

@@ -150,6 +150,13 @@ describe('RaftLog', () => {
     expect(log.maybeAppend(10, 4, 11, [e(11, 4)])).toBe(11);
   });
 
+  it('boots with commit raised to what the application already applied', () => {
+    const log = new RaftLog({ index: 0, term: 0, confState: noConf }, ents(1, 1, 2), 1, 2);
+    expect(log.committed).toBe(2);
+    expect(log.applied).toBe(2);
+    expect(() => new RaftLog({ index: 0, term: 0, confState: noConf }, ents(1), 0, 2)).toThrow(AssertionError);
+  });
+
   it('isUpToDate compares last term, then last index', () => {
     const log = fresh(ents(1, 2, 2));
     expect(log.isUpToDate(3, 2)).toBe(true);
