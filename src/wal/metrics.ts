@@ -52,4 +52,5 @@ export interface WalMetrics {
   recordsPerBatch: HistogramSnapshot;
   segmentsCreated: number;
   segmentsReleased: number;
+  segmentsRecycled: number;
 }

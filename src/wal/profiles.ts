@@ -6,6 +6,8 @@
  *   (ext4 commits its journal on every size-changing fdatasync). Node has no fallocate(2); and fallocate's
  *   unwritten extents would need a journal commit on first write anyway, so zero-filling is what pays.
  * - batchBytesMax: a write batch is cut at this size (a single bigger save is a batch of its own).
+ * - recycleSegmentsMax: released segments kept as spares and reused instead of zero-filling new ones
+ *   (needs preallocate; 0 turns recycling off).
  * - commitDelayMs: on slow devices, once the load shows concurrency (the previous batch held several saves),
  *   wait this long before writing so more saves share one sync. 0 on SSD: a sync is cheaper than the wait.
  *
@@ -22,14 +24,15 @@ export interface WalTuning {
   preallocate: boolean;
   batchBytesMax: number;
   commitDelayMs: number;
+  recycleSegmentsMax: number;
 }
 
 const MiB = 1024 * 1024;
 
 export const profiles: Readonly<Record<ProfileName, Readonly<WalTuning>>> = {
-  ssd: { segmentBytes: 64 * MiB, preallocate: true, batchBytesMax: 1 * MiB, commitDelayMs: 0 },
-  emmc: { segmentBytes: 32 * MiB, preallocate: true, batchBytesMax: 2 * MiB, commitDelayMs: 1 },
-  sd: { segmentBytes: 16 * MiB, preallocate: true, batchBytesMax: 4 * MiB, commitDelayMs: 4 },
+  ssd: { segmentBytes: 64 * MiB, preallocate: true, batchBytesMax: 1 * MiB, commitDelayMs: 0, recycleSegmentsMax: 2 },
+  emmc: { segmentBytes: 32 * MiB, preallocate: true, batchBytesMax: 2 * MiB, commitDelayMs: 1, recycleSegmentsMax: 2 },
+  sd: { segmentBytes: 16 * MiB, preallocate: true, batchBytesMax: 4 * MiB, commitDelayMs: 4, recycleSegmentsMax: 2 },
 };
 
 /** Median sync latency thresholds for `auto`: SSDs sync in well under 2 ms, eMMC in a few ms, SD cards slower. */
@@ -47,6 +50,7 @@ export function validateTuning(t: WalTuning): void {
   assert(Number.isSafeInteger(t.segmentBytes) && t.segmentBytes >= 4096, 'segmentBytes must be ≥ 4096');
   assert(t.segmentBytes % 8 === 0, 'segmentBytes must be a multiple of 8');
   assert(Number.isSafeInteger(t.batchBytesMax) && t.batchBytesMax >= 1024, 'batchBytesMax must be ≥ 1024');
+  assert(Number.isSafeInteger(t.recycleSegmentsMax) && t.recycleSegmentsMax >= 0, 'recycleSegmentsMax must be ≥ 0');
   assert(t.commitDelayMs >= 0 && t.commitDelayMs <= 1000, 'commitDelayMs must be in [0, 1000]');
 }
 

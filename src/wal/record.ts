@@ -7,7 +7,9 @@
  *   5  u8  flags (bit 0: last record of its write batch)
  *   6  u16 reserved, zero
  *   8  u32 batch sequence (one per write+sync; recovery uses it to tell a torn last batch from corruption)
- *   12 u32 CRC-32C of the payload, continued over header bytes 0..12
+ *   12 u32 CRC-32C of the payload, continued over header bytes 0..12, seeded with the segment's salt (a
+ *      function of its sequence number), so records left over from a recycled file's previous life never
+ *      validate in its new one
  *   16 payload (msgpack), then zero padding to a multiple of 8
  * An all-zero header is "end of data" (segments are preallocated with zeros).
  *
@@ -52,6 +54,7 @@ export class BatchEncoder {
   #buf = Buffer.alloc(64 * 1024);
   #length = 0;
   #seq = 0;
+  #salt = 0;
   #records = 0;
   #lastHeaderAt = -1;
   #lastPayloadCrc = 0;
@@ -60,9 +63,10 @@ export class BatchEncoder {
     return this.#records;
   }
 
-  begin(seq: number): void {
+  begin(seq: number, salt: number): void {
     this.#length = 0;
     this.#seq = seq >>> 0;
+    this.#salt = salt;
     this.#records = 0;
     this.#lastHeaderAt = -1;
   }
@@ -119,7 +123,7 @@ export class BatchEncoder {
     buf.writeUInt32LE(this.#seq, h + 8);
     buf.set(payload, h + recordHeaderBytes);
     buf.fill(0, h + recordHeaderBytes + payload.length, h + total);
-    const payloadCrc = crc32c(payload);
+    const payloadCrc = crc32c(payload, this.#salt);
     buf.writeUInt32LE(crc32c(buf, payloadCrc, h, h + 12), h + 12);
     this.#lastHeaderAt = h;
     this.#lastPayloadCrc = payloadCrc;
@@ -144,26 +148,29 @@ export type FrameRead =
 
 /**
  * Reads the frame at `offset` of `buf[0, end)` without allocating: a length past `end` or beyond
- * walRecordBytesMax is reported as bad before anything is read or copied (W4).
+ * walRecordBytesMax is reported as bad before anything is read or copied (W4). `salt`: the segment's.
  */
-export function readFrame(buf: Uint8Array, offset: number, end: number): FrameRead {
+export function readFrame(buf: Uint8Array, offset: number, end: number, salt: number): FrameRead {
   if (offset + recordHeaderBytes > end) {
     return isZero(buf, offset, end) ? { kind: 'zero' } : { kind: 'bad', reason: 'record header cut by end of file' };
   }
-  const view = new DataView(buf.buffer, buf.byteOffset + offset, recordHeaderBytes);
-  const length = view.getUint32(0, true);
-  const type = view.getUint8(4);
-  const flags = view.getUint8(5);
+  const length = u32(buf, offset);
+  const type = buf[offset + 4]!;
+  const flags = buf[offset + 5]!;
   if (length === 0 && type === 0 && isZero(buf, offset, offset + recordHeaderBytes)) return { kind: 'zero' };
   if (type < RecordType.Entries || type > RecordType.SnapshotMeta) return { kind: 'bad', reason: `unknown record type ${type}` };
-  if ((flags & ~flagLastInBatch) !== 0 || view.getUint16(6, true) !== 0) return { kind: 'bad', reason: 'reserved header bits set' };
+  if ((flags & ~flagLastInBatch) !== 0 || buf[offset + 6] !== 0 || buf[offset + 7] !== 0) return { kind: 'bad', reason: 'reserved header bits set' };
   if (length > walRecordBytesMax) return { kind: 'bad', reason: `record length ${length} exceeds the limit ${walRecordBytesMax}` };
   const next = offset + recordHeaderBytes + pad8(length);
   if (next > end) return { kind: 'bad', reason: `record length ${length} runs past the end of the file` };
   const payload = buf.subarray(offset + recordHeaderBytes, offset + recordHeaderBytes + length);
-  const crc = crc32c(buf, crc32c(payload), offset, offset + 12);
-  if (crc !== view.getUint32(12, true)) return { kind: 'bad', reason: 'CRC mismatch' };
-  return { kind: 'record', type: type as RecordType, lastInBatch: flags === flagLastInBatch, batchSeq: view.getUint32(8, true), payload, next };
+  const crc = crc32c(buf, crc32c(payload, salt), offset, offset + 12);
+  if (crc !== u32(buf, offset + 12)) return { kind: 'bad', reason: 'CRC mismatch' };
+  return { kind: 'record', type: type as RecordType, lastInBatch: flags === flagLastInBatch, batchSeq: u32(buf, offset + 8), payload, next };
+}
+
+function u32(buf: Uint8Array, at: number): number {
+  return (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
 }
 
 export function isZero(buf: Uint8Array, start: number, end: number): boolean {

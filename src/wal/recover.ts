@@ -6,7 +6,7 @@ import { WalCorruptError } from './errors.js';
 import type { FilePort, FsPort } from './fs-port.js';
 import { Replayer, type ReplayResult } from './replay.js';
 import type { LiveSegment } from './segment-log.js';
-import { checkSegmentHeader, dataExtent, parseSegmentName, scanSegment, segmentHeaderBytes } from './segment.js';
+import { checkSegmentHeader, parseSegmentName, scanSegment, segmentHeaderBytes } from './segment.js';
 
 export interface Recovered {
   replay: ReplayResult;
@@ -15,6 +15,8 @@ export interface Recovered {
   active: FilePort | undefined;
   pos: number;
   lastBatchSeq: number | undefined;
+  /** Released segments kept for reuse. */
+  spares: string[];
 }
 
 const zeros = new Uint8Array(1024 * 1024);
@@ -23,6 +25,7 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
   const names = await fs.list(dir);
   // Temp files (a segment being prepared, a snapshot being written, the sync probe) are never referenced.
   for (const name of names.filter((n) => n.endsWith('.tmp'))) await fs.unlink(`${dir}/${name}`);
+  const spares = names.filter((n) => n.endsWith('.wal.spare')).map((n) => `${dir}/${n}`);
   const found = names
     .map((name) => ({ name, parsed: parseSegmentName(name) }))
     .filter((s): s is { name: string; parsed: { seq: number; firstIndex: number } } => s.parsed !== undefined)
@@ -41,11 +44,11 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
     }
     const buf = await fs.readFile(path);
     if (buf === undefined) throw new WalCorruptError(path, 0, 'segment vanished during recovery');
-    checkSegmentHeader(buf, path, parsed.seq);
+    const recycled = checkSegmentHeader(buf, path, parsed.seq);
     const isLast = i === found.length - 1;
-    const scanned = scanSegment(buf, path, isLast, lastBatchSeq);
+    const scanned = scanSegment(buf, path, { seq: parsed.seq, recycled, isLast, prevBatchSeq: lastBatchSeq });
     if (scanned.tornAt !== undefined) {
-      repair = { end: scanned.end, extent: dataExtent(buf, scanned.end), reason: scanned.tornAt.reason };
+      repair = { end: scanned.end, extent: scanned.tornAt.clearTo, reason: scanned.tornAt.reason };
     }
     const maxIndex = replayer.add(scanned);
     segments.push({ name, seq: parsed.seq, maxIndex });
@@ -55,7 +58,7 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
   const replay = replayer.finish();
 
   const last = segments[segments.length - 1];
-  if (last === undefined) return { replay, segments, active: undefined, pos: segmentHeaderBytes, lastBatchSeq };
+  if (last === undefined) return { replay, segments, active: undefined, pos: segmentHeaderBytes, lastBatchSeq, spares };
   const active = await fs.open(`${dir}/${last.name}`, 'existing');
   if (repair !== undefined) {
     // W2/W3: clear the torn batch with zeros (keeping the preallocated size) so appends resume on a clean tail.
@@ -65,5 +68,5 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
     }
     await active.datasync();
   }
-  return { replay, segments, active, pos: end, lastBatchSeq };
+  return { replay, segments, active, pos: end, lastBatchSeq, spares };
 }

@@ -5,8 +5,12 @@
  * corruption. A segment is created under `<seq>.wal.tmp`, filled, fsynced and only then renamed and the
  * directory fsynced, so a segment name never exists without its header (W10, etcd #6368).
  *
- * Header (64 bytes): magic "ETCETWAL", u32 format version, u32 header size, f64 seq, f64 reserved (0), u32
- * CRC-32C of bytes 0..32 at offset 32, zeros. Records follow at offset 64 (record.ts).
+ * Header (64 bytes): magic "ETCETWAL", u32 format version, u32 header size, f64 seq, u32 flags (bit 0:
+ * recycled), u32 zero, u32 CRC-32C of bytes 0..32 at offset 32, zeros. Records follow at offset 64.
+ *
+ * Recycled segments (segment-log.ts) are released segments reused in place of zero-filled new ones: their
+ * bytes after the records of this life are the previous life's records, which fail the CRC because every
+ * record's CRC is seeded with the segment's salt (derived from its sequence number, never reused).
  *
  * Every segment opened by rotation begins with the current hard state and snapshot metadata, so the
  * segments before it can be deleted without losing state (etcd does the same).
@@ -35,24 +39,36 @@ export function segmentTempName(seq: number): string {
   return `${hex16(seq)}.wal.tmp`;
 }
 
+export function segmentSpareName(seq: number): string {
+  return `${hex16(seq)}.wal.spare`;
+}
+
 export function parseSegmentName(name: string): SegmentName | undefined {
   const m = /^([0-9a-f]{16})-([0-9a-f]{16})\.wal$/.exec(name);
   if (!m) return undefined;
   return { seq: Number.parseInt(m[1]!, 16), firstIndex: Number.parseInt(m[2]!, 16) };
 }
 
-export function encodeSegmentHeader(seq: number, firstIndex: number): Buffer {
+export function encodeSegmentHeader(seq: number, recycled: boolean): Buffer {
   const h = Buffer.alloc(segmentHeaderBytes);
   magic.copy(h, 0);
   h.writeUInt32LE(segmentFormatVersion, 8);
   h.writeUInt32LE(segmentHeaderBytes, 12);
   h.writeDoubleLE(seq, 16);
-  h.writeDoubleLE(firstIndex, 24);
+  h.writeUInt32LE(recycled ? 1 : 0, 24);
   h.writeUInt32LE(crc32c(h, 0, 0, 32), 32);
   return h;
 }
 
-export function checkSegmentHeader(buf: Uint8Array, file: string, seq: number): void {
+/** The CRC seed of a segment's records. */
+export function segmentSalt(seq: number): number {
+  const b = Buffer.alloc(8);
+  b.writeDoubleLE(seq, 0);
+  return crc32c(b);
+}
+
+/** Validates the header; returns whether the segment is a recycled file. */
+export function checkSegmentHeader(buf: Uint8Array, file: string, seq: number): boolean {
   if (buf.length < segmentHeaderBytes) throw new WalCorruptError(file, 0, 'segment shorter than its header');
   const h = Buffer.from(buf.buffer, buf.byteOffset, segmentHeaderBytes);
   if (!h.subarray(0, 8).equals(magic)) throw new WalCorruptError(file, 0, 'not a wal segment (bad magic)');
@@ -60,6 +76,7 @@ export function checkSegmentHeader(buf: Uint8Array, file: string, seq: number): 
   if (version !== segmentFormatVersion) throw new WalCorruptError(file, 8, `unsupported wal format version ${version}`);
   if (h.readUInt32LE(32) !== crc32c(h, 0, 0, 32)) throw new WalCorruptError(file, 32, 'segment header CRC mismatch');
   if (h.readDoubleLE(16) !== seq) throw new WalCorruptError(file, 16, 'segment sequence does not match its name');
+  return (h.readUInt32LE(24) & 1) === 1;
 }
 
 export interface ScannedRecord {
@@ -75,26 +92,39 @@ export interface ScannedSegment {
   end: number;
   /** Batch sequence of the last valid record (undefined when there is none). */
   lastBatchSeq: number | undefined;
-  /** Set when the tail was damaged by a torn last batch and must be cleared before appending. */
-  tornAt?: { offset: number; reason: string };
+  /**
+   * Set when a torn last batch left bytes of this life after `end`: [end, clearTo) must be zeroed before
+   * appending, so no fragment of it can ever be read as a record.
+   */
+  tornAt?: { offset: number; reason: string; clearTo: number };
+}
+
+export interface ScanOptions {
+  seq: number;
+  recycled: boolean;
+  isLast: boolean;
+  /** The batch sequence that ended the previous segment (rotation happens between batches). */
+  prevBatchSeq: number | undefined;
 }
 
 /**
- * Scans one segment. Damage (a bad frame, or an end-of-data marker followed by more data) is accepted as a
- * torn tail only in the last segment and only if everything valid after it belongs to the same write batch
- * as the damaged spot: only the last batch can be unsynced (one batch is in flight at a time, and each later
- * batch is written only after the earlier one's fdatasync). Anything else is corruption (W5): we refuse to
- * start, naming file and offset, rather than silently drop synced records.
+ * Scans one segment. Damage (a bad frame, or an end-of-data marker followed by more valid records) is
+ * accepted as a torn tail only in the last segment and only if everything valid after it belongs to the same
+ * write batch as the damaged spot: only the last batch can be unsynced (one batch is in flight at a time, and
+ * each later batch is written only after the earlier one's fdatasync). Anything else is corruption (W5): we
+ * refuse to start, naming file and offset, rather than silently drop synced records.
  *
- * `prevBatchSeq`: the batch sequence that ended the previous segment (rotation happens between batches).
+ * The end of data is an all-zero header in a zero-filled segment, and the first frame that does not
+ * validate in a recycled one (what follows is the previous life's data).
  */
-export function scanSegment(buf: Uint8Array, file: string, isLast: boolean, prevBatchSeq?: number): ScannedSegment {
+export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): ScannedSegment {
+  const salt = segmentSalt(o.seq);
   const records: ScannedRecord[] = [];
   let offset = segmentHeaderBytes;
   let lastBatchSeq: number | undefined;
   let lastEndedBatch = true;
   for (;;) {
-    const frame = readFrame(buf, offset, buf.length);
+    const frame = readFrame(buf, offset, buf.length, salt);
     if (frame.kind === 'record') {
       records.push({ type: frame.type, offset, payload: frame.payload });
       lastBatchSeq = frame.batchSeq;
@@ -102,39 +132,44 @@ export function scanSegment(buf: Uint8Array, file: string, isLast: boolean, prev
       offset = frame.next;
       continue;
     }
-    const reason = frame.kind === 'zero' ? 'data after the end-of-data marker' : frame.reason;
-    const laterSeqs = validBatchSeqsAfter(buf, offset + 8);
-    if (frame.kind === 'zero' && laterSeqs.length === 0) {
-      return isZero(buf, offset)
-        ? { file, records, end: offset, lastBatchSeq }
-        : { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason: 'junk after the last record' } };
+    const later = validRecordsAfter(buf, offset + 8, salt);
+    if (later.seqs.length === 0) {
+      // Nothing of this life follows. In a recycled segment the rest is the previous life: harmless.
+      if (o.recycled) return { file, records, end: offset, lastBatchSeq };
+      if (frame.kind === 'zero' && firstNonZero(buf, offset) < 0) return { file, records, end: offset, lastBatchSeq };
+      const reason = frame.kind === 'zero' ? 'junk after the last record' : frame.reason;
+      if (!o.isLast) throw new WalCorruptError(file, offset, reason);
+      return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo: dataExtent(buf, offset) } };
     }
+    const reason = frame.kind === 'zero' ? 'valid records after the end-of-data marker' : frame.reason;
     // The damaged spot belongs to the batch of the last good record unless that record ended its batch.
-    const prev = lastBatchSeq ?? prevBatchSeq;
+    const prev = lastBatchSeq ?? o.prevBatchSeq;
     const damagedSeq = lastEndedBatch ? (prev === undefined ? undefined : (prev + 1) >>> 0) : prev;
-    const onlyThatBatch = laterSeqs.every((s) => s === (damagedSeq ?? laterSeqs[0]));
-    if (!isLast || !onlyThatBatch) throw new WalCorruptError(file, offset, reason);
-    return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason } };
+    const onlyThatBatch = later.seqs.every((s) => s === (damagedSeq ?? later.seqs[0]));
+    if (!o.isLast || !onlyThatBatch) throw new WalCorruptError(file, offset, reason);
+    const clearTo = o.recycled ? later.end : dataExtent(buf, offset);
+    return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo } };
   }
 }
 
-/** Batch sequences of the valid records found at 8-aligned offsets at or after `from`. */
-function validBatchSeqsAfter(buf: Uint8Array, from: number): number[] {
+/** Batch sequences of the valid records at 8-aligned offsets at or after `from`, and where the last ends. */
+function validRecordsAfter(buf: Uint8Array, from: number, salt: number): { seqs: number[]; end: number } {
   const seqs: number[] = [];
+  let end = from;
   let offset = (from + 7) & ~7;
   while (offset + 16 <= buf.length) {
     const nonZero = firstNonZero(buf, offset);
     if (nonZero < 0) break;
     offset = Math.max(offset, nonZero & ~7);
-    const frame = readFrame(buf, offset, buf.length);
+    const frame = readFrame(buf, offset, buf.length, salt);
     if (frame.kind === 'record') {
       seqs.push(frame.batchSeq);
-      offset = frame.next;
+      offset = end = frame.next;
     } else {
       offset += 8;
     }
   }
-  return seqs;
+  return { seqs, end };
 }
 
 const zeroChunk = Buffer.alloc(64 * 1024);

@@ -228,6 +228,7 @@ export class Wal {
       preallocatedBytes: this.#segments.preallocatedBytes,
       segmentsCreated: this.#segments.segmentsCreated,
       segmentsReleased: this.#segments.segmentsReleased,
+      segmentsRecycled: this.#segments.segmentsRecycled,
     };
   }
 
@@ -335,7 +336,7 @@ export class Wal {
     this.#operation = 'segment rotation';
     if (rotate) await this.#segments.rotate(this.#writtenLast + 1);
     const enc = this.#encoder;
-    enc.begin(this.#batchSeq);
+    enc.begin(this.#batchSeq, this.#segments.salt);
     if (rotate) {
       if (this.#writtenHardState) enc.hardState(this.#writtenHardState);
       if (this.#writtenSnapshot.index > 0) enc.snapshotMeta(this.#writtenSnapshot);

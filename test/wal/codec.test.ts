@@ -45,14 +45,14 @@ describe('records', () => {
 
   it('round-trip entries, hard state (uint64 vote) and snapshot meta through one batch', () => {
     const enc = new BatchEncoder();
-    enc.begin(77);
+    enc.begin(77, 0);
     enc.entries(entries);
     enc.hardState({ term: 5, vote: 18446744073709551615n, commit: 8 });
     enc.snapshotMeta({ index: 6, term: 2, confState: { voters: [1n, 2n ** 63n], learners: [3n] } });
     const bytes = new Uint8Array(enc.finish());
     const frames = [];
     for (let at = 0; at < bytes.length; ) {
-      const f = readFrame(bytes, at, bytes.length);
+      const f = readFrame(bytes, at, bytes.length, 0);
       expect(f.kind).toBe('record');
       if (f.kind !== 'record') break;
       expect(at % 8).toBe(0);
@@ -71,27 +71,27 @@ describe('records', () => {
 
   it('detects any single flipped bit', () => {
     const enc = new BatchEncoder();
-    enc.begin(1);
+    enc.begin(1, 0);
     enc.entries(entries.slice(0, 2));
     const bytes = new Uint8Array(enc.finish());
     const payloadEnd = 16 + new DataView(bytes.buffer).getUint32(0, true);
     for (let bit = 0; bit < payloadEnd * 8; bit++) {
       const copy = bytes.slice();
       copy[bit >> 3]! ^= 1 << (bit & 7);
-      expect(readFrame(copy, 0, copy.length).kind, `bit ${bit}`).not.toBe('record');
+      expect(readFrame(copy, 0, copy.length, 0).kind, `bit ${bit}`).not.toBe('record');
     }
   });
 
   it('splits large entry lists into records of bounded size', () => {
     const big = Array.from({ length: 40 }, (_, i) => ({ term: 1, index: i + 1, type: 0 as const, data: new Uint8Array(100_000) }));
     const enc = new BatchEncoder();
-    enc.begin(0);
+    enc.begin(0, 0);
     enc.entries(big);
     expect(enc.records).toBeGreaterThanOrEqual(4);
     const bytes = new Uint8Array(enc.finish());
     const indexes: number[] = [];
     for (let at = 0; at < bytes.length; ) {
-      const f = readFrame(bytes, at, bytes.length);
+      const f = readFrame(bytes, at, bytes.length, 0);
       if (f.kind !== 'record') throw new Error('bad frame');
       expect(f.payload.length).toBeLessThanOrEqual(1024 * 1024 + 100_100);
       indexes.push(...decodeEntries(f.payload).map((e) => e.index));
