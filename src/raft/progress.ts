@@ -21,6 +21,8 @@ export class Progress {
   probeSent = false;
   /** Snapshot state: the index of the snapshot in flight. */
   pendingSnapshot = 0;
+  /** Replicate: heartbeat responses since the last ack that moved match (stall detection). */
+  stalledHeartbeats = 0;
   /** The highest commit index we have told this follower (avoids empty MsgApps that say nothing new). */
   sentCommit = 0;
   readonly inflights: Inflights;
@@ -35,6 +37,7 @@ export class Progress {
     this.state = state;
     this.probeSent = false;
     this.pendingSnapshot = 0;
+    this.stalledHeartbeats = 0;
     this.inflights.reset();
   }
 
@@ -67,6 +70,7 @@ export class Progress {
       this.match = index;
       updated = true;
       this.probeSent = false;
+      this.stalledHeartbeats = 0;
     }
     this.next = Math.max(this.next, index + 1);
     return updated;
@@ -96,7 +100,7 @@ export class Progress {
   sentEntries(count: number, lastIndex: number): void {
     if (this.state === 'replicate') {
       if (count > 0) {
-        assert(lastIndex + 1 > this.next - 1, 'progress: entries sent behind next');
+        assert(lastIndex >= this.next, `progress: entries up to ${lastIndex} sent behind next ${this.next}`);
         this.next = lastIndex + 1;
         this.inflights.add(lastIndex);
       }

@@ -10,6 +10,12 @@ import type { Message, NodeId, ProposeResult } from './types.js';
 
 const noData = new Uint8Array(0);
 
+/** Heartbeat rounds without ack progress before a replicating follower is probed again (lost MsgApps). */
+export const replicateStallHeartbeats = 3;
+
+/** ReadIndex requests a new leader holds until it committed an entry of its term; more are dropped. */
+export const pendingReadsBeforeCommitMax = 1024;
+
 /** Called by Raft.becomeLeader once the role is set: fresh progress for all, then the term's no-op entry. */
 export function becomeLeader(r: Raft): void {
   const last = r.log.lastIndex;
@@ -134,18 +140,35 @@ function handleHeartbeatResp(r: Raft, m: Message): void {
   const pr = r.progress.get(m.from);
   if (pr === undefined) return;
   markActive(r, pr);
-  pr.probeSent = false;
-  // If acks were lost with a full window, free one slot: the next MsgApp then exposes the gap (a reject).
-  if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
-  // A follower behind our log gets a MsgApp even if empty: if earlier ones were lost, its rejection of this
-  // one starts the catch-up (etcd does the same).
-  if (pr.match < r.log.lastIndex) maybeSendAppend(r, m.from, true);
+  catchUpOnHeartbeat(r, m.from, pr);
   if (m.context === undefined || m.context.byteLength === 0) return;
   if (r.readOnly.recvAck(m.from, m.context) === 0) return;
   const acks = r.readOnly.acks(m.context)!;
   const voters = r.conf.voters;
   if (countActive(voters, (id) => acks.has(id)) < quorumSize(voters.length)) return;
   for (const rs of r.readOnly.advance(m.context)) answerRead(r, rs.from, rs.index, rs.context);
+}
+
+/**
+ * Heartbeat responses drive recovery from lost MsgApps. Probe: send the next probe. Replicate: while acks
+ * keep coming nothing extra is sent (etcd sends an empty MsgApp on every heartbeat response, which under
+ * latency provokes spurious rejections and resends); only after `replicateStallHeartbeats` responses without
+ * any ack progress, while behind, do we fall back to probing from the last acknowledged index.
+ */
+function catchUpOnHeartbeat(r: Raft, to: NodeId, pr: Progress): void {
+  const behind = pr.match < r.log.lastIndex;
+  if (pr.state === 'probe') {
+    pr.probeSent = false;
+    if (behind) maybeSendAppend(r, to, true);
+    return;
+  }
+  if (pr.state !== 'replicate') return;
+  if (behind && ++pr.stalledHeartbeats >= replicateStallHeartbeats) {
+    pr.becomeProbe();
+    maybeSendAppend(r, to, true);
+    return;
+  }
+  sendAppendLoop(r, to);
 }
 
 /** The commit index moved: tell followers, and serve reads that waited for a commit in our term. */
@@ -169,7 +192,7 @@ export function committedInTerm(r: Raft): boolean {
  */
 export function leaderReadIndex(r: Raft, from: NodeId, context: Uint8Array): void {
   if (!committedInTerm(r)) {
-    if (r.pendingReads.length < 1024) {
+    if (r.pendingReads.length < pendingReadsBeforeCommitMax) {
       const m = r.newMessage(MessageType.ReadIndex, r.id);
       m.from = from;
       m.context = context;

@@ -203,7 +203,7 @@ describe('figure 8: commit only by counting replicas of a current-term entry', (
     expect(st.commit).toBe(4);
     p.drop = cut(2n);
     p.stabilize();
-    p.tickAll(2);
+    p.tickAll(4); // the lost MsgApp is resent after a few heartbeat rounds without progress
     expect(p.node(1n).status().commit).toBe(6);
     expect(p.appliedData(3n)).toEqual(['x']);
   });
@@ -245,7 +245,7 @@ describe('snapshots', () => {
     const st = p.node(1n).status();
     p.node(1n).compact({ meta: { index: st.applied, term: st.term, confState: st.confState }, data: enc('s') }, 0);
     p.drop = (m) => m.type === MessageType.Snap;
-    p.tickAll(2);
+    p.tickAll(4);
     expect(p.node(1n).status().progress!.get(3n)!.state).toBe('snapshot');
     p.node(1n).reportSnapshot(3n, false);
     expect(p.node(1n).status().progress!.get(3n)!.state).toBe('probe');
