@@ -4,7 +4,7 @@
  * default, so each run also shows which profile the startup probe picks at that latency.
  *
  * Run: npx tsx bench/wal-strace.ts [--duration-ms 3000] [--delays 0,2,20,100] [--appenders 1,16,256]
- *      [--profile auto] [--no-prealloc]
+ *      [--profile auto] [--no-prealloc] [--steady] (see wal.bench.ts; --steady needs fast syncs to warm up)
  * Needs strace (Debian: apt-get install strace); the target process is traced with --seccomp-bpf, so only
  * the two traced syscalls stop it.
  */
@@ -20,6 +20,7 @@ const { values: args } = parseArgs({
     appenders: { type: 'string', default: '1,16,256' },
     profile: { type: 'string', default: 'auto' },
     'no-prealloc': { type: 'boolean', default: false },
+    steady: { type: 'boolean', default: false },
   },
 });
 
@@ -29,6 +30,7 @@ for (const delayMs of args.delays.split(',').map(Number)) {
   const inject = `inject=fdatasync,fsync:delay_exit=${Math.round(delayMs * 1000)}`;
   const benchArgs = ['--json', '--duration-ms', args['duration-ms'], '--appenders', args.appenders, '--profile', args.profile];
   if (args['no-prealloc']) benchArgs.push('--no-prealloc');
+  if (args.steady) benchArgs.push('--steady');
   const command = ['-f', '--seccomp-bpf', '-o', '/dev/null', '-e', 'trace=fdatasync,fsync', '-e', inject, process.execPath, '--import', 'tsx', bench, ...benchArgs];
   const result = spawnSync('strace', command, { encoding: 'utf8', timeout: 600_000 });
   if (result.status !== 0) {
@@ -45,6 +47,6 @@ const at20 = rows.find((r) => r.syncDelayMs === 20 && r.appenders === 256);
 const single = rows.filter((r) => r.appenders === 1);
 console.log('\ntargets:');
 for (const r of single) {
-  console.log(`  1 appender @${r.syncDelayMs} ms: ${r.syncsPerAppend.toFixed(3)} syncs/append (≤ 1.05), p50 ${r.latencyP50Ms.toFixed(1)} ms vs sync ${r.meanSyncMs.toFixed(1)} ms, ${(r.processBytesPerRecord + (r.preallocate ? r.logBytesPerRecord : 0)).toFixed(0)} B/record incl. prefill (≤ 4500)`);
+  console.log(`  1 appender @${r.syncDelayMs} ms: ${r.syncsPerAppend.toFixed(3)} syncs/append (≤ 1.05), p50 ${r.latencyP50Ms.toFixed(1)} ms vs sync ${r.meanSyncMs.toFixed(1)} ms, ${r.processBytesPerRecord.toFixed(0)} B/record + ${r.prefillBytesPerRecord.toFixed(0)} zero-fill (≤ 4500)`);
 }
 if (at20) console.log(`  256 appenders @20 ms: ${at20.appendsPerSec.toFixed(0)} appends/s (≥ 5000)`);

@@ -10,12 +10,15 @@
  * amortized: about one byte per byte of log); 256 appenders at 20 ms per sync ≥ 5,000 appends/s (group commit
  * puts about half the appenders in each batch, so ~128 records per 20 ms sync ≈ 6,400/s).
  *
- * The zero-fill of the next segment runs in the background at open; each run waits for it before measuring
- * and reports its cost amortized per record separately ("prefill B/rec" = log bytes per record, since every
- * log byte was zero-filled once).
+ * Preallocation: the zero-fill of the next segment runs in the background; each run waits for the first one
+ * before measuring. By default segments are large (the profile's) and no segment is released during a run,
+ * so "prefill B/rec" reports what zero-filling would cost per record (= log bytes per record: each log byte
+ * is zero-filled once). With --steady, segments are 1 MiB and the appenders snapshot and release every 1,000
+ * records, as a server does, so released segments are recycled; the run warms up until two were recycled,
+ * and "prefill B/rec" is then the zero-fill actually done in the measured window (0 when recycling works).
  *
  * Run: npx tsx bench/wal.bench.ts [--json] [--duration-ms 3000] [--appenders 1,16,256] [--no-prealloc]
- *      [--profile auto|ssd|emmc|sd] [--dir /path/on/the/disk]
+ *      [--steady] [--profile auto|ssd|emmc|sd] [--dir /path/on/the/disk]
  * Under slow syncs: npx tsx bench/wal-strace.ts (reruns this under strace delay_exit and prints a table).
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -32,6 +35,7 @@ const { values: args } = parseArgs({
     appenders: { type: 'string', default: '1,16,256' },
     'no-prealloc': { type: 'boolean', default: false },
     profile: { type: 'string', default: 'auto' },
+    steady: { type: 'boolean', default: false },
     dir: { type: 'string' },
   },
 });
@@ -69,33 +73,56 @@ export interface WalBenchRow {
   processBytesPerRecord: number;
   deviceBytesPerRecord: number | undefined;
   logBytesPerRecord: number;
+  /** Zero-fill bytes per record: measured in the window with --steady, else what it would cost. */
+  prefillBytesPerRecord: number;
+  segmentsRecycled: number;
   preallocate: boolean;
+  steady: boolean;
 }
+
+const snapshotEvery = 1000;
 
 async function run(appenders: number, durationMs: number): Promise<WalBenchRow> {
   const base = args.dir ?? tmpdir();
   const dir = mkdtempSync(join(base, 'etcetera-wal-bench-'));
   const preallocate = !args['no-prealloc'];
+  const steady = args.steady;
   try {
-    const { wal } = await Wal.open(dir, { profile: args.profile as ProfileChoice, tuning: { preallocate } });
+    const tuning = steady ? { preallocate, segmentBytes: 1 << 20 } : { preallocate };
+    const { wal } = await Wal.open(dir, { profile: args.profile as ProfileChoice, tuning });
     await wal.whenPrepared();
     const data = new Uint8Array(256).fill(0x5a);
     let next = 1;
+    let snapshotted = 0;
+    let measuring = false;
     const latencies: number[] = [];
-    const m0 = wal.metrics;
-    const io0 = processWriteBytes();
-    const dev0 = deviceWriteBytes(dir);
-    const start = performance.now();
-    const deadline = start + durationMs;
+    let deadline = Number.POSITIVE_INFINITY;
     const loop = async (): Promise<void> => {
       while (performance.now() < deadline) {
         const index = next++;
         const t = performance.now();
         await wal.save({ entries: [{ term: 1, index, type: 0, data }], hardState: { term: 1, vote: 1n, commit: index - 1 } });
-        latencies.push(performance.now() - t);
+        if (measuring) latencies.push(performance.now() - t);
+        if (steady && index - snapshotted >= snapshotEvery && index > snapshotted) {
+          const at = index - 1; // committed: every entry below the newest is committed in this benchmark
+          snapshotted = index;
+          await wal.saveSnapshot({ meta: { index: at, term: 1, confState: { voters: [1n], learners: [] } }, data: Uint8Array.of(1) });
+          await wal.releaseTo(at);
+        }
       }
     };
-    await Promise.all(Array.from({ length: appenders }, loop));
+    const loops = Array.from({ length: appenders }, loop);
+    if (steady) {
+      const warmUntil = performance.now() + 60_000;
+      while (wal.metrics.segmentsRecycled < 2 && performance.now() < warmUntil) await new Promise((r) => setTimeout(r, 50));
+    }
+    const m0 = wal.metrics;
+    const io0 = processWriteBytes();
+    const dev0 = deviceWriteBytes(dir);
+    const start = performance.now();
+    measuring = true;
+    deadline = start + durationMs;
+    await Promise.all(loops);
     const elapsedMs = performance.now() - start;
     const io1 = processWriteBytes();
     const dev1 = deviceWriteBytes(dir);
@@ -104,6 +131,7 @@ async function run(appenders: number, durationMs: number): Promise<WalBenchRow> 
     const saves = m1.saves - m0.saves;
     latencies.sort((a, b) => a - b);
     const syncs = m1.syncs - m0.syncs;
+    const logBytesPerRecord = (m1.bytesWritten - m0.bytesWritten) / saves;
     return {
       appenders,
       profile: m1.profile,
@@ -115,8 +143,11 @@ async function run(appenders: number, durationMs: number): Promise<WalBenchRow> 
       meanSyncMs: ((m1.syncSeconds.sum - m0.syncSeconds.sum) / syncs) * 1000,
       processBytesPerRecord: (io1 - io0) / saves,
       deviceBytesPerRecord: dev0 === undefined || dev1 === undefined ? undefined : (dev1 - dev0) / saves,
-      logBytesPerRecord: (m1.bytesWritten - m0.bytesWritten) / saves,
+      logBytesPerRecord,
+      prefillBytesPerRecord: steady ? (m1.preallocatedBytes - m0.preallocatedBytes) / saves : preallocate ? logBytesPerRecord : 0,
+      segmentsRecycled: m1.segmentsRecycled - m0.segmentsRecycled,
       preallocate,
+      steady,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -124,11 +155,11 @@ async function run(appenders: number, durationMs: number): Promise<WalBenchRow> 
 }
 
 export function formatRows(rows: readonly (WalBenchRow & { syncDelayMs?: number })[]): string {
-  const head = ['delay ms', 'appenders', 'profile', 'appends/s', 'syncs/append', 'p50 ms', 'p99 ms', 'sync ms', 'proc B/rec', 'dev B/rec', 'prefill B/rec'];
+  const head = ['delay ms', 'appenders', 'profile', 'appends/s', 'syncs/append', 'p50 ms', 'p99 ms', 'sync ms', 'proc B/rec', 'dev B/rec', 'prefill B/rec', 'recycled'];
   const lines = rows.map((r) => [
     r.syncDelayMs === undefined ? '-' : String(r.syncDelayMs),
     String(r.appenders),
-    r.profile + (r.preallocate ? '' : ' (no prealloc)'),
+    r.profile + (r.preallocate ? '' : ' (no prealloc)') + (r.steady ? ' steady' : ''),
     r.appendsPerSec.toFixed(0),
     r.syncsPerAppend.toFixed(3),
     r.latencyP50Ms.toFixed(2),
@@ -136,7 +167,8 @@ export function formatRows(rows: readonly (WalBenchRow & { syncDelayMs?: number 
     r.meanSyncMs.toFixed(2),
     r.processBytesPerRecord.toFixed(0),
     r.deviceBytesPerRecord === undefined ? '-' : r.deviceBytesPerRecord.toFixed(0),
-    r.preallocate ? r.logBytesPerRecord.toFixed(0) : '0',
+    r.prefillBytesPerRecord.toFixed(0),
+    String(r.segmentsRecycled),
   ]);
   const table = [head, ...lines];
   const widths = head.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
