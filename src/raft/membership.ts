@@ -92,7 +92,7 @@ export function applyConfChange(r: Raft, cc: ConfChange): ConfState {
   if (r.role !== 'leader') return r.conf.toConfState();
   if (!r.conf.isMember(r.id)) {
     // The leader removed itself: it stops leading; it never campaigns again (not promotable).
-    r.log_('removed from the configuration: stepping down');
+    r.trace('removed from the configuration: stepping down');
     handOff(r);
     r.becomeFollower(r.term, noNode);
     return r.conf.toConfState();

@@ -96,7 +96,7 @@ export class Raft {
     }
   }
 
-  log_(line: string): void {
+  trace(line: string): void {
     this.cfg.logger?.(`raft ${this.id} t${this.term} ${this.role}: ${line}`);
   }
 
@@ -143,7 +143,7 @@ export class Raft {
     this.lead = lead;
     this.role = 'follower';
     this.#step = stepFollower;
-    this.log_(`became follower, leader ${lead}`);
+    this.trace(`became follower, leader ${lead}`);
   }
 
   becomePreCandidate(): void {
@@ -154,7 +154,7 @@ export class Raft {
     this.selfVoteTerm = 0;
     this.lead = noNode;
     this.role = 'preCandidate';
-    this.log_('became pre-candidate');
+    this.trace('became pre-candidate');
   }
 
   becomeCandidate(): void {
@@ -164,7 +164,7 @@ export class Raft {
     this.selfVoteTerm = this.term;
     this.role = 'candidate';
     this.#step = stepCandidate;
-    this.log_('became candidate');
+    this.trace('became candidate');
   }
 
   becomeLeader(): void {
@@ -174,7 +174,7 @@ export class Raft {
     this.role = 'leader';
     this.#step = stepLeader;
     becomeLeader(this);
-    this.log_('became leader');
+    this.trace('became leader');
   }
 
   // ---- time ----
@@ -196,7 +196,7 @@ export class Raft {
   hup(transfer: boolean): void {
     if (this.role === 'leader' || !this.promotable()) return;
     if (this.#hasUnappliedConfChange()) {
-      this.log_('not campaigning: a committed conf change is not applied yet');
+      this.trace('not campaigning: a committed conf change is not applied yet');
       return;
     }
     if (this.cfg.preVote && !transfer) this.campaign('preElection');
@@ -287,7 +287,7 @@ export class Raft {
       const leaseApplies = this.cfg.checkQuorum || m.type === MessageType.PreVote;
       const inLease = leaseApplies && this.lead !== noNode && this.electionElapsed < this.cfg.electionTicks;
       if (!force && inLease) {
-        this.log_(`ignored ${m.type} from ${m.from} at term ${m.term}: leader lease`);
+        this.trace(`ignored ${m.type} from ${m.from} at term ${m.term}: leader lease`);
         return false;
       }
     }
@@ -352,8 +352,4 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
-}
-
-export function newMemberConfig(voters: NodeId[], learners: NodeId[]): MemberConfig {
-  return new MemberConfig({ voters, learners });
 }

@@ -96,7 +96,7 @@ export class RawNode {
   /** Deliver a message from a peer. Messages from unknown or removed nodes, and stale terms, are handled as Raft says. */
   step(m: Message): void {
     if (m.to !== this.#r.id || m.from === this.#r.id) {
-      this.#r.log_(`ignored misrouted ${m.type} from ${m.from} to ${m.to}`);
+      this.#r.trace(`ignored misrouted ${m.type} from ${m.from} to ${m.to}`);
       return;
     }
     this.#r.step(m);
@@ -123,7 +123,8 @@ export class RawNode {
    * Request a linearizable read point. The answer comes as a ReadState in a later Ready, after the leader
    * has confirmed its leadership with a heartbeat quorum and has committed an entry in its term. A follower
    * forwards to the leader. Requests that cannot be answered (no leader, lost leadership) are dropped; the
-   * server times them out.
+   * server times them out. Use a fresh context for every attempt (a retry too): a ReadState is matched to
+   * its request by context only (etcd #20418). A duplicate of a pending context is dropped.
    */
   readIndex(context: Uint8Array): void {
     const r = this.#r;

@@ -39,13 +39,13 @@ function sendSnapshot(r: Raft, to: NodeId): boolean {
   if (!pr.recentActive) return false;
   const snap = r.log.snapshot;
   if (snap === undefined) {
-    r.log_(`follower ${to} needs a snapshot but none is available (call compact after restart)`);
+    r.trace(`follower ${to} needs a snapshot but none is available (call compact after restart)`);
     return false;
   }
   const m = r.newMessage(MessageType.Snap, to);
   m.snapshot = snap;
   pr.becomeSnapshot(snap.meta.index);
-  r.log_(`sent snapshot at ${snap.meta.index} to ${to}`);
+  r.trace(`sent snapshot at ${snap.meta.index} to ${to}`);
   r.send(m);
   return true;
 }

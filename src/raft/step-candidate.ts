@@ -8,7 +8,7 @@ export function stepCandidate(r: Raft, m: Message): void {
   const myVoteResp = r.role === 'preCandidate' ? MessageType.PreVoteResp : MessageType.VoteResp;
   switch (m.type) {
     case MessageType.Prop:
-      r.log_('dropped proposal: no leader');
+      r.trace('dropped proposal: no leader');
       return;
     case MessageType.App:
       r.becomeFollower(m.term, m.from);

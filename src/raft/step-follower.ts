@@ -28,7 +28,7 @@ export function stepFollower(r: Raft, m: Message): void {
       return;
     case MessageType.TimeoutNow:
       // The leader asks us to take over: campaign at once, skipping PreVote and the voters' leases.
-      r.log_(`received TimeoutNow from ${m.from}`);
+      r.trace(`received TimeoutNow from ${m.from}`);
       r.hup(true);
       return;
     case MessageType.ReadIndexResp:
@@ -42,7 +42,7 @@ export function stepFollower(r: Raft, m: Message): void {
 /** Forward a local or relayed request to the leader; dropped when there is none. */
 function forwardToLeader(r: Raft, m: Message): void {
   if (r.lead === noNode) {
-    r.log_(`dropped ${m.type}: no leader`);
+    r.trace(`dropped ${m.type}: no leader`);
     return;
   }
   const fwd = r.newMessage(m.type, r.lead);
@@ -94,7 +94,7 @@ export function handleSnapshot(r: Raft, m: Message): void {
     r.log.commitTo(index);
     resp.index = r.log.committed;
   } else {
-    r.log_(`restoring snapshot at ${index} term ${term}`);
+    r.trace(`restoring snapshot at ${index} term ${term}`);
     r.log.restore(snap);
     r.conf = new MemberConfig(snap.meta.confState);
     resp.index = r.log.lastIndex;

@@ -4,6 +4,7 @@
 import { Progress } from './progress.js';
 import type { Raft } from './raft.js';
 import { countActive, quorumSize } from './quorum.js';
+import { roundContext, roundOf } from './read-only.js';
 import { appendEntries, bcastAppend, bcastHeartbeat, maybeCommit, maybeSendAppend, sendAppendLoop } from './replication.js';
 import { EntryType, MessageType, noNode } from './types.js';
 import type { Message, NodeId, ProposeResult } from './types.js';
@@ -49,20 +50,21 @@ export function tickLeader(r: Raft): void {
     pr.recentActive = id === r.id || r.leaderTicks - pr.lastActiveTick < r.cfg.electionTicks;
   }
   if (r.cfg.checkQuorum && r.leaderTicks >= r.cfg.electionTicks && !quorumActive(r)) {
-    r.log_('stepped down: no quorum heard within an election timeout');
+    r.trace('stepped down: no quorum heard within an election timeout');
     r.becomeFollower(r.term, noNode);
     return;
   }
   if (r.electionElapsed >= r.cfg.electionTicks) {
     r.electionElapsed = 0;
     if (r.leadTransferee !== noNode) {
-      r.log_(`leader transfer to ${r.leadTransferee} timed out`);
+      r.trace(`leader transfer to ${r.leadTransferee} timed out`);
       r.leadTransferee = noNode;
     }
   }
   if (r.heartbeatElapsed >= r.cfg.heartbeatTicks) {
     r.heartbeatElapsed = 0;
-    bcastHeartbeat(r, r.readOnly.lastPendingContext());
+    const round = r.readOnly.lastPendingRound();
+    bcastHeartbeat(r, round === undefined ? undefined : roundContext(round));
   }
 }
 
@@ -141,12 +143,13 @@ function handleHeartbeatResp(r: Raft, m: Message): void {
   if (pr === undefined) return;
   markActive(r, pr);
   catchUpOnHeartbeat(r, m.from, pr);
-  if (m.context === undefined || m.context.byteLength === 0) return;
-  if (r.readOnly.recvAck(m.from, m.context) === 0) return;
-  const acks = r.readOnly.acks(m.context)!;
+  const round = roundOf(m.context);
+  if (round === undefined) return;
+  const acks = r.readOnly.recvAck(m.from, round);
+  if (acks === undefined) return;
   const voters = r.conf.voters;
   if (countActive(voters, (id) => acks.has(id)) < quorumSize(voters.length)) return;
-  for (const rs of r.readOnly.advance(m.context)) answerRead(r, rs.from, rs.index, rs.context);
+  for (const rs of r.readOnly.advance(round)) answerRead(r, rs.from, rs.index, rs.context);
 }
 
 /**
@@ -205,9 +208,10 @@ export function leaderReadIndex(r: Raft, from: NodeId, context: Uint8Array): voi
     answerRead(r, from, r.log.committed, context);
     return;
   }
-  if (!r.readOnly.add(r.log.committed, from, context)) return;
-  r.readOnly.recvAck(r.id, context);
-  bcastHeartbeat(r, context);
+  const rs = r.readOnly.add(r.log.committed, from, context);
+  if (rs === undefined) return;
+  r.readOnly.recvAck(r.id, rs.round);
+  bcastHeartbeat(r, roundContext(rs.round));
 }
 
 function answerRead(r: Raft, from: NodeId, index: number, context: Uint8Array): void {
@@ -225,14 +229,14 @@ function answerRead(r: Raft, from: NodeId, index: number, context: Uint8Array): 
 export function leaderTransfer(r: Raft, transferee: NodeId): void {
   const pr = r.progress.get(transferee);
   if (transferee === r.id || pr === undefined || pr.isLearner) {
-    r.log_(`ignored leader transfer to ${transferee}`);
+    r.trace(`ignored leader transfer to ${transferee}`);
     return;
   }
   if (r.leadTransferee === transferee) return;
   // A new transfer replaces a pending one; the election timeout bounds it (see tickLeader).
   r.electionElapsed = 0;
   r.leadTransferee = transferee;
-  r.log_(`transferring leadership to ${transferee}`);
+  r.trace(`transferring leadership to ${transferee}`);
   if (pr.match === r.log.lastIndex) sendTimeoutNow(r, transferee);
   else maybeSendAppend(r, transferee, true);
 }

@@ -4,7 +4,7 @@ import { MemberConfig, decodeConfChange, encodeConfChange } from '../../src/raft
 import { Inflights } from '../../src/raft/inflights.js';
 import { Progress } from '../../src/raft/progress.js';
 import { committedIndex, quorumSize, voteResult } from '../../src/raft/quorum.js';
-import { ReadOnlyQueue } from '../../src/raft/read-only.js';
+import { ReadOnlyQueue, roundContext, roundOf } from '../../src/raft/read-only.js';
 
 describe('quorum', () => {
   const cases: { matches: number[]; want: number }[] = [
@@ -120,25 +120,43 @@ describe('progress', () => {
 
 describe('read-only queue', () => {
   const c = (s: string): Uint8Array => new TextEncoder().encode(s);
-  it('answers every request up to the acknowledged one, in order', () => {
+  it('answers every request up to the acknowledged round, in order', () => {
     const q = new ReadOnlyQueue(10);
-    expect(q.add(5, 1n, c('a'))).toBe(true);
-    expect(q.add(6, 2n, c('b'))).toBe(true);
-    expect(q.add(6, 2n, c('b'))).toBe(false);
-    expect(q.add(7, 1n, c('c'))).toBe(true);
-    expect(q.recvAck(2n, c('b'))).toBe(1);
-    expect(q.recvAck(3n, c('b'))).toBe(2);
-    expect(q.recvAck(3n, c('zz'))).toBe(0);
-    expect(q.advance(c('b')).map((r) => r.index)).toEqual([5, 6]);
+    const a = q.add(5, 1n, c('a'))!;
+    const b = q.add(6, 2n, c('b'))!;
+    expect(q.add(6, 2n, c('b'))).toBeUndefined();
+    q.add(7, 1n, c('c'));
+    expect(q.recvAck(2n, b.round)?.size).toBe(1);
+    expect(q.recvAck(3n, b.round)?.size).toBe(2);
+    expect(q.recvAck(3n, 999)).toBeUndefined();
+    expect(q.advance(b.round).map((r) => r.index)).toEqual([5, 6]);
     expect(q.size).toBe(1);
-    expect(q.lastPendingContext()).toEqual(c('c'));
+    expect(q.lastPendingRound()).toBe(b.round + 1);
+    expect(q.recvAck(2n, a.round)).toBeUndefined();
+  });
+
+  it('a reused context gets a new round: a late ack of the old round cannot confirm it', () => {
+    const q = new ReadOnlyQueue(10);
+    const first = q.add(5, 1n, c('same'))!;
+    q.advance(first.round);
+    const second = q.add(9, 1n, c('same'))!;
+    expect(second.round).not.toBe(first.round);
+    expect(q.recvAck(2n, first.round)).toBeUndefined();
+    expect(q.advance(first.round)).toEqual([]);
+    expect(q.size).toBe(1);
   });
 
   it('drops requests beyond its cap', () => {
     const q = new ReadOnlyQueue(2);
     q.add(1, 1n, c('a'));
     q.add(1, 1n, c('b'));
-    expect(q.add(1, 1n, c('c'))).toBe(false);
+    expect(q.add(1, 1n, c('c'))).toBeUndefined();
+  });
+
+  it('encodes heartbeat rounds as contexts and rejects anything else', () => {
+    expect(roundOf(roundContext(123456789))).toBe(123456789);
+    expect(roundOf(c('abc'))).toBeUndefined();
+    expect(roundOf(undefined)).toBeUndefined();
   });
 });
 
