@@ -29,10 +29,15 @@ export interface HistoryEntry {
   readonly kv: KeyValue;
 }
 
+const emptyEntries: HistoryEntry[] = Object.freeze([]) as unknown as HistoryEntry[];
+
 export class KeyIndex {
   readonly key: Uint8Array;
-  /** Revision order; never empty while the key is in the tree. */
-  readonly entries: HistoryEntry[] = [];
+  /**
+   * Revision order; never empty while the key is in the tree. Most keys hold one entry: the array starts
+   * as an exact-size literal (an empty array grows to 17 slots on its first push: 136 bytes per key).
+   */
+  entries: HistoryEntry[] = emptyEntries;
 
   constructor(key: Uint8Array) {
     this.key = key;
@@ -42,7 +47,8 @@ export class KeyIndex {
     const last = this.entries[this.entries.length - 1];
     assert(last === undefined || last.main < entry.main || (last.main === entry.main && last.sub < entry.sub), 'key index revisions must increase');
     assert(!(entry.tombstone && (last === undefined || last.tombstone)), 'tombstone on a key that does not exist');
-    this.entries.push(entry);
+    if (this.entries.length === 0) this.entries = [entry];
+    else this.entries.push(entry);
   }
 
   /** Index of the latest entry with main ≤ atRev, or -1. */
