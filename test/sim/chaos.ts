@@ -24,6 +24,8 @@ export interface ChaosPlan {
   crashAfterVote: boolean;
   /** Add a learner early (around tick 20), so learner rules are exercised in most seeds. */
   earlyLearner: boolean;
+  /** Also generate the scenarios of open findings (test/sim/FINDINGS.md), which fail until the core is fixed. */
+  knownBugs: boolean;
 }
 
 type ActionKind =
@@ -41,7 +43,7 @@ type ActionKind =
   | 'transfer'
   | 'isolateLearner';
 
-export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number): ChaosPlan {
+export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number, knownBugs = false): ChaosPlan {
   const calm = rng.int(4) === 0;
   const link: LinkProfile = {
     dropRate: rng.int(3) === 0 ? 0 : rng.next() * 0.3,
@@ -73,7 +75,7 @@ export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number
     transfer: 0.01,
     isolateLearner: 0.02 * f,
   };
-  return { chaosTicks: 120 + rng.int(180), link, disk, rates, crashAfterVote: rng.int(2) === 0, earlyLearner: rng.int(2) === 0 };
+  return { chaosTicks: 120 + rng.int(180), link, disk, rates, crashAfterVote: rng.int(2) === 0, earlyLearner: rng.int(2) === 0, knownBugs };
 }
 
 export class Chaos {
@@ -259,7 +261,10 @@ export class Chaos {
       if (learner !== undefined) this.#c.proposeConfChange(target.id, { type: 'addVoter', nodeId: learner });
     } else {
       const victim = this.#pick([...cs.voters, ...cs.learners]);
-      if (victim !== undefined && cs.voters.length > 1) this.#c.proposeConfChange(target.id, { type: 'removeNode', nodeId: victim });
+      if (victim === undefined || cs.voters.length <= 1) return;
+      // FINDINGS.md F1: going from two voters to one can strand the survivor; only with --known-bugs.
+      if (!this.#plan.knownBugs && cs.voters.length === 2 && cs.voters.includes(victim)) return;
+      this.#c.proposeConfChange(target.id, { type: 'removeNode', nodeId: victim });
     }
   }
 

@@ -12,7 +12,7 @@ import { Chaos, clusterSizeMax, planChaos } from './chaos.js';
 import type { CheckOptions } from './checker.js';
 import { Cluster, type RaftTuning } from './cluster.js';
 
-export const livenessElectionTimeouts = 10;
+export const livenessElectionTimeouts = 20;
 /** A client re-proposes what it has not seen applied every this many election timeouts (a request timeout). */
 export const clientRetryElectionTimeouts = 3;
 
@@ -24,6 +24,8 @@ export interface SeedOptions {
   checks?: Partial<CheckOptions>;
   trace?: (line: string) => void;
   traceMessages?: boolean;
+  /** Also generate the scenarios of open findings (test/sim/FINDINGS.md). */
+  knownBugs?: boolean;
 }
 
 export interface SeedStats {
@@ -66,7 +68,7 @@ export function runSeed(options: SeedOptions): SeedResult {
   const nodes = options.nodes ?? 1 + rng.int(clusterSizeMax);
   const raft = tuningFor(rng, options.faults);
   const stepsPerTick = 10;
-  const plan = planChaos(rng, raft.electionTicks!, stepsPerTick);
+  const plan = planChaos(rng, raft.electionTicks!, stepsPerTick, options.knownBugs === true);
   const stats: SeedStats = { nodes, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0 };
   let phase: SeedResult['phase'] = 'chaos';
   let cluster: Cluster | undefined;
@@ -149,19 +151,21 @@ function lagging(c: Cluster): string {
 
 /**
  * A voter we may leave down without costing the final configuration its majority: only when no conf change
- * is in flight (no conf entry in any log past the known commit) and the configuration has ≥ 3 voters.
+ * is in flight (no conf entry in any log past the known commit), every running node has applied everything
+ * known committed (so all agree on the configuration), and the configuration keeps a majority of voters that
+ * will run (not removed, not the one left down).
  */
 function pickVoterToKeepDown(c: Cluster, rng: Prng): bigint | undefined {
   const committed = c.checker.committedIndex();
+  const running = [...c.nodes.values()].filter((n) => n.up && !n.removed);
   for (const n of c.nodes.values()) {
     for (let i = committed + 1; i <= n.log.lastIndex(); i++) if (n.log.entry(i)?.type === EntryType.ConfChange) return undefined;
   }
-  let src = c.leader();
-  for (const n of c.nodes.values()) if (src === undefined || n.sm.appliedIndex > src.sm.appliedIndex) src = n;
-  if (src === undefined || src.sm.appliedIndex < committed) return undefined;
-  const voters = src.confState.voters;
-  if (voters.length < 3) return undefined;
-  return voters[rng.int(voters.length)];
+  if (running.length === 0 || running.some((n) => n.sm.appliedIndex < committed)) return undefined;
+  const voters = running[0]!.confState.voters;
+  const candidates = voters.filter((id) => c.nodes.get(id)?.removed === false);
+  if (candidates.length - 1 < Math.floor(voters.length / 2) + 1) return undefined;
+  return candidates[rng.int(candidates.length)];
 }
 
 /** One line per node (and the leader's view of its followers), for failure reports. */
