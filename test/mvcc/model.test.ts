@@ -89,7 +89,8 @@ async function run(seed: number, storage: Storage, steps: number): Promise<void>
   const gen = new Gen(rng, model);
   const leases = (): FakeLeases => { const f = new FakeLeases(); f.grant(1n); f.grant(2n); return f; };
   let backend = await storage.open();
-  let store = await KvStore.open(backend, { leases: leases() });
+  let hooks = leases();
+  let store = await KvStore.open(backend, { leases: hooks });
   const log: { entry: Entry; result: unknown }[] = [];
   for (let step = 0; step < steps; step++) {
     const r = gen.int(100);
@@ -125,7 +126,8 @@ async function run(seed: number, storage: Storage, steps: number): Promise<void>
         typeof theirs === 'object' && theirs !== null && 'ok' in theirs ? theirs.ok : theirs);
     } else {
       backend = await storage.crash(store, backend, gen);
-      store = await KvStore.open(backend, { leases: leases() });
+      hooks = leases();
+      store = await KvStore.open(backend, { leases: hooks });
       expect(store.consistentIndex).toBeLessThanOrEqual(log.length);
       for (let i = store.consistentIndex; i < log.length; i++) {
         store.setConsistentIndex(i + 1);
@@ -139,6 +141,10 @@ async function run(seed: number, storage: Storage, steps: number): Promise<void>
   const all: RangeRequest = { ...gen.range(), key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), revision: 0, limit: 0, countOnly: false, keysOnly: false,
     minModRevision: 0, maxModRevision: 0, minCreateRevision: 0, maxCreateRevision: 0 };
   expect(store.range(all)).toEqual(model.range(all));
+  // The lessor was told about every attach and detach: its key sets match the keys' leases.
+  const attached = new Map<bigint, string[]>();
+  for (const kv of store.range(all).kvs) if (kv.lease !== 0n) attached.set(kv.lease, [...(attached.get(kv.lease) ?? []), new TextDecoder().decode(kv.key)]);
+  for (const id of [1n, 2n]) expect([...hooks.leases.get(id)!].sort(), `lease ${id}`).toEqual((attached.get(id) ?? []).sort());
   await store.idle();
   await backend.close();
 }
