@@ -14,6 +14,9 @@ const noData = new Uint8Array(0);
 /** Heartbeat rounds without ack progress before a replicating follower is probed again (lost MsgApps). */
 export const replicateStallHeartbeats = 3;
 
+/** Election timeouts of heartbeats a snapshot may stay unacknowledged before it is sent again. */
+export const snapshotStallElectionTimeouts = 4;
+
 /** ReadIndex requests a new leader holds until it committed an entry of its term; more are dropped. */
 export const pendingReadsBeforeCommitMax = 1024;
 
@@ -165,7 +168,18 @@ function catchUpOnHeartbeat(r: Raft, to: NodeId, pr: Progress): void {
     if (behind) maybeSendAppend(r, to, true);
     return;
   }
-  if (pr.state !== 'replicate') return;
+  if (pr.state === 'snapshot') {
+    // The transport reports how a snapshot send ended (reportSnapshot); if that report is lost, do not wait
+    // forever: after several election timeouts of heartbeats without the snapshot landing, send it again.
+    const limit = snapshotStallElectionTimeouts * Math.ceil(r.cfg.electionTicks / r.cfg.heartbeatTicks);
+    if (++pr.stalledHeartbeats >= limit) {
+      r.trace(`snapshot to ${to} not acknowledged after ${limit} heartbeats: retrying`);
+      pr.pendingSnapshot = 0;
+      pr.becomeProbe();
+      maybeSendAppend(r, to, true);
+    }
+    return;
+  }
   if (behind && ++pr.stalledHeartbeats >= replicateStallHeartbeats) {
     pr.becomeProbe();
     maybeSendAppend(r, to, true);

@@ -236,6 +236,26 @@ describe('snapshots', () => {
     expect(p.node(1n).status().progress!.get(3n)!.state).toBe('replicate');
   });
 
+  it('a lost snapshot with no report at all is resent after a few election timeouts', () => {
+    const p = new Pump([1n, 2n, 3n], { electionTicks: 10 });
+    p.elect(1n);
+    p.drop = cut(3n);
+    for (let i = 0; i < 5; i++) p.node(1n).propose(enc(`s${i}`));
+    p.stabilize();
+    const st = p.node(1n).status();
+    p.node(1n).compact({ meta: { index: st.applied, term: st.term, confState: st.confState }, data: enc('s') }, 0);
+    let snaps = 0;
+    p.drop = (m) => m.type === MessageType.Snap && ++snaps === 1;
+    p.tickAll(4);
+    expect(p.node(1n).status().progress!.get(3n)!.state).toBe('snapshot');
+    p.tickAll(30);
+    expect(p.node(1n).status().progress!.get(3n)!.state).toBe('snapshot');
+    p.tickAll(20);
+    expect(snaps).toBe(2);
+    expect(p.restored.get(3n)).toHaveLength(1);
+    expect(p.node(1n).status().progress!.get(3n)!.state).toBe('replicate');
+  });
+
   it('a failed snapshot send is retried after reportSnapshot(false)', () => {
     const p = new Pump([1n, 2n, 3n]);
     p.elect(1n);
