@@ -299,6 +299,8 @@ export class Wal {
         if (this.#tuning.commitDelayMs > 0 && this.#lastBatchSaves > 1 && this.#queuedBytes < this.#tuning.batchBytesMax) {
           await new Promise((resolve) => setTimeout(resolve, this.#tuning.commitDelayMs));
         }
+        // A failure while we waited (a snapshot file, a segment being prepared) ends the log: write nothing.
+        if (this.#failure || this.#queue.length === 0) break;
         this.#inFlight = this.#takeBatch();
         await this.#writeBatch(this.#inFlight);
         for (const s of this.#inFlight) {
@@ -330,6 +332,7 @@ export class Wal {
 
   /** Encodes, writes and syncs one batch. */
   async #writeBatch(batch: PendingSave[]): Promise<void> {
+    assert(batch.length > 0, 'empty batch');
     let bound = 0;
     for (const s of batch) bound += s.bytesBound;
     const rotate = this.#segments.needsRotation(bound);

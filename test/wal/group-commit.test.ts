@@ -135,6 +135,34 @@ describe('a failed write or sync is fatal (W7)', () => {
     });
   }
 
+  it('a failed snapshot file write is fatal and nothing is written after it', async () => {
+    let failing = false;
+    const fs = new SimFs({ failOp: (o) => failing && o.startsWith('sync') && o.includes('.snap') });
+    const fatals: WalFatalError[] = [];
+    const { wal } = await Wal.open(dir, { ...opts(fs), onFatal: (e) => fatals.push(e) });
+    await wal.save({ entries: [entry(1)], hardState: { term: 1, vote: 0n, commit: 1 } });
+    failing = true;
+    const snap = wal.saveSnapshot({ meta: { index: 1, term: 1, confState: { voters: [1n], learners: [] } }, data: Uint8Array.of(1) });
+    const after = wal.save({ entries: [entry(2)] });
+    await expect(snap).rejects.toBeInstanceOf(WalFatalError);
+    await expect(after).rejects.toBeInstanceOf(WalFatalError);
+    expect(fatals).toHaveLength(1);
+    expect(fatals[0]!.message).toContain('snapshot file write failed');
+    const failedAt = fs.log.findIndex((l) => l.includes('.snap') && l.includes(' sync '));
+    expect(fs.log.slice(failedAt + 1).filter((l) => / (write|datasync) /.test(l) && !l.includes('.wal.tmp @0 +64'))).toEqual([]);
+    await wal.close();
+  });
+
+  it('a failed preallocation of the next segment is fatal', async () => {
+    const fs = new SimFs({ failOp: (o) => o.startsWith('create') && o.includes('0000000000000001.wal.tmp') });
+    const fatals: WalFatalError[] = [];
+    const { wal } = await Wal.open(dir, { ...opts(fs), onFatal: (e) => fatals.push(e) });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(fatals.map((e) => e.message)).toEqual([expect.stringContaining('segment preparation failed (EIO')]);
+    await expect(wal.save({ entries: [entry(1)] })).rejects.toBe(fatals[0]);
+    await wal.close();
+  });
+
   it('saves after close are refused', async () => {
     const fs = new SimFs();
     const { wal } = await Wal.open(dir, opts(fs));

@@ -62,13 +62,19 @@ function start(command: string, args: string[]): Run {
     }
   });
   child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
-  run.exited = new Promise((resolve) =>
+  run.exited = new Promise((resolve) => {
     child.on('exit', (code, signal) => {
       children.delete(child);
       onFirst();
       resolve({ code, signal });
-    }),
-  );
+    });
+    child.on('error', (err) => {
+      run.stderr += `spawn failed: ${err.message}`;
+      children.delete(child);
+      onFirst();
+      resolve({ code: -1, signal: null });
+    });
+  });
   return run;
 }
 
@@ -114,6 +120,7 @@ describe.skipIf(straceMissing)('fdatasync EIO (strace fault injection)', () => {
     start('strace', ['-f', '--seccomp-bpf', '-o', '/dev/null', '-e', 'trace=fdatasync', '-e', inject, ...node, childScript, 'append', dir, '4']);
 
   it('every fdatasync fails: exits non-zero and acknowledges nothing', async () => {
+    expect(strace, 'strace is required for this test under CI (apt-get install strace)').toBe(true);
     const dir = tempDir();
     const run = traced('inject=fdatasync:error=EIO', dir);
     const { code } = await run.exited;
