@@ -155,6 +155,11 @@ describe('replication', () => {
     const results = Array.from({ length: 5 }, () => p.node(1n).propose(new Uint8Array(30)));
     expect(results.map((r) => r.ok)).toEqual([true, true, true, false, false]);
     expect(results[3]).toEqual({ ok: false, error: 'proposalDropped' });
+    // Once committed and handed out, the bytes are released and proposals are accepted again.
+    p.drop = () => false;
+    p.tickAll(4);
+    expect(p.applied.get(1n)!.filter((e) => e.data.byteLength === 30)).toHaveLength(3);
+    expect(p.node(1n).propose(new Uint8Array(30)).ok).toBe(true);
   });
 
   it('forwards a follower proposal to the leader', () => {
