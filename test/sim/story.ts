@@ -36,18 +36,28 @@ export function makeLeader(c: Cluster, id: number): SimNode {
   return c.leader()!;
 }
 
-/** Propose on `on` (default: the leader) and run until every up node in `on`'s configuration applied it. */
-export function commit(c: Cluster, on?: number, maxTicks = 3 * electionTicks): number {
-  const target = on ?? Number(c.leader()?.id ?? 1n);
+export interface CommitOptions {
+  /** Node to propose on (default: the leader). */
+  on?: number;
+  maxTicks?: number;
+  /** Nodes that must apply it (default: every up node). */
+  among?: number[];
+}
+
+/** Propose a fresh put and run until the nodes in `among` (default: all up nodes) applied it. */
+export function commit(c: Cluster, options: CommitOptions = {}): number {
+  const target = options.on ?? Number(c.leader()?.id ?? 1n);
+  const maxTicks = options.maxTicks ?? 3 * electionTicks;
   const { proposalId, result } = c.propose(target, undefined);
   if (!result.ok) throw new Error(`proposal refused on n${target}: ${result.error}`);
-  const ok = c.runUntil(() => appliedOnAllUp(c, proposalId), maxTicks);
+  const ok = c.runUntil(() => appliedOnAllUp(c, proposalId, options.among), maxTicks);
   if (ok === undefined) throw new Error(`proposal ${proposalId} not applied everywhere within ${maxTicks} ticks`);
   return proposalId;
 }
 
-export function appliedOnAllUp(c: Cluster, proposalId: number): boolean {
-  for (const n of c.nodes.values()) if (n.up && !n.removed && !n.sm.ids.has(proposalId)) return false;
+export function appliedOnAllUp(c: Cluster, proposalId: number, among?: number[]): boolean {
+  const nodes = among === undefined ? [...c.nodes.values()] : among.map((id) => c.node(id));
+  for (const n of nodes) if (n.up && !n.removed && !n.sm.ids.has(proposalId)) return false;
   return true;
 }
 
