@@ -158,16 +158,26 @@ function validRecordsAfter(buf: Uint8Array, from: number, salt: number): { seqs:
   let end = from;
   let offset = (from + 7) & ~7;
   while (offset + 16 <= buf.length) {
-    const nonZero = firstNonZero(buf, offset);
-    if (nonZero < 0) break;
-    offset = Math.max(offset, nonZero & ~7);
-    const frame = readFrame(buf, offset, buf.length, salt);
-    if (frame.kind === 'record') {
-      seqs.push(frame.batchSeq);
-      offset = end = frame.next;
-    } else {
-      offset += 8;
+    if (buf[offset] === 0 && buf[offset + 4] === 0) {
+      // Skip zero runs natively (a preallocated tail is megabytes of zeros).
+      const nonZero = firstNonZero(buf, offset);
+      if (nonZero < 0) break;
+      if (nonZero >= offset + 8) {
+        offset = nonZero & ~7;
+        continue;
+      }
     }
+    // Cheap plausibility test before the full frame check (a recycled tail is megabytes of old records).
+    const type = buf[offset + 4]!;
+    if (type >= 1 && type <= 3 && (buf[offset + 5]! & ~1) === 0 && buf[offset + 6] === 0 && buf[offset + 7] === 0) {
+      const frame = readFrame(buf, offset, buf.length, salt);
+      if (frame.kind === 'record') {
+        seqs.push(frame.batchSeq);
+        offset = end = frame.next;
+        continue;
+      }
+    }
+    offset += 8;
   }
   return { seqs, end };
 }
