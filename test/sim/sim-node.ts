@@ -47,6 +47,8 @@ export class SimNode {
   incarnation = 0;
   frozen = false;
   removed = false;
+  /** Snapshots from the leader restored so far (all incarnations). */
+  snapshotsRestored = 0;
   #env: NodeEnv;
   #tuning: NodeTuning;
   #lastCompactIndex = 0;
@@ -155,6 +157,7 @@ export class SimNode {
     if (this.sm.appliedIndex !== snap.meta.index) throw new SimViolation(`snapshot meta index ${snap.meta.index} != data index ${this.sm.appliedIndex}`);
     this.confState = snap.meta.confState;
     this.#lastCompactIndex = snap.meta.index;
+    this.snapshotsRestored++;
     this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
     this.#env.trace(`n${this.id} restored snapshot @${snap.meta.index}`);
   }
