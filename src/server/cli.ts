@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+/**
+ * The `etcetera` command: a thin layer over the embedding API.
+ *
+ *   etcetera server [flags]     run a member (etcd's flag names; k3s's --cluster-init/--server/--token)
+ *   etcetera version            print versions
+ *
+ * Signals: SIGTERM/SIGINT stop gracefully (a leader hands leadership over first, everything is flushed); a
+ * second signal exits at once. A member removed from the cluster stops and says so.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError, parseConfig } from './config.js';
+import { etcdVersion } from './etcd-server.js';
+import { createLogger } from './log.js';
+import { startMember } from './member.js';
+
+const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
+
+Usage:
+  etcetera server [flags]    run a member (see \`etcetera server --help\`)
+  etcetera version           print the version
+`;
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    return pkg.version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(usage);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === 'version' || command === '--version') {
+    process.stdout.write(`etcetera ${packageVersion()}\netcd API ${etcdVersion}\nnode ${process.version}\n`);
+    return 0;
+  }
+  if (command !== 'server') {
+    process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseConfig({ argv: rest, env: process.env });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`etcetera: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  if (parsed.kind === 'help') {
+    process.stdout.write(parsed.text);
+    return 0;
+  }
+  const { config, warnings } = parsed;
+  const logger = createLogger({ level: config.logLevel });
+  for (const w of warnings) logger.warn(w);
+  let member;
+  try {
+    member = await startMember({ ...config, logger });
+  } catch (error) {
+    logger.error('could not start', { error: error instanceof Error ? error.message : String(error) });
+    return 1;
+  }
+  logger.info('etcetera member started', { name: config.name, member: member.memberId.toString(16), clientUrls: member.clientUrls });
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        logger.warn('second signal: exiting now', { signal });
+        resolve(1);
+        return;
+      }
+      stopping = true;
+      logger.info('stopping', { signal });
+      member.close().then(
+        () => resolve(0),
+        (error: unknown) => {
+          logger.error('error while stopping', { error: String(error) });
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    void member.stopped.then(({ reason }) => {
+      if (stopping) return;
+      const removed = reason.startsWith('removed');
+      if (removed) logger.warn(`stopping: this member was ${reason}`);
+      else logger.error(`stopping: ${reason}`);
+      void member.close().finally(() => resolve(removed ? 0 : 1));
+    });
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`etcetera: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);
