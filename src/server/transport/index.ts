@@ -10,3 +10,4 @@ export {
   type PeerTransportOptions,
   PeerAuthError,
 } from './types.js';
+export { registerTransportMetrics, type TransportStatsSource } from './metrics.js';
