@@ -32,11 +32,14 @@ import { WalClosedError, WalFatalError } from './errors.js';
 import { NodeFsPort, type DirLock, type FsPort } from './fs-port.js';
 import { Histogram, recordsPerBatchBounds, syncSecondsBounds, type WalMetrics } from './metrics.js';
 import { measureSyncLatencyMs, pickProfile, profiles, validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
-import { assertEntries, BatchEncoder, entryOverheadBytesBound, recordBytesBound } from './record.js';
+import { BatchEncoder } from './record.js';
 import { recover } from './recover.js';
 import { emptySnapshotMeta } from './replay.js';
+import { bytesBound, SaveValidator, type SaveRequest } from './save-request.js';
 import { SegmentLog } from './segment-log.js';
 import { decodeSnapshotFile, parseSnapshotFileName, snapshotFileName, writeSnapshotFile } from './snapshot-file.js';
+
+export type { SaveRequest } from './save-request.js';
 
 export interface WalOptions {
   profile?: ProfileChoice;
@@ -56,13 +59,6 @@ export interface WalState {
   loadSnapshot(): Promise<Snapshot | undefined>;
 }
 
-export interface SaveRequest {
-  hardState?: HardState;
-  entries?: readonly Entry[];
-  /** Metadata of a snapshot whose data the caller made durable (use saveSnapshot to have the WAL store it). */
-  snapshotMeta?: SnapshotMeta;
-}
-
 interface PendingSave {
   request: SaveRequest;
   bytesBound: number;
@@ -70,15 +66,6 @@ interface PendingSave {
   ready: Promise<void> | undefined;
   resolve: () => void;
   reject: (err: Error) => void;
-}
-
-function bytesBound(r: SaveRequest): number {
-  let n = 0;
-  for (const e of r.entries ?? []) n += e.data.length + entryOverheadBytesBound;
-  if (r.entries && r.entries.length > 0) n += recordBytesBound(16) * (1 + Math.ceil(n / (512 * 1024)));
-  if (r.hardState) n += recordBytesBound(64);
-  if (r.snapshotMeta) n += recordBytesBound(32 + 24 * (r.snapshotMeta.confState.voters.length + r.snapshotMeta.confState.learners.length));
-  return n;
 }
 
 interface WalInit {
@@ -111,7 +98,7 @@ export class Wal {
   #operation = 'write';
   #releaseChain: Promise<unknown> = Promise.resolve();
   // What the caller has handed us (validation), what is encoded (segment state records), what is durable.
-  #accepted = { last: 0, snapshotIndex: 0, commit: 0, term: 0 };
+  #accepted = new SaveValidator({ last: 0, snapshotIndex: 0, commit: 0, term: 0 });
   #writtenHardState: HardState | undefined;
   #writtenSnapshot: SnapshotMeta = emptySnapshotMeta();
   #writtenLast = 0;
@@ -160,7 +147,7 @@ export class Wal {
       else wal.#segments.prepareNext();
       wal.#batchSeq = ((recovered.lastBatchSeq ?? -1) + 1) >>> 0;
       const last = replay.snapshot.index + replay.entries.length;
-      wal.#accepted = { last, snapshotIndex: replay.snapshot.index, commit: replay.hardState.commit, term: replay.hardState.term };
+      wal.#accepted = new SaveValidator({ last, snapshotIndex: replay.snapshot.index, commit: replay.hardState.commit, term: replay.hardState.term });
       wal.#writtenHardState = replay.hardState;
       wal.#writtenSnapshot = replay.snapshot;
       wal.#writtenLast = last;
@@ -250,41 +237,13 @@ export class Wal {
   #enqueue(request: SaveRequest, ready: Promise<void> | undefined): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
     if (this.#closed) return Promise.reject(new WalClosedError());
-    this.#accept(request);
+    this.#accepted.accept(request);
     return new Promise<void>((resolve, reject) => {
       const bound = bytesBound(request);
       this.#queue.push({ request, bytesBound: bound, ready, resolve, reject });
       this.#queuedBytes += bound;
       this.#draining ??= this.#drain();
     });
-  }
-
-  /** Validates a save against what was accepted before it (programmer errors are assertions). */
-  #accept(r: SaveRequest): void {
-    const acc = this.#accepted;
-    if (r.snapshotMeta) {
-      assertSafeInteger(r.snapshotMeta.index, 'snapshot index');
-      assert(r.snapshotMeta.index >= acc.snapshotIndex, 'snapshot index went back');
-      acc.snapshotIndex = r.snapshotMeta.index;
-      acc.last = Math.max(acc.last, r.snapshotMeta.index);
-    }
-    const entries = r.entries ?? [];
-    if (entries.length > 0) {
-      assertEntries(entries);
-      const first = entries[0]!.index;
-      assert(first > acc.snapshotIndex, `entries at ${first} are covered by the snapshot at ${acc.snapshotIndex}`);
-      assert(first <= acc.last + 1, `entries at ${first} leave a gap after ${acc.last}`);
-      assert(first > acc.commit, `entries at ${first} would overwrite committed entries (commit ${acc.commit})`);
-      acc.last = entries[entries.length - 1]!.index;
-    }
-    if (r.hardState) {
-      assertSafeInteger(r.hardState.term, 'term');
-      assertSafeInteger(r.hardState.commit, 'commit');
-      assert(r.hardState.term >= acc.term, 'term went back');
-      assert(r.hardState.commit >= acc.commit, 'commit went back');
-      acc.term = r.hardState.term;
-      acc.commit = r.hardState.commit;
-    }
   }
 
   async #drain(): Promise<void> {
