@@ -5,6 +5,7 @@
  */
 import { Cluster, type ClusterOptions } from './cluster.js';
 import type { SimNode } from './sim-node.js';
+import { decodeProposal } from './state-machine.js';
 
 export const electionTicks = 10;
 
@@ -64,4 +65,15 @@ export function appliedOnAllUp(c: Cluster, proposalId: number, among?: number[])
 /** The terms of a node's log at the given indexes (undefined where compacted or absent). */
 export function termsAt(n: SimNode, indexes: number[]): (number | undefined)[] {
   return indexes.map((i) => n.log.term(i));
+}
+
+/** The log index at which `node` holds proposal `proposalId` (searching its in-memory log), or undefined. */
+export function indexOfProposal(n: SimNode, proposalId: number): number | undefined {
+  for (const e of n.log.entries) if (decodeProposal(e.data) === proposalId) return e.index;
+  return undefined;
+}
+
+/** The first index of the node's log holding an entry of its current term, or undefined. */
+export function firstIndexOfTerm(n: SimNode): number | undefined {
+  return n.log.entries.find((e) => e.term === n.hs.term)?.index;
 }
