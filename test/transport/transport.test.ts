@@ -140,7 +140,8 @@ describe('peer transport between three members', () => {
 
   it('refuses a peer with the wrong token, with a clear error and a log line on both sides', async () => {
     const b = await node(2n);
-    const intruder = await node(3n, { token: 'not-the-token' });
+    const refusals: [bigint, string][] = [];
+    const intruder = await node(3n, { token: 'not-the-token', onPeerRefused: (id, reason) => refusals.push([id, reason]) });
     intruder.transport.addPeer(2n, [b.url]);
     intruder.transport.send([heartbeat(3n, 2n, 0)]);
     await waitFor(() => b.lines.some((l) => l.msg === 'peer connection refused'), 'refusal logged by the server');
@@ -152,6 +153,21 @@ describe('peer transport between three members', () => {
     const err = await intruder.transport.request(b.url, { method: 'join' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PeerAuthError);
     expect(b.received).toEqual([]);
+    expect(refusals[0]?.[0]).toBe(2n);
+    expect(refusals[0]?.[1]).toMatch(/join token/);
+  });
+
+  it('refuses a peer that authorizePeer rejects (a removed member), telling it why', async () => {
+    const b = await node(2n, { authorizePeer: (from) => (from === 3n ? 'the member was removed from the cluster' : undefined) });
+    const refusals: string[] = [];
+    const removed = await node(3n, { onPeerRefused: (_id, reason) => refusals.push(reason) });
+    removed.transport.addPeer(2n, [b.url]);
+    await waitFor(() => refusals.length > 0, 'refusal');
+    expect(refusals[0]).toBe('refused by peer: the member was removed from the cluster');
+    const ok = await node(4n);
+    ok.transport.addPeer(2n, [b.url]);
+    ok.transport.send([heartbeat(4n, 2n, 1)]);
+    await waitFor(() => b.received.length === 1, 'delivery from a member');
   });
 
   it('refuses a peer from another cluster, and a dial to the wrong member id', async () => {

@@ -27,6 +27,7 @@ export interface PeerStreamOptions {
   stats: PeerStats;
   logger: Logger;
   onUnreachable: (id: NodeId) => void;
+  onRefused: (id: NodeId, reason: string) => void;
 }
 
 /** Bytes a message will take on the wire, roughly: exact enough to size batches and bound the queue. */
@@ -202,6 +203,7 @@ export class PeerStream {
     if (this.#state === 'closed') return;
     const lost = this.#clearQueue();
     if (lost > 0) this.#drop(lost);
+    if (err instanceof PeerAuthError) this.#o.onRefused(this.id, err.message);
     // Log once per distinct failure, not on every retry, so a dead peer does not flood the log.
     const message = err.message;
     if (message !== this.#lastError) {

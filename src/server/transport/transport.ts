@@ -118,6 +118,7 @@ export class PeerTransport {
       stats: this.#statsFor(id),
       logger: this.#logger,
       onUnreachable: (peer) => this.#o.onUnreachable?.(peer),
+      onRefused: (peer, reason) => this.#o.onPeerRefused?.(peer, reason),
     });
     this.#peers.set(id, stream);
   }
@@ -138,6 +139,7 @@ export class PeerTransport {
 
   /** Queues messages for their peers; never blocks. MsgSnap goes on its own chunked stream. */
   send(msgs: Message[]): void {
+    if (this.#closed) return;
     let run: Message[] = [];
     let runTo: NodeId | undefined;
     const flushRun = (): void => {

@@ -45,6 +45,12 @@ export interface PeerTransportOptions {
   onRequest?(req: PeerRequest, info: PeerRequestInfo): Promise<PeerResponse>;
   /** Messages to `id` were dropped (queue full or link down): Raft should move the peer to probe. */
   onUnreachable?(id: NodeId): void;
+  /**
+   * Our outbound stream to `id` was refused after authentication failed or the peer rejected us (wrong token,
+   * cluster or member id, or `authorizePeer` on its side, e.g. "the member was removed from the cluster").
+   * Called on every refused attempt; the stream keeps retrying at the capped backoff.
+   */
+  onPeerRefused?(id: NodeId, reason: string): void;
   /** Outcome of a snapshot sent to `id` (Raft's ReportSnapshot). */
   onSnapshotStatus?(id: NodeId, ok: boolean): void;
   /** Return a reason to refuse an authenticated peer (e.g. a removed member), or undefined to accept. */
