@@ -276,17 +276,15 @@ export class Wal {
   }
 
   #takeBatch(): PendingSave[] {
-    const batch: PendingSave[] = [];
+    let count = 0;
     let bytes = 0;
-    while (this.#queue.length > 0) {
-      const next = this.#queue[0]!;
-      if (batch.length > 0 && (next.ready || bytes + next.bytesBound > this.#tuning.batchBytesMax)) break;
-      batch.push(next);
+    for (const next of this.#queue) {
+      if (count > 0 && (next.ready || bytes + next.bytesBound > this.#tuning.batchBytesMax)) break;
       bytes += next.bytesBound;
-      this.#queue.shift();
+      count++;
     }
     this.#queuedBytes -= bytes;
-    return batch;
+    return this.#queue.splice(0, count);
   }
 
   /** Encodes, writes and syncs one batch. */
