@@ -24,9 +24,10 @@ export async function streamSnapshot(
   conn.send(FrameType.SnapHeader, { message: header, totalBytes: data.length });
   for (let offset = 0; offset < data.length; offset += chunkBytes) {
     if (conn.closed) throw new Error('snapshot connection closed while sending');
-    const ok = conn.sendRaw(FrameType.SnapChunk, data.subarray(offset, Math.min(data.length, offset + chunkBytes)));
-    // Wait for the socket to drain, so memory stays at about one chunk however big the snapshot.
-    if (!ok) await waitDrain(conn);
+    conn.sendRaw(FrameType.SnapChunk, data.subarray(offset, Math.min(data.length, offset + chunkBytes)));
+    // Keep a few chunks in flight (the chunks are views of `data`, so this costs no memory), but never the
+    // whole snapshot: waiting on every chunk would stall the pipe once per chunk.
+    if (conn.socket.writableLength >= 4 * chunkBytes) await waitDrain(conn);
   }
   conn.send(FrameType.SnapDone, {});
   const ack = await conn.nextFrame(ackTimeoutMs, 'snapshot acknowledgement');
