@@ -23,12 +23,47 @@ export function requiresLeader(metadata: Metadata): boolean {
   return v.length > 0 && v[0] === requireLeaderValue;
 }
 
-/** The context of one call; its signal aborts when the client cancels or the deadline passes. */
-export function requestContext(call: Cancellable): RequestContext {
-  const controller = new AbortController();
-  if (call.cancelled) controller.abort();
-  else call.once('cancelled', () => controller.abort());
-  return { requireLeader: requiresLeader(call.metadata), signal: controller.signal };
+/**
+ * The context of one call. grpc-js reports EVERY finished call as 'cancelled' (after its status is sent), so
+ * the handler marks the call finished first, and the AbortController (and the DOMException an abort builds)
+ * only exists if someone asks for the signal: both matter on the hot path.
+ */
+export class CallContext implements RequestContext {
+  readonly requireLeader: boolean;
+  #controller: AbortController | undefined;
+  #cancelled = false;
+  #finished = false;
+
+  constructor(call: Cancellable) {
+    this.requireLeader = requiresLeader(call.metadata);
+    if (call.cancelled) this.#cancelled = true;
+    else call.once('cancelled', () => this.#cancel());
+  }
+
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    if (this.#cancelled && !this.#controller.signal.aborted) this.#controller.abort();
+    return this.#controller.signal;
+  }
+
+  get cancelled(): boolean {
+    return this.#cancelled;
+  }
+
+  /** The answer is about to be sent: a later 'cancelled' is grpc-js closing the call, not the client. */
+  finish(): void {
+    this.#finished = true;
+  }
+
+  #cancel(): void {
+    if (this.#finished) return;
+    this.#cancelled = true;
+    this.#controller?.abort();
+  }
+}
+
+export function requestContext(call: Cancellable): CallContext {
+  return new CallContext(call);
 }
 
 /** etcd's unary interceptor: a require-leader request on a member without a leader fails at once. */
@@ -40,7 +75,7 @@ export type UnaryHandler = (req: Wire, ctx: RequestContext) => Promise<Wire>;
 
 export function unary(api: EtcdApi, handler: UnaryHandler): handleUnaryCall<Wire, Wire> {
   return (call: ServerUnaryCall<Wire, Wire>, callback: sendUnaryData<Wire>) => {
-    let ctx: RequestContext;
+    let ctx: CallContext;
     try {
       ctx = requestContext(call);
       checkLeader(api, ctx);
@@ -49,8 +84,14 @@ export function unary(api: EtcdApi, handler: UnaryHandler): handleUnaryCall<Wire
       return;
     }
     handler(call.request, ctx).then(
-      (res) => callback(null, res),
-      (err: unknown) => callback(toGrpcError(err)),
+      (res) => {
+        ctx.finish();
+        callback(null, res);
+      },
+      (err: unknown) => {
+        ctx.finish();
+        callback(toGrpcError(err));
+      },
     );
   };
 }

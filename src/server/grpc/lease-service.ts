@@ -1,7 +1,7 @@
 /** etcdserverpb.Lease: grant, revoke, keep-alive stream, time-to-live, list (etcd's api/v3rpc/lease.go). */
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { MvccError } from '../../mvcc/types.js';
-import type { EtcdApi, RequestContext } from '../api.js';
+import type { EtcdApi } from '../api.js';
 import { EtcdError } from '../errors.js';
 import { checkLeader, failStream, requestContext, unary } from './call.js';
 import { encodeHeader, i64, id, long, n64, num } from './codec.js';
@@ -55,7 +55,7 @@ export function leaseService(api: EtcdApi, streams: LeaderStreams): UntypedServi
 
 /** Renews one request at a time, in order, as etcd's recv loop does; an unknown lease answers TTL 0. */
 function keepAlive(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStream<Wire, Wire>): void {
-  const ctx: RequestContext = requestContext(call);
+  const ctx = requestContext(call);
   try {
     checkLeader(api, ctx);
   } catch (err) {
@@ -71,6 +71,7 @@ function keepAlive(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStrea
     if (done) return;
     done = true;
     untrack();
+    ctx.finish();
     if (call.cancelled) return;
     if (err === undefined) call.end();
     else failStream(call, err);
@@ -88,7 +89,7 @@ function keepAlive(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStrea
       } catch (err) {
         if (!isLeaseNotFound(err)) return finish(err);
       }
-      if (done || ctx.signal.aborted) return;
+      if (done || ctx.cancelled) return;
       call.write({ header, ID: long(leaseId), TTL: i64(ttl) });
     }
     running = false;

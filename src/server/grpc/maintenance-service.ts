@@ -100,8 +100,10 @@ async function snapshot(api: EtcdApi, call: ServerWritableStream<Wire, Wire>): P
   try {
     const source = await api.snapshot(ctx);
     await streamSnapshot(source, call, ctx.signal);
+    ctx.finish();
     if (!call.cancelled) call.end();
   } catch (err) {
+    ctx.finish();
     if (!call.cancelled) failStream(call, err);
   }
 }

@@ -43,6 +43,7 @@ function serveWatch(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStre
     if (closed) return;
     closed = true;
     untrack();
+    ctx.finish();
     core?.close();
     if (err !== undefined && !call.cancelled) failStream(call, err);
   };
