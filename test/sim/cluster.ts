@@ -8,43 +8,18 @@
  */
 import { Prng } from '../../src/base/prng.js';
 import type { ConfChange, ConfState, Message, NodeId, ProposeResult, RaftConfig } from '../../src/raft/types.js';
+import { defaultRaftTuning, type ClusterOptions, type RaftTuning } from './cluster-options.js';
+import { describeMessage } from './describe.js';
 import { MessageType } from '../../src/raft/types.js';
-import { Checker, type CheckOptions } from './checker.js';
+import { Checker } from './checker.js';
 import { EventQueue } from './event-queue.js';
-import { SimDisk, fastDisk, type DiskProfile } from './disk.js';
-import { SimNetwork, perfectLink, type LinkProfile } from './network.js';
-import { SimNode, type NodeEnv, type NodeTuning } from './sim-node.js';
+import { SimDisk, fastDisk } from './disk.js';
+import { SimNetwork, perfectLink } from './network.js';
+import { SimNode, type NodeEnv } from './sim-node.js';
 import { utf8 } from '../../src/base/bytes.js';
 import { encodeProposal } from './state-machine.js';
 
-export type RaftTuning = Omit<RaftConfig, 'id' | 'rng' | 'logger'>;
-
-export const defaultRaftTuning: RaftTuning = {
-  electionTicks: 10,
-  heartbeatTicks: 1,
-  preVote: true,
-  checkQuorum: true,
-  maxMsgBytes: 64 * 1024,
-  maxInflightMsgs: 64,
-  maxUncommittedBytes: 1024 * 1024,
-};
-
-export interface ClusterOptions {
-  seed: number;
-  /** Initial voters, ids 1..voters. */
-  voters: number;
-  raft?: Partial<RaftTuning>;
-  link?: LinkProfile;
-  disk?: DiskProfile;
-  node?: Partial<NodeTuning>;
-  checks?: Partial<CheckOptions>;
-  stepsPerTick?: number;
-  /** Ticks a thawed node catches up at most (its clock jumped). */
-  thawTicksMax?: number;
-  trace?: (line: string) => void;
-  /** Also trace every message delivered (very verbose). */
-  traceMessages?: boolean;
-}
+export { defaultRaftTuning, type ClusterOptions, type RaftTuning } from './cluster-options.js';
 
 type SimEvent =
   | { kind: 'deliver'; m: Message; incarnation: number }
@@ -424,11 +399,4 @@ export class Cluster {
     if (src === undefined) for (const n of this.nodes.values()) if (src === undefined || n.sm.appliedIndex > src.sm.appliedIndex) src = n;
     return src?.confState ?? { voters: [], learners: [] };
   }
-}
-
-export function describeMessage(m: Message): string {
-  const ents = m.entries.length > 0 ? ` ents ${m.entries[0]!.index}..${m.entries[m.entries.length - 1]!.index}` : '';
-  const rej = m.reject ? ` REJECT hint ${m.rejectHint}/${m.logTermHint ?? '-'}` : '';
-  const snap = m.snapshot !== undefined ? ` snap@${m.snapshot.meta.index}` : '';
-  return `  ${m.from}→${m.to} ${m.type} t${m.term} i${m.index} lt${m.logTerm} c${m.commit}${ents}${rej}${snap}`;
 }

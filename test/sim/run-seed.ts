@@ -11,6 +11,7 @@ import type { RaftConfig } from '../../src/raft/types.js';
 import { Chaos, clusterSizeMax, planChaos } from './chaos.js';
 import type { CheckOptions } from './checker.js';
 import { Cluster, type RaftTuning } from './cluster.js';
+import { describeCluster } from './describe.js';
 
 export const livenessElectionTimeouts = 20;
 /** A client re-proposes what it has not seen applied every this many election timeouts (a request timeout). */
@@ -166,22 +167,4 @@ function pickVoterToKeepDown(c: Cluster, rng: Prng): bigint | undefined {
   const candidates = voters.filter((id) => c.nodes.get(id)?.removed === false);
   if (candidates.length - 1 < Math.floor(voters.length / 2) + 1) return undefined;
   return candidates[rng.int(candidates.length)];
-}
-
-/** One line per node (and the leader's view of its followers), for failure reports. */
-export function describeCluster(c: Cluster): string {
-  const lines: string[] = [];
-  for (const n of c.nodes.values()) {
-    if (!n.up) {
-      lines.push(`n${n.id} down${n.removed ? ' (removed)' : ''}`);
-      continue;
-    }
-    const st = n.raw!.status();
-    const cs = `v[${st.confState.voters.join(',')}] l[${st.confState.learners.join(',')}]`;
-    lines.push(
-      `n${n.id} ${st.role} term ${st.term} lead ${st.leader} commit ${st.commit} applied ${st.applied}/${n.sm.appliedIndex} last ${st.lastIndex} durable ${n.disk.durable.log.lastIndex()} pending ${n.disk.pendingCount} ${cs}`,
-    );
-    for (const [id, p] of st.progress ?? []) lines.push(`   → n${id} ${p.state} match ${p.match} next ${p.next} inflight ${p.inflight} active ${p.recentActive}`);
-  }
-  return lines.join('\n');
 }
