@@ -152,3 +152,26 @@ describe('require leader (hasleader metadata)', () => {
     plain.cancel();
   });
 });
+
+describe('garbage', () => {
+  it('answers a malformed protobuf request with an error status and keeps serving', async () => {
+    // The test client's serializer passes Buffers through untouched: these bytes claim a 127-byte key field.
+    const err = await status(call(kv, 'Put', Buffer.from([0x0a, 0x7f, 0x01]) as never));
+    expect(err.code).not.toBe(S.OK);
+    expect((await call<{ header: unknown }>(kv, 'Range', { key: b('after-garbage') })).header).toBeDefined();
+  });
+
+  it('survives non-HTTP/2 bytes on the port', async () => {
+    const { connect } = await import('node:net');
+    await new Promise<void>((resolve) => {
+      const socket = connect(Number(h.endpoint.split(':')[1]), '127.0.0.1', () => {
+        socket.end(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n\x00\xff garbage'));
+      });
+      socket.on('close', () => resolve());
+      socket.on('error', () => resolve());
+      socket.resume();
+      setTimeout(() => socket.destroy(), 2000).unref();
+    });
+    expect((await call<{ header: unknown }>(kv, 'Range', { key: b('after-junk') })).header).toBeDefined();
+  });
+});
