@@ -62,3 +62,5 @@ export const walRecordBytesMax = 16 * 1024 * 1024;
 assert(walRecordBytesMax >= walRecordChunkBytes + 2 * requestBytesMax, 'a WAL record must hold a chunk plus one request');
 /** MVCC: revisions deleted per backend batch during physical compaction (etcd: compaction-batch-limit 1000). */
 export const compactionBatchKeysMax = 1000;
+/** Peer transport: inbound connections (authenticated or not) held at once; more are closed on accept. */
+export const peerInboundConnectionsMax = 1024;

@@ -194,6 +194,32 @@ describe('peer transport between three members', () => {
     await expect(joiner.transport.request('127.0.0.1:1', { method: 'x' }, { timeoutMs: 2_000 })).rejects.toThrow();
   });
 
+  it('caps inbound connections, closing new ones beyond the limit', async () => {
+    const b = await node(2n, { limits: { inboundConnectionsMax: 2 } });
+    const idle: net.Socket[] = [];
+    open.push({ close: () => idle.forEach((s) => s.destroy()) });
+    const dialRaw = async (): Promise<{ socket: net.Socket; hello: Promise<boolean> }> => {
+      const socket = net.connect(b.port, '127.0.0.1');
+      idle.push(socket);
+      const hello = new Promise<boolean>((r) => {
+        socket.once('data', () => r(true));
+        socket.once('close', () => r(false));
+      });
+      await new Promise((r) => socket.once('connect', r));
+      return { socket, hello };
+    };
+    const first = await dialRaw();
+    const second = await dialRaw();
+    expect(await first.hello).toBe(true);
+    expect(await second.hello).toBe(true);
+    const third = await dialRaw();
+    expect(await third.hello).toBe(false);
+    await waitFor(() => b.lines.some((l) => l.msg === 'too many inbound peer connections; closing a new one'), 'log line');
+    first.socket.destroy();
+    await waitFor(() => b.lines.filter((l) => l.msg === 'peer connection refused').length >= 1, 'slot freed');
+    expect(await (await dialRaw()).hello).toBe(true);
+  });
+
   it('survives garbage bytes on the peer port', async () => {
     const b = await node(2n);
     const sock = net.connect(b.port, '127.0.0.1');

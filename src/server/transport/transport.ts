@@ -12,6 +12,7 @@ import * as tls from 'node:tls';
 import {
   assert,
   peerBatchBytesMax,
+  peerInboundConnectionsMax,
   peerQueueBytesMax,
   peerQueueMessagesMax,
   peerSocketBufferedBytesMax,
@@ -40,6 +41,7 @@ export const defaultTransportLimits: PeerTransportLimits = {
   batchBytesMax: peerBatchBytesMax,
   socketBufferedBytesMax: peerSocketBufferedBytesMax,
   snapshotChunkBytes,
+  inboundConnectionsMax: peerInboundConnectionsMax,
   reconnectDelayMsMin: 50,
   reconnectDelayMsMax: 2_000,
   handshakeTimeoutMs: 5_000,
@@ -247,6 +249,11 @@ export class PeerTransport {
 
   #accept(socket: net.Socket): void {
     if (this.#closed) return void socket.destroy();
+    if (this.#inbound.size >= this.#limits.inboundConnectionsMax) {
+      // Unauthenticated connections cost memory until their handshake times out; cap them.
+      this.#logger.warn('too many inbound peer connections; closing a new one', { remote: socket.remoteAddress, max: this.#limits.inboundConnectionsMax });
+      return void socket.destroy();
+    }
     const conn = new FramedConnection(socket);
     this.#inbound.add(conn);
     conn.onClose(() => this.#inbound.delete(conn));

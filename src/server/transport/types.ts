@@ -65,6 +65,7 @@ export interface PeerTransportLimits {
   batchBytesMax: number;
   socketBufferedBytesMax: number;
   snapshotChunkBytes: number;
+  inboundConnectionsMax: number;
   reconnectDelayMsMin: number;
   reconnectDelayMsMax: number;
   handshakeTimeoutMs: number;
