@@ -166,6 +166,28 @@ describe('Watch', () => {
   });
 });
 
+describe('Watch backpressure', () => {
+  it('delivers every event in order to a client that stopped reading for a while', async () => {
+    const { stream, next } = openWatch();
+    stream.write({ createRequest: { key: b('bp/'), rangeEnd: b('bp0') } });
+    await next();
+    stream.pause();
+    const value = Buffer.alloc(4096, 'x');
+    const puts = 600; // 2.4 MB: well past HTTP/2 flow-control windows and the stream's write buffer
+    let lastRevision = '';
+    for (let i = 0; i < puts; i++) lastRevision = (await put(`bp/${i % 50}`, value.toString())).header.revision.toString();
+    stream.resume();
+    const revisions: number[] = [];
+    while (revisions.at(-1)?.toString() !== lastRevision) {
+      const r = await next();
+      for (const e of r.events) revisions.push(Number(e.kv.modRevision.toString()));
+    }
+    expect(revisions).toHaveLength(puts);
+    for (let i = 1; i < revisions.length; i++) expect(revisions[i]).toBe(revisions[i - 1]! + 1);
+    stream.cancel();
+  });
+});
+
 describe('LeaseKeepAlive stream', () => {
   it('answers each request in order; an unknown lease gets TTL 0', async () => {
     const lease = h.client('etcdserverpb.Lease');
