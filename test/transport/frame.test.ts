@@ -29,6 +29,12 @@ describe('peer frames', () => {
     expect(() => new FrameReader().push(Buffer.from([0, 0, 0, 1, 200]))).toThrow(/unknown frame type 200/);
   });
 
+  it('keeps number fields numbers (even past 2^32) and bigint fields bigints (even small ones)', () => {
+    const value = { term: 2 ** 40, index: Number.MAX_SAFE_INTEGER, commit: 0, from: 1n, to: 0n, max: 2n ** 64n - 1n };
+    const [frame] = new FrameReader().push(encodeFrame(FrameType.Messages, value));
+    expect(decodePayload(frame!)).toStrictEqual(value);
+  });
+
   it('round-trips random uint64 ids and byte payloads (seeded)', () => {
     const seed = 0x5eed;
     const rng = new Prng(seed);
