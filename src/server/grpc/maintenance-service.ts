@@ -5,7 +5,7 @@ import type { AlarmType } from '../../mvcc/types.js';
 import type { AlarmAction, EtcdApi, SnapshotSource } from '../api.js';
 import { EtcdError, etcdErrors } from '../errors.js';
 import { failStream, requestContext, unary, unimplementedUnary } from './call.js';
-import { encodeHeader, id, long, n64, num } from './codec.js';
+import { encodeHeader, i64, id, long, n64, num } from './codec.js';
 import type { Wire } from './proto.js';
 
 /**
@@ -65,7 +65,7 @@ export function maintenanceService(api: EtcdApi): UntypedServiceImplementation {
       return {
         header: encodeHeader(api.header(r.revision)),
         hash: r.hash >>> 0 || undefined,
-        compactRevision: n64(r.compactRevision, 'compactRevision'),
+        compactRevision: i64(r.compactRevision),
         hashRevision: n64(r.revision, 'hashRevision'),
       };
     }),
