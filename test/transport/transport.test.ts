@@ -74,6 +74,25 @@ describe('peer transport between three members', () => {
     expect(a.unreachable.length).toBeGreaterThan(0);
   });
 
+  it('follows a peer to its new URL on updatePeer, and stops sending on removePeer', async () => {
+    const a = await node(1n);
+    const old = await node(2n);
+    a.transport.addPeer(2n, [old.url]);
+    a.transport.send([heartbeat(1n, 2n, 1)]);
+    await waitFor(() => old.received.length === 1, 'delivery to the old address');
+    const moved = await node(2n);
+    a.transport.updatePeer(2n, [moved.url]);
+    await waitFor(() => {
+      a.transport.send([heartbeat(1n, 2n, 2)]);
+      return moved.received.length > 0;
+    }, 'delivery to the new address');
+    a.transport.removePeer(2n);
+    expect(a.transport.hasPeer(2n)).toBe(false);
+    const before = a.unreachable.length;
+    a.transport.send([heartbeat(1n, 2n, 3)]);
+    expect(a.unreachable.length).toBe(before + 1);
+  });
+
   it('bounds the queue of a peer that does not answer, dropping and reporting the excess', async () => {
     // A listener that accepts but never completes the handshake: the stream stays in "connecting".
     const sockets: net.Socket[] = [];
