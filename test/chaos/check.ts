@@ -1,0 +1,29 @@
+/** Every checker over one history: L1 (per key + revision order), L4, L5, L6. */
+import type { History } from './history.js';
+import { checkL1, type L1Options } from './check-l1.js';
+import { checkLists } from './check-lists.js';
+import { checkRevisions } from './check-revisions.js';
+import { checkWatches } from './check-watch.js';
+import { buildReference } from './reference-log.js';
+
+export interface CheckReport {
+  violations: string[];
+  inconclusive: string[];
+  stats: { ops: number; l1Keys: number; l1Ops: number; resolved: number; dropped: number; events: number; completeThrough: number; watches: number };
+}
+
+export function checkHistory(h: History, o: L1Options = {}): CheckReport {
+  const ref = buildReference(h);
+  const l1 = checkL1(h, ref, o);
+  const violations = [...l1.violations, ...checkRevisions(h), ...checkWatches(h.watches, ref), ...checkLists(h, ref)];
+  let events = 0;
+  for (const at of ref.byRev.values()) events += at.size;
+  return {
+    violations,
+    inconclusive: l1.inconclusive,
+    stats: {
+      ops: h.ops.length, l1Keys: l1.keys, l1Ops: l1.ops, resolved: l1.resolved, dropped: l1.dropped,
+      events, completeThrough: ref.completeThrough, watches: h.watches.length,
+    },
+  };
+}
