@@ -30,6 +30,7 @@ import { ReadIndexBatcher } from './read-index.js';
 import type { ServerState, StateOptions } from './server-state.js';
 import { ServerState as State } from './server-state.js';
 import { StoreView } from './store-view.js';
+import { AutoCompactor, type AutoCompaction } from './auto-compactor.js';
 import type { ServerMetrics } from './server-metrics.js';
 
 export const etcdVersion = '3.5.17';
@@ -48,6 +49,7 @@ export interface EtcdServerParts {
   heartbeatMs: number;
   electionMs: number;
   snapshotCount: number;
+  autoCompaction?: AutoCompaction;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
   releaseLog(index: number): void;
@@ -83,6 +85,7 @@ export class EtcdServer implements EtcdApi {
   #stopped = false;
   #leaderListeners = new Set<(leader: bigint) => void>();
   #watchTimer: NodeJS.Timeout | undefined;
+  #compactor: AutoCompactor | undefined;
 
   constructor(parts: EtcdServerParts) {
     this.#p = parts;
@@ -121,7 +124,22 @@ export class EtcdServer implements EtcdApi {
     this.#confLearners = cs.learners;
     this.#p.syncPeers(this.#state.membership.list());
     driver.start();
+    this.#campaignIfAlone();
     this.#loops.start();
+    if (this.#p.autoCompaction !== undefined) {
+      this.#compactor = new AutoCompactor(
+        {
+          isLeader: () => this.#isLeader,
+          revision: () => this.#state.store.revision,
+          compactRevision: () => this.#state.store.compactRevision,
+          compact: async (revision) => void (await this.#proposer.propose({ kind: 'compact', revision, physical: false })),
+          nowMs: () => performance.now(),
+          logger: this.#p.logger,
+        },
+        this.#p.autoCompaction,
+      );
+      this.#compactor.start();
+    }
     this.#watchTimer = setInterval(() => this.#hub.sync(), 100);
     this.#watchTimer.unref();
   }
@@ -221,10 +239,21 @@ export class EtcdServer implements EtcdApi {
     const removedSelf = this.#state.applier.applyConfChange(e.index, cc, ctx.member, this.memberId);
     this.#cluster.confChangeApplied(ctx.id);
     this.#p.syncPeers(this.#state.membership.list());
+    this.#campaignIfAlone();
     if (removedSelf) {
       this.#p.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.memberId) });
       setImmediate(() => this.#p.onRemoved());
     }
+  }
+
+  /**
+   * The only voter need not wait out a randomized election timeout nobody can contest (etcd fast-forwards
+   * its election ticks at start in the same way): a single-member cluster serves right after boot.
+   */
+  #campaignIfAlone(): void {
+    if (this.#leader !== 0n) return;
+    if (this.#confVoters.length !== 1 || this.#confVoters[0] !== this.memberId) return;
+    this.#driver.advanceTicks(2 * electionTicksOf(this.#p.electionMs, this.#p.heartbeatMs));
   }
 
   async #restoreSnapshot(snapshot: Snapshot): Promise<void> {
@@ -288,10 +317,33 @@ export class EtcdServer implements EtcdApi {
     if (ctx.signal.aborted) throw new EtcdError('canceled');
   }
 
+  /**
+   * Requests that need a leader wait a bounded time for one (an election takes one to two election
+   * timeouts) rather than failing at once: clients such as etcd3 open a circuit breaker on UNAVAILABLE.
+   */
+  async #awaitLeader(ctx: RequestContext): Promise<void> {
+    this.#checkAlive(ctx);
+    if (this.hasLeader()) return;
+    await new Promise<void>((resolve, reject) => {
+      const done = (error?: unknown): void => {
+        clearTimeout(timer);
+        off();
+        ctx.signal.removeEventListener('abort', onAbort);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const timer = setTimeout(() => done(new EtcdError('noLeader')), leaderWaitMs(this.#p.electionMs));
+      const off = this.onLeaderChange((leader) => {
+        if (leader !== 0n) done();
+      });
+      const onAbort = (): void => done(new EtcdError('canceled'));
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
   /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */
   async linearizableBarrier(ctx: RequestContext): Promise<void> {
-    this.#checkAlive(ctx);
-    if (!this.hasLeader()) throw new EtcdError('noLeader');
+    await this.#awaitLeader(ctx);
     await this.#reads.read();
   }
 
@@ -304,18 +356,18 @@ export class EtcdServer implements EtcdApi {
   }
 
   async put(req: PutRequest, ctx: RequestContext): Promise<PutResponse> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     await this.#checkQuota(req.key.length + req.value.length);
     return (await this.#proposer.propose({ kind: 'put', put: req }, ctx.signal)) as PutResponse;
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     return (await this.#proposer.propose({ kind: 'deleteRange', deleteRange: req }, ctx.signal)) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     if (isReadOnlyTxn(req)) {
       // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.
       await this.linearizableBarrier(ctx);
@@ -326,7 +378,7 @@ export class EtcdServer implements EtcdApi {
   }
 
   async compact(req: CompactionRequest, ctx: RequestContext): Promise<{ revision: number }> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     const result = (await this.#proposer.propose(
       { kind: 'compact', revision: req.revision, physical: req.physical },
       ctx.signal,
@@ -351,7 +403,7 @@ export class EtcdServer implements EtcdApi {
   // ---- Lease ----
 
   async leaseGrant(req: { ttlSeconds: number; id: bigint }, ctx: RequestContext): Promise<LeaseGrantResult> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     // The proposer picks the id, so apply stays deterministic (etcd: reqIDGen).
     let id = req.id;
     while (id === 0n) {
@@ -365,19 +417,19 @@ export class EtcdServer implements EtcdApi {
   }
 
   async leaseRevoke(id: bigint, ctx: RequestContext): Promise<{ revision: number }> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     if (!this.#state.lessor.exists(id)) throw new EtcdError('leaseNotFound');
     await this.#proposer.propose({ kind: 'leaseRevoke', leaseId: id }, ctx.signal);
     return { revision: this.#state.store.revision };
   }
 
   async leaseKeepAlive(id: bigint, ctx: RequestContext): Promise<number> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     return this.#onLeader(ctx, 'leaseKeepAlive', { id }, () => this.#state.lessor.renew(id, performance.now())) as Promise<number>;
   }
 
   async leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
-    this.#checkAlive(ctx);
+    await this.#awaitLeader(ctx);
     return this.#onLeader(ctx, 'leaseTimeToLive', { id, keys }, () =>
       this.#state.lessor.timeToLive(id, performance.now(), keys),
     ) as Promise<LeaseTimeToLiveResult>;
@@ -499,7 +551,7 @@ export class EtcdServer implements EtcdApi {
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
     void ctx;
     const h = this.#state.store.hashKV(revision);
-    return { hash: h.hash, revision: this.#state.store.revision, compactRevision: h.compactRevision };
+    return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
 
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
@@ -559,6 +611,7 @@ export class EtcdServer implements EtcdApi {
     }
     this.#stopped = true;
     this.#loops.stop();
+    this.#compactor?.stop();
     if (this.#watchTimer !== undefined) clearInterval(this.#watchTimer);
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));
@@ -615,6 +668,15 @@ export class EtcdServer implements EtcdApi {
       hasLeader: () => this.hasLeader(),
     };
   }
+}
+
+export function electionTicksOf(electionMs: number, heartbeatMs: number): number {
+  return Math.max(2, Math.round(electionMs / heartbeatMs));
+}
+
+/** How long a request waits for a leader before "no leader": a few election timeouts, as a client would retry. */
+export function leaderWaitMs(electionMs: number): number {
+  return 3 * electionMs;
 }
 
 /** etcd: ReqTimeout = 5 s + 2 × election timeout. */

@@ -22,7 +22,7 @@ import { Wal, type WalState } from '../wal/wal.js';
 import type { Member } from './api.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from './errors.js';
 import { MvccError } from '../mvcc/types.js';
-import { EtcdServer } from './etcd-server.js';
+import { EtcdServer, electionTicksOf } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
@@ -108,7 +108,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   const node = new RawNode(
     {
       id: identity.memberId,
-      electionTicks: Math.max(2, Math.round(o.electionTimeoutMs / o.heartbeatIntervalMs)),
+      electionTicks: electionTicksOf(o.electionTimeoutMs, o.heartbeatIntervalMs),
       heartbeatTicks: 1,
       preVote: true,
       checkQuorum: true,
@@ -185,6 +185,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     heartbeatMs: o.heartbeatIntervalMs,
     electionMs: o.electionTimeoutMs,
     snapshotCount: o.snapshotCount,
+    ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
     saveSnapshot: (s) => wal.saveSnapshot(s),
     releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
     peerRequest,

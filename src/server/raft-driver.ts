@@ -91,6 +91,12 @@ export class RaftDriver {
     if (this.#ticker !== undefined) clearInterval(this.#ticker);
   }
 
+  /** Advance the logical clock by `ticks` at once (fast-forward an election nobody else can contest). */
+  advanceTicks(ticks: number): void {
+    for (let i = 0; i < ticks; i++) this.#node.tick();
+    this.#schedule();
+  }
+
   get node(): RawNode {
     return this.#node;
   }

@@ -164,7 +164,10 @@ export function haveEtcdctl(): boolean {
 }
 
 export async function etcdctl(endpoints: string | string[], args: string[], timeoutMs = 15_000): Promise<{ stdout: string; stderr: string; code: number }> {
-  const eps = Array.isArray(endpoints) ? endpoints.join(',') : endpoints;
+  // etcdctl 3.4 dials a scheme-prefixed endpoint as `passthrough:///http://host:port` and sends that as the
+  // HTTP/2 :authority for maintenance calls; Node's HTTP/2 (nghttp2) refuses such an authority, so the
+  // endpoints are given as host:port, which every etcdctl accepts.
+  const eps = (Array.isArray(endpoints) ? endpoints : [endpoints]).map((e) => e.replace(/^https?:\/\//, '')).join(',');
   try {
     const r = await execFileP(etcdctlPath, [`--endpoints=${eps}`, '--command-timeout=5s', ...args], {
       env: { ...process.env, ETCDCTL_API: '3' },
