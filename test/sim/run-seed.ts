@@ -14,6 +14,15 @@ import { Cluster, type RaftTuning } from './cluster.js';
 import { describeCluster } from './describe.js';
 
 export const livenessElectionTimeouts = 20;
+/**
+ * Without PreVote, candidates whose logs are stale keep raising the term and resetting everyone's timer; each
+ * round an up-to-date node times out first with probability about one half, so the tail is long.
+ */
+export const livenessElectionTimeoutsNoPreVote = 60;
+
+export function livenessBoundTicks(raft: Pick<RaftTuning, 'preVote' | 'electionTicks'>): number {
+  return (raft.preVote ? livenessElectionTimeouts : livenessElectionTimeoutsNoPreVote) * raft.electionTicks;
+}
 /** A client re-proposes what it has not seen applied every this many election timeouts (a request timeout). */
 export const clientRetryElectionTimeouts = 3;
 
@@ -31,6 +40,7 @@ export interface SeedOptions {
 
 export interface SeedStats {
   nodes: number;
+  preVote: boolean;
   chaosTicks: number;
   livenessTicks: number;
   leaders: number;
@@ -70,7 +80,7 @@ export function runSeed(options: SeedOptions): SeedResult {
   const raft = tuningFor(rng, options.faults);
   const stepsPerTick = 10;
   const plan = planChaos(rng, raft.electionTicks!, stepsPerTick, options.knownBugs === true);
-  const stats: SeedStats = { nodes, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0 };
+  const stats: SeedStats = { nodes, preVote: raft.preVote === true, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0 };
   let phase: SeedResult['phase'] = 'chaos';
   let cluster: Cluster | undefined;
   try {
@@ -118,7 +128,7 @@ function runLiveness(c: Cluster, chaos: Chaos, rng: Prng): number {
     else if (!n.up && !n.removed) c.restart(id);
   }
   if (keepDown !== undefined) c.trace(`liveness: keeping n${keepDown} down`);
-  const boundTicks = livenessElectionTimeouts * c.raft.electionTicks;
+  const boundTicks = livenessBoundTicks(c.raft);
   const took = c.runUntil(() => {
     chaos.retryPending(clientRetryElectionTimeouts * c.raft.electionTicks);
     return isLive(c, chaos);
