@@ -6,6 +6,10 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { readFile } from 'node:fs/promises';
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+import { handOver } from './authority-fix.js';
 import { grpcMessageBytesMax } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import { clusterService } from './cluster-service.js';
@@ -56,22 +60,49 @@ function checkOptions(options: GrpcServerOptions): void {
   }
 }
 
-async function credentials(url: URL, tls: GrpcTlsOptions | undefined): Promise<grpc.ServerCredentials> {
-  if (url.protocol === 'http:') return grpc.ServerCredentials.createInsecure();
-  if (url.protocol !== 'https:') throw new TypeError(`startGrpcServer: unsupported scheme in ${url.href}`);
-  if (!tls) throw new TypeError(`startGrpcServer: ${url.href} needs tls options`);
+async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
   const [cert, key, ca] = await Promise.all([
-    readFile(tls.certFile),
-    readFile(tls.keyFile),
-    tls.trustedCaFile ? readFile(tls.trustedCaFile) : Promise.resolve(null),
+    readFile(tlsOptions.certFile),
+    readFile(tlsOptions.keyFile),
+    tlsOptions.trustedCaFile ? readFile(tlsOptions.trustedCaFile) : Promise.resolve(undefined),
   ]);
-  return grpc.ServerCredentials.createSsl(ca, [{ cert_chain: cert, private_key: key }], tls.clientCertAuth === true);
+  const clientCertAuth = tlsOptions.clientCertAuth === true;
+  return {
+    cert,
+    key,
+    ...(ca ? { ca } : {}),
+    requestCert: clientCertAuth,
+    rejectUnauthorized: clientCertAuth,
+    ALPNProtocols: ['h2'],
+  };
 }
 
-function bindAsync(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port)));
+/**
+ * We accept connections ourselves (plain TCP, or TLS terminated here) and inject them into grpc-js, so
+ * authority-fix.ts can look at each connection first. grpc-js then sees cleartext HTTP/2 only.
+ */
+async function listen(
+  url: URL,
+  tlsOptions: GrpcTlsOptions | undefined,
+  accept: (socket: net.Socket) => void,
+): Promise<net.Server> {
+  let server: net.Server;
+  if (url.protocol === 'http:') server = net.createServer(accept);
+  else if (url.protocol === 'https:') {
+    if (!tlsOptions) throw new TypeError(`startGrpcServer: ${url.href} needs tls options`);
+    server = tls.createServer(await tlsContext(tlsOptions));
+    server.on('secureConnection', accept);
+    server.on('tlsClientError', () => {}); // a failed handshake only concerns that client
+  } else throw new TypeError(`startGrpcServer: unsupported scheme in ${url.href}`);
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(url.port || '2379'), host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
+  return server;
 }
 
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServerHandle> {
@@ -89,17 +120,25 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   server.addService(serviceDefinition('etcdserverpb.Maintenance'), maintenanceService(api));
   for (const name of unimplementedServiceNames) server.addService(serviceDefinition(name), unimplementedService(name));
 
-  const ports: number[] = [];
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const sniffing = new Set<net.Socket>();
+  const accept = (socket: net.Socket): void => {
+    sniffing.add(socket);
+    socket.once('close', () => sniffing.delete(socket));
+    handOver(socket, (connection: Duplex) => {
+      sniffing.delete(socket);
+      injector.injectConnection(connection);
+    });
+  };
+  const listeners: net.Server[] = [];
   try {
-    for (const raw of options.listenUrls) {
-      const url = new URL(raw);
-      // URL keeps IPv6 hosts bracketed, which is the form grpc-js expects too.
-      ports.push(await bindAsync(server, `${url.hostname}:${url.port || '2379'}`, await credentials(url, options.tls)));
-    }
+    for (const raw of options.listenUrls) listeners.push(await listen(new URL(raw), options.tls, accept));
   } catch (err) {
+    for (const l of listeners) l.close();
     server.forceShutdown();
     throw err;
   }
+  const ports = listeners.map((l) => (l.address() as net.AddressInfo).port);
   const timer = setInterval(() => streams.check(api.hasLeader()), options.leaderCheckIntervalMs ?? 1000);
   timer.unref();
 
@@ -108,6 +147,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     close: (graceMs = 1000) =>
       new Promise<void>((resolve) => {
         clearInterval(timer);
+        for (const l of listeners) l.close();
+        for (const socket of sniffing) socket.destroy();
         const force = setTimeout(() => server.forceShutdown(), graceMs);
         force.unref();
         server.tryShutdown(() => {
