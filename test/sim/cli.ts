@@ -75,9 +75,7 @@ function main(): void {
   let passed = 0;
   let failed = 0;
   let livenessMax = 0;
-  let leaders = 0;
-  let acked = 0;
-  let reads = 0;
+  const totals = { leaders: 0, acked: 0, readsChecked: 0, crashes: 0, snapshotsInstalled: 0, confChanges: 0 };
   const t0 = performance.now();
   for (let s = args.start; s < args.start + args.seeds; s++) {
     const r = runSeed({
@@ -94,12 +92,14 @@ function main(): void {
       if (args.verbose) console.log(r.trace.slice(-1).join('\n'));
     }
     livenessMax = Math.max(livenessMax, r.stats.livenessTicks);
-    leaders += r.stats.leaders;
-    acked += r.stats.acked;
-    reads += r.stats.readsChecked;
+    for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.stats[k];
   }
   const seconds = (performance.now() - t0) / 1000;
-  console.log(`${seconds.toFixed(1)} s; ${leaders} leaders elected, ${acked} proposals acked, ${reads} reads checked; liveness took ≤ ${livenessMax} ticks`);
+  console.log(
+    `${seconds.toFixed(1)} s; ${totals.leaders} leaders elected, ${totals.acked} proposals acked, ` +
+      `${totals.readsChecked} reads checked, ${totals.crashes} crashes, ${totals.snapshotsInstalled} snapshots ` +
+      `installed, ${totals.confChanges} membership changes; liveness took ≤ ${livenessMax} ticks`,
+  );
   console.log(`${passed} passed, ${failed} failed`);
   process.exitCode = failed > 0 ? 1 : 0;
 }

@@ -48,6 +48,9 @@ export class Cluster {
   #nextProposalId = 1;
   #nextReadId = 1;
   traceLines: string[] = [];
+  /** Distinct membership changes applied somewhere, and crashes: for run statistics. */
+  readonly confChangesApplied = new Set<string>();
+  crashes = 0;
 
   constructor(options: ClusterOptions) {
     this.#options = options;
@@ -117,6 +120,7 @@ export class Cluster {
    */
   #onConfChange(id: NodeId, cc: ConfChange): void {
     this.trace(`n${id} applied ${cc.type} ${cc.nodeId}`);
+    this.confChangesApplied.add(`${cc.type} ${cc.nodeId}`);
     if (cc.type !== 'removeNode' || this.#stopScheduled.has(cc.nodeId)) return;
     this.#stopScheduled.add(cc.nodeId);
     this.#events.push(this.#now + this.raft.electionTicks * this.stepsPerTick, { kind: 'stop', id: cc.nodeId });
@@ -289,6 +293,7 @@ export class Cluster {
     const n = this.node(id);
     if (!n.up) return;
     this.trace(`n${n.id} CRASH (lost ${n.disk.pendingCount} unsynced writes)`);
+    this.crashes++;
     n.crash();
     this.#held.delete(n.id);
   }

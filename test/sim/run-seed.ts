@@ -47,6 +47,9 @@ export interface SeedStats {
   acked: number;
   readsChecked: number;
   committed: number;
+  crashes: number;
+  snapshotsInstalled: number;
+  confChanges: number;
 }
 
 export interface SeedResult {
@@ -80,7 +83,7 @@ export function runSeed(options: SeedOptions): SeedResult {
   const raft = tuningFor(rng, options.faults);
   const stepsPerTick = 10;
   const plan = planChaos(rng, raft.electionTicks!, stepsPerTick, options.knownBugs === true);
-  const stats: SeedStats = { nodes, preVote: raft.preVote === true, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0 };
+  const stats: SeedStats = { nodes, preVote: raft.preVote === true, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0, crashes: 0, snapshotsInstalled: 0, confChanges: 0 };
   let phase: SeedResult['phase'] = 'chaos';
   let cluster: Cluster | undefined;
   try {
@@ -115,6 +118,9 @@ function fill(stats: SeedStats, c: Cluster): SeedStats {
   stats.acked = c.acked.size;
   stats.readsChecked = c.checker.readsChecked;
   stats.committed = c.checker.committedIndex();
+  stats.crashes = c.crashes;
+  stats.snapshotsInstalled = [...c.nodes.values()].reduce((sum, n) => sum + n.snapshotsRestored, 0);
+  stats.confChanges = c.confChangesApplied.size - stats.nodes; // minus the bootstrap entries
   return stats;
 }
 
