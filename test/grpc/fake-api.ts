@@ -1,12 +1,13 @@
 /**
- * A single-member EtcdApi for the gRPC tests: FakeStore for KV, the real mvcc WatchHub for watches, a lease
- * table, a member list and alarms. No Raft: "linearizable" and "serializable" reads are the same. Knobs for
- * tests: `leader` (false: no leader), `snapshotBytes`.
+ * A single-member EtcdApi for the gRPC tests, built on src/mvcc without Raft: KvStore on a MemoryBackend,
+ * the real Lessor (primary) and WatchHub, plus a member list and alarms. "Linearizable" and "serializable"
+ * reads are the same. Knobs for tests: `leader` (false: no leader), `snapshotBytes`.
  */
-import { createHash } from 'node:crypto';
+import { KvStore } from '../../src/mvcc/kv-store.js';
+import { Lessor } from '../../src/mvcc/lessor.js';
+import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
 import { WatchHub } from '../../src/mvcc/watch-hub.js';
-import type { AlarmMember, AlarmType, KeyValue } from '../../src/mvcc/types.js';
-import { MvccError } from '../../src/mvcc/types.js';
+import type { AlarmMember, AlarmType } from '../../src/mvcc/types.js';
 import type {
   AlarmAction,
   EtcdApi,
@@ -23,25 +24,18 @@ import type {
   WatchStream,
 } from '../../src/server/api.js';
 import { EtcdError } from '../../src/server/errors.js';
-import { leaseTtlSecondsMax } from '../../src/base/limits.js';
-import { FakeStore } from './fake-store.js';
-
-interface Lease {
-  ttlSeconds: number;
-  keys: Set<string>;
-}
 
 export const fakeClusterId = 0x1234_5678_9abc_def0n;
 export const fakeMemberId = 0x8e9e_05c5_2164_694dn;
 
 export class FakeApi implements EtcdApi {
-  readonly store = new FakeStore();
-  readonly hub = new WatchHub(this.store);
+  readonly store: KvStore;
+  readonly lessor: Lessor;
+  readonly hub: WatchHub;
   leader = true;
   raftTerm = 2;
   snapshotBytes: Uint8Array = new Uint8Array(100_000).map((_, i) => i % 251);
   readonly calls: string[] = [];
-  #leases = new Map<bigint, Lease>();
   #nextLease = 0x694d_0000_0000_0001n;
   #members: Member[] = [
     { id: fakeMemberId, name: 'fake', peerUrls: ['http://127.0.0.1:2380'], clientUrls: [], isLearner: false },
@@ -50,15 +44,20 @@ export class FakeApi implements EtcdApi {
   #alarms: AlarmMember[] = [];
   #syncTimer = setInterval(() => this.hub.sync(), 20);
 
-  constructor() {
+  private constructor(store: KvStore, lessor: Lessor) {
+    this.store = store;
+    this.lessor = lessor;
+    this.hub = new WatchHub(store);
     this.#syncTimer.unref();
-    this.store.onPut = (kv) => {
-      if (kv.lease === 0n) return;
-      const lease = this.#leases.get(kv.lease);
-      if (!lease) throw new MvccError('leaseNotFound');
-      lease.keys.add(Buffer.from(kv.key).toString('latin1'));
-    };
-    this.store.onDelete = (kv) => this.#leases.get(kv.lease)?.keys.delete(Buffer.from(kv.key).toString('latin1'));
+  }
+
+  static async create(): Promise<FakeApi> {
+    const store = await KvStore.open(new MemoryBackend(), { quotaBackendBytes: -1 });
+    const lessor = new Lessor();
+    lessor.setStore(store);
+    store.setLeaseHooks(lessor);
+    lessor.promote(Date.now());
+    return new FakeApi(store, lessor);
   }
 
   close(): void {
@@ -98,43 +97,30 @@ export class FakeApi implements EtcdApi {
   }
   async compact(req: { revision: number; physical: boolean }, ctx: RequestContext) {
     this.#enter('compact', ctx);
-    this.store.compact(req.revision);
+    void this.store.compact(req.revision).physicalDone.catch(() => {});
     return { revision: this.store.revision };
   }
 
   async leaseGrant(req: { ttlSeconds: number; id: bigint }, ctx: RequestContext): Promise<LeaseGrantResult> {
     this.#enter('leaseGrant', ctx);
-    if (req.ttlSeconds > leaseTtlSecondsMax) throw new EtcdError('leaseTtlTooLarge');
-    const leaseId = req.id === 0n ? this.#nextLease++ : req.id;
-    if (this.#leases.has(leaseId)) throw new EtcdError('leaseExist');
-    this.#leases.set(leaseId, { ttlSeconds: Math.max(req.ttlSeconds, 1), keys: new Set() });
-    return { id: leaseId, ttlSeconds: Math.max(req.ttlSeconds, 1) };
+    return this.lessor.grant(req.id === 0n ? this.#nextLease++ : req.id, req.ttlSeconds);
   }
   async leaseRevoke(leaseId: bigint, ctx: RequestContext) {
     this.#enter('leaseRevoke', ctx);
-    const lease = this.#leases.get(leaseId);
-    if (!lease) throw new EtcdError('leaseNotFound');
-    const keys = [...lease.keys].map((k) => ({ deleteRange: { key: Buffer.from(k, 'latin1'), rangeEnd: new Uint8Array(0), prevKv: false } }));
-    this.store.txn({ compare: [], success: keys, failure: [] });
-    this.#leases.delete(leaseId);
+    this.lessor.revoke(leaseId);
     return { revision: this.store.revision };
   }
   async leaseKeepAlive(leaseId: bigint, ctx: RequestContext): Promise<number> {
     this.#enter('leaseKeepAlive', ctx);
-    const lease = this.#leases.get(leaseId);
-    if (!lease) throw new MvccError('leaseNotFound');
-    return lease.ttlSeconds;
+    return this.lessor.renew(leaseId, Date.now());
   }
   async leaseTimeToLive(leaseId: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
     this.#enter('leaseTimeToLive', ctx);
-    const lease = this.#leases.get(leaseId);
-    if (!lease) throw new EtcdError('leaseNotFound');
-    const list = keys ? [...lease.keys].sort().map((k) => Buffer.from(k, 'latin1')) : [];
-    return { id: leaseId, ttlSeconds: lease.ttlSeconds, grantedTtlSeconds: lease.ttlSeconds, keys: list };
+    return this.lessor.timeToLive(leaseId, Date.now(), keys);
   }
   async leaseLeases(ctx: RequestContext): Promise<bigint[]> {
     this.#enter('leaseLeases', ctx);
-    return [...this.#leases.keys()];
+    return this.lessor.leases().map((l) => l.id);
   }
 
   openWatchStream(sink: WatchSink, _ctx: RequestContext): WatchStream {
@@ -207,18 +193,17 @@ export class FakeApi implements EtcdApi {
   }
   async defragment(ctx: RequestContext): Promise<void> {
     this.#enter('defragment', ctx);
+    await this.store.defragment();
   }
   async hash(ctx: RequestContext) {
     this.#enter('hash', ctx);
-    return { hash: 0xdeadbeef, revision: this.store.revision };
+    const h = this.store.hash();
+    return { hash: h.hash, revision: h.hashRevision };
   }
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
     this.#enter('hashKV', ctx);
-    const rev = revision === 0 ? this.store.revision : revision;
-    const kvs: KeyValue[] = this.store.range({ key: new Uint8Array([0]), rangeEnd: new Uint8Array([0]), limit: 0, revision: rev, sortOrder: 0, sortTarget: 0, serializable: false, keysOnly: false, countOnly: false, minModRevision: 0, maxModRevision: 0, minCreateRevision: 0, maxCreateRevision: 0 }).kvs;
-    const h = createHash('sha256');
-    for (const kv of kvs) h.update(kv.key).update(kv.value);
-    return { hash: h.digest().readUInt32BE(0), revision: rev, compactRevision: this.store.compactRevision };
+    const h = this.store.hashKV(revision);
+    return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
     this.#enter('snapshot', ctx);

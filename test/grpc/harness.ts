@@ -15,7 +15,7 @@ export interface Harness {
 }
 
 export async function startHarness(options: { tls?: GrpcTlsOptions; leaderCheckIntervalMs?: number } = {}): Promise<Harness> {
-  const api = new FakeApi();
+  const api = await FakeApi.create();
   const scheme = options.tls ? 'https' : 'http';
   const server = await startGrpcServer({
     api,

@@ -42,7 +42,7 @@ beforeAll(async () => {
   if (!haveOpenssl) return;
   dir = await mkdtemp(path.join(tmpdir(), 'etcetera-tls-'));
   makeCerts();
-  api = new FakeApi();
+  api = await FakeApi.create();
   server = await startGrpcServer({
     api,
     listenUrls: ['https://127.0.0.1:0', 'http://127.0.0.1:0'],
