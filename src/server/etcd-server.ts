@@ -57,6 +57,8 @@ export interface EtcdServerParts {
   peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
   syncPeers(members: Member[]): void;
   onRemoved(): void;
+  /** Best effort: tell a member removed by a committed change that it is out. */
+  notifyRemoved(member: Member): void;
   onFatal(error: unknown): void;
 }
 
@@ -236,8 +238,13 @@ export class EtcdServer implements EtcdApi {
     const cs = this.#driver.applyConfChange(cc);
     this.#confVoters = cs.voters;
     this.#confLearners = cs.learners;
+    const removedMember = cc.type === 'removeNode' ? this.#state.membership.get(cc.nodeId) : undefined;
     const removedSelf = this.#state.applier.applyConfChange(e.index, cc, ctx.member, this.memberId);
     this.#cluster.confChangeApplied(ctx.id);
+    if (cc.type === 'removeNode' && cc.nodeId !== this.memberId && removedMember !== undefined) {
+      // Tell the removed member (it may never see the entry that removed it): it stops and says why.
+      this.#p.notifyRemoved(removedMember);
+    }
     this.#p.syncPeers(this.#state.membership.list());
     this.#campaignIfAlone();
     if (removedSelf) {
@@ -455,6 +462,13 @@ export class EtcdServer implements EtcdApi {
   /** Peer requests forwarded to this member (as the leader). */
   async handlePeerRequest(method: string, payload: any): Promise<unknown> {
     switch (method) {
+      case 'removed':
+        // Only a member that has applied our removal sends this; the handshake proved it knows the token.
+        if (payload.id === this.memberId && !this.#stopped) {
+          this.#p.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.memberId) });
+          setImmediate(() => this.#p.onRemoved());
+        }
+        return {};
       case 'leaseKeepAlive':
         if (!this.#isLeader) throw new EtcdError('notLeader');
         return this.#state.lessor.renew(payload.id, performance.now());
@@ -475,18 +489,18 @@ export class EtcdServer implements EtcdApi {
 
   // ---- Cluster ----
 
-  memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: RequestContext): Promise<MemberAddResult> {
-    this.#checkAlive(ctx);
+  async memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: RequestContext): Promise<MemberAddResult> {
+    await this.#awaitLeader(ctx);
     return this.#cluster.memberAdd(req);
   }
 
-  memberRemove(id: bigint, ctx: RequestContext): Promise<Member[]> {
-    this.#checkAlive(ctx);
+  async memberRemove(id: bigint, ctx: RequestContext): Promise<Member[]> {
+    await this.#awaitLeader(ctx);
     return this.#cluster.memberRemove(id);
   }
 
-  memberUpdate(req: { id: bigint; peerUrls: string[] }, ctx: RequestContext): Promise<Member[]> {
-    this.#checkAlive(ctx);
+  async memberUpdate(req: { id: bigint; peerUrls: string[] }, ctx: RequestContext): Promise<Member[]> {
+    await this.#awaitLeader(ctx);
     return this.#cluster.memberUpdate(req);
   }
 
@@ -495,8 +509,8 @@ export class EtcdServer implements EtcdApi {
     return this.#state.membership.list();
   }
 
-  memberPromote(id: bigint, ctx: RequestContext): Promise<Member[]> {
-    this.#checkAlive(ctx);
+  async memberPromote(id: bigint, ctx: RequestContext): Promise<Member[]> {
+    await this.#awaitLeader(ctx);
     return this.#cluster.memberPromote(id);
   }
 

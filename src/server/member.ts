@@ -146,6 +146,14 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     },
     onUnreachable: (id) => driver?.reportUnreachable(id),
     onSnapshotStatus: (id, ok) => driver?.reportSnapshot(id, ok),
+    onPeerRefused: (_id, reason) => {
+      // A peer refuses us because the cluster removed this member while it was away.
+      if (/removed/i.test(reason)) {
+        log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason });
+        resolveStopped({ reason: 'removed from the cluster' });
+        void close();
+      }
+    },
     authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? 'the member was removed from the cluster' : undefined),
   });
   const { port: peerPort } = await transport.start();
@@ -194,6 +202,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
       resolveStopped({ reason: 'removed from the cluster' });
       void close();
     },
+    notifyRemoved: (member) => void notifyRemoved(transport, member, log),
     onFatal: (error) => fatal(error),
   });
   fatal = (error) => {
@@ -264,6 +273,22 @@ function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
   m.proposalsCommitted.set(status.commit);
   m.proposalsApplied.set(server.applied);
   m.dbTotalSize.set(server.state.store.dbSizeBytes());
+}
+
+/** Tell a removed member it is out, a few times over a few seconds; it may be briefly unreachable. */
+async function notifyRemoved(transport: PeerTransport, member: Member, log: MemberOptions['logger']): Promise<void> {
+  const url = member.peerUrls[0];
+  if (url === undefined) return;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const r = await transport.request(url, { method: 'removed', payload: { id: member.id } }, { timeoutMs: 2000 });
+      if (r.ok) return;
+    } catch {
+      // unreachable: try again shortly
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  log.info('could not tell a removed member it was removed', { member: hex(member.id) });
 }
 
 function syncPeers(transport: PeerTransport, self: bigint, members: Array<{ id: bigint; peerUrls: string[] }>): void {
