@@ -6,15 +6,10 @@
  */
 import { assert } from '../base/assert.js';
 import type { Backend, WriteBuffer } from '../mvcc/backend.js';
+import type { Member } from './api.js';
 import { pack, unpack } from './codec.js';
 
-export interface Member {
-  id: bigint;
-  name: string;
-  peerUrls: string[];
-  clientUrls: string[];
-  isLearner: boolean;
-}
+export type { Member };
 
 const memberPrefix = 0x00;
 const removedPrefix = 0x01;
