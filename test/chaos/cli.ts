@@ -1,0 +1,50 @@
+/**
+ * `npm run chaos -- --runs N --seed S [--fault NAME] [--verbose]`: N randomized runs with seeds S, S+1, …
+ * (each seed chooses its fault), ending with exactly `N passed, M failed` and, for each failure, its seed,
+ * what was violated and the command that replays it.
+ */
+import { parseArgs } from 'node:util';
+import { faults } from './faults.js';
+import { runOnce } from './run.js';
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '1' },
+    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+    fault: { type: 'string' },
+    verbose: { type: 'boolean', default: false },
+    list: { type: 'boolean', default: false },
+  },
+});
+
+if (values.list) {
+  for (const f of faults) console.log(`${f.name.padEnd(20)} ${f.describe}`);
+  process.exit(0);
+}
+
+const runs = Number(values.runs);
+const seed = Number(values.seed);
+if (!Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(seed)) {
+  console.error('usage: npm run chaos -- --runs N --seed S [--fault NAME] [--verbose] [--list]');
+  process.exit(2);
+}
+
+const failures: { seed: number; fault: string; violations: string[]; replay: string; saved?: string }[] = [];
+let passed = 0;
+for (let i = 0; i < runs; i++) {
+  const s = seed + i;
+  const r = await runOnce({ seed: s, fault: values.fault, verbose: values.verbose });
+  const line = `run ${i + 1}/${runs} seed ${s} ${r.fault}: ${r.ok ? 'ok' : 'FAILED'} (${(r.durationMs / 1000).toFixed(1)} s, ${r.opsPerSec} ops/s${r.report ? `, ${r.report.stats.ops} ops, ${r.report.stats.events} events` : ''})`;
+  console.log(line);
+  for (const n of r.notes) console.log(`  note: ${n}`);
+  if (r.ok) passed++;
+  else {
+    failures.push({ seed: s, fault: r.fault, violations: r.violations, replay: r.replay, saved: r.saved });
+    for (const v of r.violations.slice(0, 5)) console.log(`  ${v.split('\n').join('\n  ')}`);
+  }
+}
+for (const f of failures) {
+  console.log(`FAILED seed ${f.seed} (${f.fault}): ${f.violations.length} violations; replay: ${f.replay}${f.saved ? `; logs and history: ${f.saved}` : ''}`);
+}
+console.log(`${passed} passed, ${failures.length} failed`);
+process.exit(failures.length === 0 ? 0 : 1);
