@@ -115,7 +115,8 @@ export async function paced(o: PacedOptions): Promise<PacedResult> {
         },
         (e: unknown) => {
           failed++;
-          const msg = String(e instanceof Error ? e.message : e).slice(0, 80);
+          // grpc-js appends timings and addresses to deadline errors; group by the message proper.
+          const msg = String(e instanceof Error ? e.message : e).replace(/ after [\d.]+s.*$/, '').slice(0, 80);
           errorsByMessage[msg] = (errorsByMessage[msg] ?? 0) + 1;
         },
       ).finally(() => inFlight--),
