@@ -71,10 +71,11 @@ export function checkLeader(api: EtcdApi, ctx: RequestContext): void {
   if (ctx.requireLeader && !api.hasLeader()) throw new EtcdError('noLeader');
 }
 
-export type UnaryHandler = (req: Wire, ctx: RequestContext) => Promise<Wire>;
+/** Resolves to a wire-shaped object, or to bytes already encoded (fast-encode.ts). */
+export type UnaryHandler = (req: Wire, ctx: RequestContext) => Promise<Wire | Buffer>;
 
-export function unary(api: EtcdApi, handler: UnaryHandler): handleUnaryCall<Wire, Wire> {
-  return (call: ServerUnaryCall<Wire, Wire>, callback: sendUnaryData<Wire>) => {
+export function unary(api: EtcdApi, handler: UnaryHandler): handleUnaryCall<Wire, Wire | Buffer> {
+  return (call: ServerUnaryCall<Wire, Wire | Buffer>, callback: sendUnaryData<Wire | Buffer>) => {
     let ctx: CallContext;
     try {
       ctx = requestContext(call);

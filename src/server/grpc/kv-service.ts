@@ -12,10 +12,10 @@ import {
   encodeDeleteRange,
   encodeHeader,
   encodePut,
-  encodeRange,
   encodeTxn,
   num,
 } from './codec.js';
+import { encodeRangeResponse } from './fast-encode.js';
 import { checkDeleteRange, checkIntervals, checkPut, checkRange, checkSize, checkTxn } from './validate.js';
 
 export function kvService(api: EtcdApi): UntypedServiceImplementation {
@@ -23,7 +23,7 @@ export function kvService(api: EtcdApi): UntypedServiceImplementation {
     Range: unary(api, async (m, ctx) => {
       checkRange(m);
       const r = await api.range(decodeRange(m), ctx);
-      return encodeRange(r, encodeHeader(api.header(r.revision)));
+      return encodeRangeResponse(r, api.header(r.revision));
     }),
     Put: unary(api, async (m, ctx) => {
       checkPut(m);

@@ -8,6 +8,7 @@ import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grp
 import type { EtcdApi, WatchCreate, WatchOut, WatchStream } from '../api.js';
 import { checkLeader, failStream, requestContext } from './call.js';
 import { encodeEvent, encodeHeader, i64, n64, num } from './codec.js';
+import { encodeWatchResponse } from './fast-encode.js';
 import type { LeaderStreams } from './leader-streams.js';
 import type { Wire } from './proto.js';
 
@@ -48,7 +49,10 @@ function serveWatch(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStre
     if (err !== undefined && !call.cancelled) failStream(call, err);
   };
   const untrack = streams.track(ctx, close);
-  core = api.openWatchStream({ send: (out) => !closed && call.write(encodeWatchResponse(api, out)) }, ctx);
+  core = api.openWatchStream(
+    { send: (out) => !closed && call.write(encodeWatchResponse(out, api.header(out.revision))) },
+    ctx,
+  );
   const stream = core;
   call.on('drain', () => !closed && stream.resume());
   call.on('data', (m: Wire) => {
@@ -80,7 +84,8 @@ function handleRequest(stream: WatchStream, m: Wire): void {
   }
 }
 
-function encodeWatchResponse(api: EtcdApi, out: WatchOut): Wire {
+/** The protobufjs-shaped response (reference for fast-encode.ts, which the stream uses). */
+export function watchResponseWire(api: EtcdApi, out: WatchOut): Wire {
   return {
     header: encodeHeader(api.header(out.revision)),
     watchId: i64(out.watchId),
