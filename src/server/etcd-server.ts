@@ -618,6 +618,7 @@ export class EtcdServer implements EtcdApi {
       if (target !== undefined) {
         try {
           await this.transferLeadership(target, this.#p.electionMs * 2);
+          this.#p.logger.info('leadership transferred before stopping', { to: hex(target) });
         } catch {
           this.#p.logger.warn('leadership transfer before stop timed out');
         }
