@@ -113,6 +113,25 @@ describe('unimplemented services', () => {
   });
 });
 
+describe('Maintenance', () => {
+  it('reports version 3.5.17, and "etcdserver: no leader" plus alarms in Status.errors', async () => {
+    const m = h.client('etcdserverpb.Maintenance');
+    await call(m, 'Alarm', { action: 1, memberID: 5, alarm: 1 });
+    h.api.leader = false;
+    try {
+      const s = await call<{ version: string; errors: string[]; leader: { toString(): string } }>(m, 'Status', {});
+      expect(s.version).toBe('3.5.17');
+      expect(s.leader.toString()).toBe('0');
+      expect(s.errors).toEqual(['etcdserver: no leader', 'memberID:5 alarm:NOSPACE ']);
+    } finally {
+      h.api.leader = true;
+    }
+    const gone = await call<{ alarms: { memberID: { toString(): string }; alarm: number }[] }>(m, 'Alarm', { action: 2, memberID: 5, alarm: 1 });
+    expect(gone.alarms.map((a) => [a.memberID.toString(), a.alarm])).toEqual([['5', 1]]);
+    expect((await call<{ alarms: unknown[] }>(m, 'Alarm', {})).alarms).toEqual([]);
+  });
+});
+
 describe('require leader (hasleader metadata)', () => {
   const md = (): grpc.Metadata => {
     const m = new grpc.Metadata();
