@@ -121,7 +121,10 @@ async function main(): Promise<void> {
     const file = join(dir, `${stamp}-${mode}.json`);
     const json = { date: new Date().toISOString(), mode, reps, machine, rows: [...results.rows.values()], failures: results.failures, profileTop: profile?.byFunction, table };
     writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
-    console.log(`\nsaved ${file}`);
+    const md = [`# bench:compare ${mode}, ${json.date}`, '', machineMarkdown(machine, mode), '', table, ''];
+    if (profile) md.push(profileMarkdown(profile), '');
+    writeFileSync(file.replace(/\.json$/, '.md'), md.join('\n'));
+    console.log(`\nsaved ${file} (and .md)`);
   }
 }
 
