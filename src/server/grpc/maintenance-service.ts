@@ -27,7 +27,8 @@ export function maintenanceService(api: EtcdApi): UntypedServiceImplementation {
     Alarm: unary(api, async (m, ctx) => {
       const action = alarmActions[m.action as number];
       const alarm = alarmTypes[m.alarm as number];
-      if (action === undefined || alarm === undefined) throw new EtcdError('keyNotFound');
+      // etcd ignores an unknown action or alarm type and answers with no alarms.
+      if (action === undefined || alarm === undefined) return { header: encodeHeader(api.header()) };
       const alarms = await api.alarm({ action, memberId: id(m.memberID, false), alarm }, ctx);
       return {
         header: encodeHeader(api.header()),

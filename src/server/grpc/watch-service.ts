@@ -49,10 +49,15 @@ function serveWatch(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStre
     if (err !== undefined && !call.cancelled) failStream(call, err);
   };
   const untrack = streams.track(ctx, close);
-  core = api.openWatchStream(
-    { send: (out) => !closed && call.write(encodeWatchResponse(out, api.header(out.revision))) },
-    ctx,
-  );
+  try {
+    core = api.openWatchStream(
+      { send: (out) => !closed && call.write(encodeWatchResponse(out, api.header(out.revision))) },
+      ctx,
+    );
+  } catch (err) {
+    close(err);
+    return;
+  }
   const stream = core;
   call.on('drain', () => !closed && stream.resume());
   call.on('data', (m: Wire) => {
