@@ -75,7 +75,7 @@ export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number
     transfer: 0.01,
     isolateLearner: 0.02 * f,
   };
-  return { chaosTicks: 120 + rng.int(180), link, disk, rates, crashAfterVote: rng.int(2) === 0, earlyLearner: rng.int(2) === 0, knownBugs };
+  return { chaosTicks: 150 + rng.int(350), link, disk, rates, crashAfterVote: rng.int(2) === 0, earlyLearner: rng.int(2) === 0, knownBugs };
 }
 
 export class Chaos {

@@ -27,12 +27,20 @@ import { chainHash } from './state-machine.js';
 export interface CheckOptions {
   /** Check vote grants and append acks against the durable state when sent. */
   sendDurability: boolean;
+  /**
+   * Also require a leader's term to be durable before it sends appends, heartbeats or snapshots in that term
+   * (FINDINGS.md F4: otherwise a crash lets it win the same term again with a different log). Off by default
+   * until the core is fixed; on with --known-bugs.
+   */
+  leaderTermDurability: boolean;
 }
 
 interface LogRecord {
   contentHash: number;
   prevTerm: number | undefined;
 }
+
+const leaderMessages = new Set<string>([MessageType.App, MessageType.Heartbeat, MessageType.Snap, MessageType.TimeoutNow]);
 
 export class Checker {
   readonly options: CheckOptions;
@@ -50,7 +58,7 @@ export class Checker {
   readsChecked = 0;
 
   constructor(options: Partial<CheckOptions> = {}) {
-    this.options = { sendDurability: true, ...options };
+    this.options = { sendDurability: true, leaderTermDurability: false, ...options };
   }
 
   fail(message: string): never {
@@ -178,6 +186,9 @@ export class Checker {
     }
     const grant = (m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && !m.reject;
     if (grant && !voter) this.fail(`learner ${m.from} granted a vote to ${m.to} (${m.type} term ${m.term})`);
+    if (this.options.leaderTermDurability && leaderMessages.has(m.type) && durableHs.term < m.term) {
+      this.fail(`leader ${m.from} sent ${m.type} in term ${m.term} before that term was durable (durable term ${durableHs.term})`);
+    }
     if (!this.options.sendDurability) return;
     if (grant && m.type === MessageType.VoteResp && (durableHs.term !== m.term || durableHs.vote !== m.to)) {
       this.fail(`vote before persist: ${m.from} granted term ${m.term} to ${m.to}, durable is term ${durableHs.term} vote ${durableHs.vote}`);

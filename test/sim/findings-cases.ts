@@ -67,6 +67,45 @@ function lostAppendIsResent(): string | undefined {
   return undefined;
 }
 
+/**
+ * F4: a candidate wins with other voters' grants before its own {term, vote} is durable, leads (appends X and
+ * replicates it), crashes before its disk syncs, restarts in the previous term, campaigns again, is re-granted
+ * by the same voters (they voted for it in that term) and leads the same term a second time with a different
+ * log (Y where X was): log matching breaks. A leader must not act before its term is durable.
+ */
+function leaderOnlyAfterDurableTerm(): string | undefined {
+  const c = calmCluster(5, { raft: { preVote: false } });
+  makeLeader(c, 1);
+  commit(c);
+  const slow = { syncMinSteps: 300, syncMaxSteps: 300, slowRate: 0, slowMinSteps: 0, slowMaxSteps: 0 };
+  c.node(3).disk.profile = slow;
+  c.transferLeader(1, 3);
+  if (!c.runEventsUntil(() => c.node(3).role === 'leader', electionTicks)) return 'n3 did not win';
+  const term = c.node(3).hs.term;
+  if (c.node(3).disk.durable.hardState.term >= term) return 'n3 term already durable: not reproduced';
+  // Its appends reach n1 only; it accepts X; it crashes before its disk syncs anything.
+  for (const to of [2n, 4n, 5n]) c.net.cut(3n, to);
+  c.dropInFlight((m) => m.from === 3n && m.to !== 1n);
+  c.propose(3);
+  c.runTicks(2);
+  c.crash(3);
+  c.dropInFlight((m) => m.from === 3n || m.to === 3n);
+  c.runTicks(2);
+  c.net.healAll();
+  c.node(3).disk.profile = { ...slow, syncMinSteps: 1, syncMaxSteps: 1 };
+  for (const id of [1, 2, 4, 5]) c.pauseTicks(id, true);
+  c.restart(3);
+  try {
+    if (!c.runEventsUntil(() => c.node(3).role === 'leader', 4 * electionTicks)) return undefined;
+    if (c.node(3).hs.term !== term) return undefined;
+    c.propose(3);
+    c.runTicks(3);
+  } catch (err) {
+    return `n3 led term ${term} twice: ${String(err)}`;
+  }
+  return `n3 led term ${term} twice (no violation surfaced)`;
+}
+
 function state(c: Cluster, id: number): string {
   const n = c.node(id);
   if (!n.up) return `n${id} down`;
@@ -78,6 +117,7 @@ const cases: Case[] = [
   { name: 'F1 leader removes itself from a 2-voter configuration', run: leaderRemovesItselfFromTwo },
   { name: 'F2 a promoted learner that missed its promotion must vote', run: promotedLearnerMustVote },
   { name: 'F3 a lost append is resent after heartbeats', run: lostAppendIsResent },
+  { name: 'F4 a leader acts only once its term is durable', run: leaderOnlyAfterDurableTerm },
 ];
 
 for (const k of cases) {

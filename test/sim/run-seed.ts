@@ -96,7 +96,7 @@ export function runSeed(options: SeedOptions): SeedResult {
       disk: plan.disk,
       node: { compactEvery, keepEntries: rng.int(6) },
       stepsPerTick,
-      ...(options.checks !== undefined ? { checks: options.checks } : {}),
+      checks: { ...(options.knownBugs === true ? { leaderTermDurability: true } : {}), ...options.checks },
       ...(options.trace !== undefined ? { trace: options.trace } : {}),
       ...(options.traceMessages === true ? { traceMessages: true } : {}),
     });
