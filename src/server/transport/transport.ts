@@ -71,13 +71,15 @@ export class PeerTransport {
     this.#logger = options.logger.child({ component: 'transport' });
     this.#clusterId = options.clusterId ?? 0n;
     this.#identity = { selfId: options.selfId, clusterId: () => this.#clusterId, token: options.token };
+    // Loaded here, not in start(): request() on a transport that never listens (a joining member asking to
+    // be added) must present the client certificate too.
+    if (options.tls !== undefined) this.#tls = loadTls(options.tls);
   }
 
   /** Listens on listenUrl. Resolves with the bound port (useful with port 0). */
   async start(): Promise<{ port: number }> {
     assert(this.#server === undefined && !this.#closed, 'transport already started or closed');
     const address = parsePeerUrl(this.#o.listenUrl);
-    if (this.#o.tls !== undefined) this.#tls = loadTls(this.#o.tls);
     const material = this.#tls;
     const onSocket = (socket: net.Socket): void => this.#accept(socket);
     const server =
