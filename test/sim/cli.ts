@@ -31,8 +31,12 @@
  * the time, hence the longer bound. Measured over 20,000 seeds: with PreVote p99 52 ticks, max 80; without,
  * p99 100, max 165.
  *
- * Output: one line per failing seed with the command replaying it, then exactly `N passed, M failed`.
+ * Output: one line per failing seed with the command replaying it, a line of totals, then exactly
+ * `N passed, M failed` (exit status 1 if M > 0). Flags: --nodes k (initial voters), --verbose (trace),
+ * --messages (trace every delivery), --known-bugs (scenarios and checks of open FINDINGS.md entries),
+ * --fault <voteBeforePersist|commitEarlierTermByCount|learnersVote> (break the core on purpose).
  */
+import type { RaftConfig } from '../../src/raft/types.js';
 import { runSeed, type SeedResult } from './run-seed.js';
 
 interface CliArgs {
@@ -42,7 +46,11 @@ interface CliArgs {
   verbose: boolean;
   messages: boolean;
   knownBugs: boolean;
+  fault?: Fault;
 }
+
+type Fault = keyof NonNullable<RaftConfig['unsafeTestFaults']>;
+const faults: readonly Fault[] = ['voteBeforePersist', 'commitEarlierTermByCount', 'learnersVote'];
 
 function parseArgs(argv: string[]): CliArgs {
   const args: CliArgs = { seeds: 100, start: 1, verbose: false, messages: false, knownBugs: false };
@@ -59,14 +67,23 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--verbose') args.verbose = true;
     else if (a === '--messages') args.messages = args.verbose = true;
     else if (a === '--known-bugs') args.knownBugs = true;
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs])`);
+    else if (a === '--fault') args.fault = parseFault(argv[++i]);
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
   return args;
 }
 
+function parseFault(name: string | undefined): Fault {
+  const f = faults.find((x) => x === name);
+  if (f === undefined) throw new Error(`--fault must be one of ${faults.join(', ')}`);
+  return f;
+}
+
 function replay(r: SeedResult, args: CliArgs): string {
-  const extra = `${args.nodes !== undefined ? ` --nodes ${args.nodes}` : ''}${args.knownBugs ? ' --known-bugs' : ''}`;
+  const extra =
+    `${args.nodes !== undefined ? ` --nodes ${args.nodes}` : ''}${args.knownBugs ? ' --known-bugs' : ''}` +
+    `${args.fault !== undefined ? ` --fault ${args.fault}` : ''}`;
   return `npm run sim -- --seeds 1 --start ${r.seed}${extra} --verbose`;
 }
 
@@ -84,6 +101,7 @@ function main(): void {
       ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}),
       ...(args.messages ? { traceMessages: true } : {}),
       ...(args.knownBugs ? { knownBugs: true } : {}),
+      ...(args.fault !== undefined ? { faults: { [args.fault]: true } } : {}),
     });
     if (r.ok) passed++;
     else {
