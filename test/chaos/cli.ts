@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { faults } from './faults.js';
 import { runOnce } from './run.js';
+import { selfTest } from './self-test.js';
 
 const { values } = parseArgs({
   options: {
@@ -14,6 +15,7 @@ const { values } = parseArgs({
     fault: { type: 'string' },
     verbose: { type: 'boolean', default: false },
     list: { type: 'boolean', default: false },
+    'self-test': { type: 'boolean', default: false },
   },
 });
 
@@ -37,6 +39,13 @@ for (let i = 0; i < runs; i++) {
   const line = `run ${i + 1}/${runs} seed ${s} ${r.fault}: ${r.ok ? 'ok' : 'FAILED'} (${(r.durationMs / 1000).toFixed(1)} s, ${r.opsPerSec} ops/s${r.report ? `, ${r.report.stats.ops} ops, ${r.report.stats.events} events` : ''})`;
   console.log(line);
   for (const n of r.notes) console.log(`  note: ${n}`);
+  if (values['self-test'] && r.history) {
+    for (const t of selfTest(r.history, r.finalRev)) {
+      console.log(`  self-test ${t.name}: ${!t.applied ? 'nothing to corrupt' : t.caught ? `caught (${t.example})` : 'NOT CAUGHT'}`);
+      if (t.applied && !t.caught) r.violations.push(`self-test: planted ${t.name} not caught`);
+    }
+    r.ok = r.violations.length === 0;
+  }
   if (r.ok) passed++;
   else {
     failures.push({ seed: s, fault: r.fault, violations: r.violations, replay: r.replay, saved: r.saved });

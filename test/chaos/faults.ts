@@ -46,7 +46,7 @@ function linkRule(ctx: FaultContext, mode: LinkMode, only?: MemberSpec): void {
 }
 
 function heal(ctx: FaultContext): void {
-  ctx.log('fault: heal links');
+  ctx.log(`fault: heal links; proxies ${ctx.cluster.members.map((m) => `${m.name}:${JSON.stringify(m.proxy.stats)}`).join(' ')}`);
   ctx.cluster.rule = () => ({ kind: 'pass' });
   ctx.cluster.refreshLinks();
 }

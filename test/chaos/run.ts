@@ -11,7 +11,7 @@ import { Prng } from '../../src/base/index.js';
 import { checkHistory, type CheckReport } from './check.js';
 import { Cluster, rawClient } from './cluster.js';
 import { faults, type Fault } from './faults.js';
-import { Recorder } from './history.js';
+import { Recorder, type History } from './history.js';
 import { catchUp, sleep, WatchRunner } from './watchers.js';
 import { compactionLoop, KvClient, podPrefix, registryPrefix } from './workload.js';
 import { deadline } from './wire.js';
@@ -39,6 +39,9 @@ export interface RunResult {
   notes: string[];
   opsPerSec: number;
   report?: CheckReport;
+  /** The recorded history and its final revision (for the self-test). */
+  history?: History;
+  finalRev?: number;
   durationMs: number;
   replay: string;
   /** Where the history and member logs were saved when the run failed. */
@@ -155,6 +158,8 @@ async function finish(
   runners.forEach((w) => w.stop());
   const report = checkHistory(rec.history(), { finalRev });
   result.report = report;
+  result.history = rec.history();
+  result.finalRev = finalRev;
   result.violations.push(...report.violations);
   if (report.inconclusive.length > 0) result.notes.push(`L1 inconclusive: ${report.inconclusive.join('; ')}`);
   say(`checked: ${JSON.stringify(report.stats)}; ${report.violations.length} violations`);

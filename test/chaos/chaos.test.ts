@@ -1,0 +1,47 @@
+/**
+ * A short fixed set of chaos runs on real 3-member clusters (one fault each, ~15–25 s apiece), every
+ * checker over each history, and the L11 self-test: planted faults in a real recorded history are caught.
+ * Failing seeds found by `npm run chaos` and not yet fixed stay out of this set (see FINDINGS.md).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { killAll } from '../e2e/harness.js';
+import type { History } from './history.js';
+import { runOnce, type RunResult } from './run.js';
+import { selfTest } from './self-test.js';
+
+const fixed: { seed: number; fault: string }[] = [
+  { seed: 11, fault: 'C2-kill-leader' },
+  { seed: 12, fault: 'C4-blackhole' },
+  { seed: 13, fault: 'C9-pause-leader' },
+  { seed: 14, fault: 'C11-replace-member' },
+  { seed: 15, fault: 'C14-slow-fsync' },
+];
+
+function explain(r: RunResult): string {
+  return `seed ${r.seed} ${r.fault} failed (replay: ${r.replay}; saved: ${r.saved}):\n${r.violations.slice(0, 5).join('\n')}`;
+}
+
+describe('chaos: fixed faults on real clusters', () => {
+  let sample: { h: History; finalRev?: number } | undefined;
+  afterAll(async () => {
+    await killAll();
+  });
+
+  for (const { seed, fault } of fixed) {
+    it(`survives ${fault} (seed ${seed}) with a linearizable history and correct watches`, async () => {
+      const r = await runOnce({ seed, fault, timeoutMs: 100_000 });
+      expect(r.violations, explain(r)).toEqual([]);
+      expect(r.report!.stats.l1Ops).toBeGreaterThan(200);
+      sample ??= { h: r.history!, finalRev: r.finalRev };
+    }, 120_000);
+  }
+
+  it('catches every planted fault in a real history (L11)', () => {
+    expect(sample, 'no run produced a history').toBeDefined();
+    const results = selfTest(sample!.h, sample!.finalRev);
+    for (const t of results) {
+      expect(t.applied, `${t.name}: nothing to corrupt`).toBe(true);
+      expect(t.caught, `${t.name} was not caught`).toBe(true);
+    }
+  });
+});
