@@ -144,6 +144,12 @@ export interface EtcdApi {
   header(revision?: number): ResponseHeader;
   /** Whether this member currently knows a leader (require-leader checks, closing hasleader streams). */
   hasLeader(): boolean;
+  /**
+   * Whether this member is a learner. If implemented, the gRPC layer serves a learner as etcd's interceptors
+   * do: only Status, serializable Range and the Snapshot stream; everything else answers
+   * "etcdserver: rpc not supported for learner". Optional, so a core without learners need not implement it.
+   */
+  isLearner?(): boolean;
 
   // ---- KV ----
   /**

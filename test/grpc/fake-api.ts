@@ -73,6 +73,11 @@ export class FakeApi implements EtcdApi {
     return this.leader;
   }
 
+  learner = false;
+  isLearner(): boolean {
+    return this.learner;
+  }
+
   #enter(name: string, ctx: RequestContext): void {
     this.calls.push(name);
     if (!this.leader) throw new EtcdError('noLeader');

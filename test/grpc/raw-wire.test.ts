@@ -113,6 +113,24 @@ describe('unimplemented services', () => {
   });
 });
 
+describe('learner', () => {
+  it('serves only Status and serializable Range, as etcd', async () => {
+    const refused = { code: S.UNAVAILABLE, details: 'etcdserver: rpc not supported for learner' };
+    h.api.learner = true;
+    try {
+      expect(await status(call(kv, 'Put', { key: b('l'), value: b('v') }))).toEqual(refused);
+      expect(await status(call(kv, 'Range', { key: b('l') }))).toEqual(refused);
+      expect((await call<{ count: unknown }>(kv, 'Range', { key: b('l'), serializable: true })).count).toBeDefined();
+      expect((await call<{ version: string }>(h.client('etcdserverpb.Maintenance'), 'Status', {})).version).toBe('3.5.17');
+      const watch = h.client('etcdserverpb.Watch').Watch!() as grpc.ClientDuplexStream<unknown, unknown>;
+      const err = await new Promise<grpc.ServiceError>((resolve) => watch.on('error', resolve));
+      expect({ code: err.code, details: err.details }).toEqual(refused);
+    } finally {
+      h.api.learner = false;
+    }
+  });
+});
+
 describe('Maintenance', () => {
   it('reports version 3.5.17, and "etcdserver: no leader" plus alarms in Status.errors', async () => {
     const m = h.client('etcdserverpb.Maintenance');

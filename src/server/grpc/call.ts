@@ -72,12 +72,23 @@ export function checkLeader(api: EtcdApi, ctx: RequestContext): void {
 }
 
 /** Resolves to a wire-shaped object, or to bytes already encoded (fast-encode.ts). */
+/** etcd's interceptors: a learner serves only what `allowed` says (Status, serializable Range, Snapshot). */
+export function checkLearner(api: EtcdApi, allowed: boolean): void {
+  if (!allowed && api.isLearner?.() === true) throw new EtcdError('notSupportedForLearner');
+}
+
 export type UnaryHandler = (req: Wire, ctx: RequestContext) => Promise<Wire | Buffer>;
 
-export function unary(api: EtcdApi, handler: UnaryHandler): handleUnaryCall<Wire, Wire | Buffer> {
+/** `learnerAllowed`: whether a learner may serve this request (etcd's isRPCSupportedForLearner); default no. */
+export function unary(
+  api: EtcdApi,
+  handler: UnaryHandler,
+  learnerAllowed?: (req: Wire) => boolean,
+): handleUnaryCall<Wire, Wire | Buffer> {
   return (call: ServerUnaryCall<Wire, Wire | Buffer>, callback: sendUnaryData<Wire | Buffer>) => {
     let ctx: CallContext;
     try {
+      checkLearner(api, learnerAllowed?.(call.request) ?? false);
       ctx = requestContext(call);
       checkLeader(api, ctx);
     } catch (err) {

@@ -24,7 +24,7 @@ export function kvService(api: EtcdApi): UntypedServiceImplementation {
       checkRange(m);
       const r = await api.range(decodeRange(m), ctx);
       return encodeRangeResponse(r, api.header(r.revision));
-    }),
+    }, (m) => m.serializable === true),
     Put: unary(api, async (m, ctx) => {
       checkPut(m);
       checkSize(m);

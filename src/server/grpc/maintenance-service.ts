@@ -50,7 +50,7 @@ export function maintenanceService(api: EtcdApi): UntypedServiceImplementation {
         dbSizeInUse: n64(s.dbSizeInUseBytes, 'dbSizeInUse'),
         isLearner: s.isLearner || undefined,
       };
-    }),
+    }, () => true),
     Defragment: unary(api, async (_m, ctx) => {
       await api.defragment(ctx);
       return { header: encodeHeader(api.header()) };
