@@ -41,7 +41,8 @@ type ActionKind =
   | 'slowDisk'
   | 'confChange'
   | 'transfer'
-  | 'isolateLearner';
+  | 'isolateLearner'
+  | 'lossyLink';
 
 export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number, knownBugs = false): ChaosPlan {
   const calm = rng.int(4) === 0;
@@ -74,6 +75,7 @@ export function planChaos(rng: Prng, electionTicks: number, stepsPerTick: number
     confChange: 0.02,
     transfer: 0.01,
     isolateLearner: 0.02 * f,
+    lossyLink: 0.02 * f,
   };
   return { chaosTicks: 150 + rng.int(350), link, disk, rates, crashAfterVote: rng.int(2) === 0, earlyLearner: rng.int(2) === 0, knownBugs };
 }
@@ -141,6 +143,7 @@ export class Chaos {
     if (act('confChange')) this.#confChange();
     if (act('transfer')) this.#transfer();
     if (act('isolateLearner')) this.#isolateLearner();
+    if (act('lossyLink')) this.#lossyLink();
     if (this.#plan.earlyLearner && this.#c.nowTicks() === 20) this.#addLearner();
     this.#timers();
     this.retryPending(3 * this.#c.raft.electionTicks);
@@ -285,6 +288,22 @@ export class Chaos {
     if (learner === undefined) return;
     this.#c.trace(`ISOLATE learner ${learner}`);
     this.#c.net.isolate(learner, this.#c.ids());
+  }
+
+  /** One directed link gets its own profile: up to 30% loss, duplicates, up to two ticks of jitter. */
+  #lossyLink(): void {
+    const ids = this.#c.ids();
+    const from = this.#pick(ids);
+    const to = this.#pick(ids);
+    if (from === undefined || to === undefined || from === to) return;
+    const profile = {
+      dropRate: this.#rng.next() * 0.3,
+      dupRate: this.#rng.next() * 0.1,
+      delaySteps: 1 + this.#rng.int(5),
+      jitterSteps: this.#rng.int(2 * this.#c.stepsPerTick),
+    };
+    this.#c.trace(`LOSSY ${from} → ${to} (drop ${profile.dropRate.toFixed(2)})`);
+    this.#c.net.setLink(from, to, profile);
   }
 
   #transfer(): void {
