@@ -47,6 +47,10 @@ export class Cluster {
   #missedTicks = new Map<NodeId, number>();
   #nextProposalId = 1;
   #nextReadId = 1;
+  /** Each node's configuration when brand new (initial members only). */
+  #initial = new Map<NodeId, ConfState | undefined>();
+  #stopScheduled = new Set<NodeId>();
+  #tickPaused = new Set<NodeId>();
   traceLines: string[] = [];
   /** Distinct membership changes applied somewhere, and crashes: for run statistics. */
   readonly confChangesApplied = new Set<string>();
@@ -75,8 +79,6 @@ export class Cluster {
     return Math.floor(this.#now / this.stepsPerTick);
   }
 
-  nowStepFn = (): number => this.#now;
-
   node(id: NodeId | number): SimNode {
     const n = this.nodes.get(BigInt(id));
     if (n === undefined) throw new Error(`no node ${id}`);
@@ -90,15 +92,13 @@ export class Cluster {
   #create(id: NodeId, initial: ConfState | undefined): SimNode {
     const disk = new SimDisk(this.#diskRng.fork(), this.#options.disk ?? fastDisk);
     const tuning = { compactEvery: 1_000_000, keepEntries: 0, ...this.#options.node };
-    const env: NodeEnv = { ...this.#envFor(), nowStep: this.nowStepFn };
+    const env: NodeEnv = { ...this.#envFor(), nowStep: () => this.#now };
     const n = new SimNode(id, disk, env, tuning);
     this.nodes.set(id, n);
     this.#initial.set(id, initial);
     this.#startNode(n);
     return n;
   }
-
-  #initial = new Map<NodeId, ConfState | undefined>();
 
   #envFor(): Omit<NodeEnv, 'nowStep'> {
     return {
@@ -125,8 +125,6 @@ export class Cluster {
     this.#stopScheduled.add(cc.nodeId);
     this.#events.push(this.#now + this.raft.electionTicks * this.stepsPerTick, { kind: 'stop', id: cc.nodeId });
   }
-
-  #stopScheduled = new Set<NodeId>();
 
   trace(line: string): void {
     const l = `[t${this.nowTicks()}.${this.#now % this.stepsPerTick}] ${line}`;
@@ -279,8 +277,6 @@ export class Cluster {
     if (paused) this.#tickPaused.add(BigInt(id));
     else this.#tickPaused.delete(BigInt(id));
   }
-
-  #tickPaused = new Set<NodeId>();
 
   /** Lose every message in flight that matches (scripted stories: "the leader's appends never arrive"). */
   dropInFlight(match: (m: Message) => boolean): void {
