@@ -31,6 +31,7 @@ import type { ServerState, StateOptions } from './server-state.js';
 import { ServerState as State } from './server-state.js';
 import { StoreView } from './store-view.js';
 import { AutoCompactor, type AutoCompaction } from './auto-compactor.js';
+import { checkCorruption, corruptCheckIntervalMs, type HashAt } from './corruption-check.js';
 import type { ServerMetrics } from './server-metrics.js';
 
 export const etcdVersion = '3.5.17';
@@ -88,6 +89,7 @@ export class EtcdServer implements EtcdApi {
   #leaderListeners = new Set<(leader: bigint) => void>();
   #watchTimer: NodeJS.Timeout | undefined;
   #compactor: AutoCompactor | undefined;
+  #corruptTimer: NodeJS.Timeout | undefined;
 
   constructor(parts: EtcdServerParts) {
     this.#p = parts;
@@ -128,6 +130,8 @@ export class EtcdServer implements EtcdApi {
     driver.start();
     this.#campaignIfAlone();
     this.#loops.start();
+    this.#corruptTimer = setInterval(() => void this.checkCorruption(), corruptCheckIntervalMs);
+    this.#corruptTimer.unref();
     if (this.#p.autoCompaction !== undefined) {
       this.#compactor = new AutoCompactor(
         {
@@ -318,6 +322,11 @@ export class EtcdServer implements EtcdApi {
     return this.#leader !== 0n;
   }
 
+  /** A learner serves only Status, serializable reads and Snapshot (etcd's rpc not supported for learner). */
+  isLearner(): boolean {
+    return this.#confLearners.includes(this.memberId);
+  }
+
   #checkAlive(ctx: RequestContext): void {
     if (this.#stopped) throw new EtcdError('stopped');
     if (ctx.requireLeader && !this.hasLeader()) throw new EtcdError('noLeader');
@@ -472,6 +481,10 @@ export class EtcdServer implements EtcdApi {
       case 'leaseKeepAlive':
         if (!this.#isLeader) throw new EtcdError('notLeader');
         return this.#state.lessor.renew(payload.id, performance.now());
+      case 'hashKV': {
+        const h = this.#state.store.hashKV(payload.revision);
+        return { hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision };
+      }
       case 'leaseTimeToLive':
         if (!this.#isLeader) throw new EtcdError('notLeader');
         return this.#state.lessor.timeToLive(payload.id, performance.now(), payload.keys);
@@ -608,6 +621,28 @@ export class EtcdServer implements EtcdApi {
     });
   }
 
+  /** One round of the leader's corruption check; returns the members found corrupt. */
+  checkCorruption(): Promise<bigint[]> {
+    return checkCorruption({
+      isLeader: () => this.#isLeader,
+      memberId: this.memberId,
+      members: () => this.#state.membership.list(),
+      localHash: (revision) => {
+        const h = this.#state.store.hashKV(revision);
+        return { hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision };
+      },
+      currentRevision: () => this.#state.store.revision,
+      peerHash: async (m, revision) => {
+        const url = m.peerUrls[0];
+        if (url === undefined) return undefined;
+        return (await this.#p.peerRequest(url, 'hashKV', { revision })) as HashAt;
+      },
+      raiseCorrupt: async (memberId) =>
+        void (await this.#proposer.propose({ kind: 'alarm', action: 'activate', memberId, alarm: 'CORRUPT' })),
+      logger: this.#p.logger,
+    });
+  }
+
   // ---- Lifecycle ----
 
   /** Graceful stop: a leader hands leadership to the most caught-up voter first (etcd's TransferLeadership). */
@@ -627,6 +662,7 @@ export class EtcdServer implements EtcdApi {
     this.#stopped = true;
     this.#loops.stop();
     this.#compactor?.stop();
+    if (this.#corruptTimer !== undefined) clearInterval(this.#corruptTimer);
     if (this.#watchTimer !== undefined) clearInterval(this.#watchTimer);
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));

@@ -219,6 +219,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   grpc = await startGrpcServer({
     api: server,
     listenUrls: o.listenClientUrls,
+    leaderCheckIntervalMs: o.electionTimeoutMs,
     ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
   });
   const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));

@@ -30,6 +30,7 @@ export class ReadIndexBatcher {
   #inflight: { context: bigint; readers: Pending[]; sentMs: number } | undefined;
   #nextContext = 1n;
   #timer: NodeJS.Timeout | undefined;
+  #issueScheduled = false;
 
   constructor(options: ReadIndexOptions) {
     this.#o = options;
@@ -39,7 +40,7 @@ export class ReadIndexBatcher {
   read(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject, deadlineMs: this.#o.nowMs() + this.#o.timeoutMs });
-      if (this.#inflight === undefined) this.#issue();
+      this.#scheduleIssue();
       this.#arm();
     });
   }
@@ -77,6 +78,20 @@ export class ReadIndexBatcher {
     for (const r of all) r.reject(error);
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /**
+   * Reads that arrive in the same event-loop turn (many gRPC calls decoded from one socket read) share one
+   * request. A read that arrives after a request left must wait for the next one: the leader may have
+   * handled the earlier request before a write this read must see was acknowledged.
+   */
+  #scheduleIssue(): void {
+    if (this.#inflight !== undefined || this.#issueScheduled) return;
+    this.#issueScheduled = true;
+    setImmediate(() => {
+      this.#issueScheduled = false;
+      if (this.#inflight === undefined && this.#waiting.length > 0) this.#issue();
+    });
   }
 
   #issue(): void {
