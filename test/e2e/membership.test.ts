@@ -66,6 +66,25 @@ describe('membership changes under load', () => {
     expect(acked.filter((k) => !got.has(k))).toEqual([]);
   }, 120_000);
 
+  it('refuses a removal that would leave fewer started voters than a quorum (strict reconfig check)', async () => {
+    const token = 'strict';
+    const a = await startServer({ name: 'sa', args: ['--cluster-init', '--token', token] });
+    const b = await startServer({ name: 'sb', args: ['--server', a.peerUrl, '--token', token] });
+    const c = await startServer({ name: 'sc', args: ['--server', a.peerUrl, '--token', token] });
+    const ca = client(a);
+    await waitFor('three voters', async () => {
+      const v = await voters(ca);
+      return v.length === 3 && v.every((m) => !m.isLearner) ? v : undefined;
+    }, 30_000);
+    await c.kill('SIGKILL');
+    await sleep(2500); // c is no longer recently active (one election timeout)
+    const bId = (await voters(ca)).find((m) => m.name === 'sb')!.id;
+    // {sa, sb, sc} without sb is {sa, sc}, and sc is down: one started voter of two is not a quorum.
+    await expect(ca.cluster.memberRemove({ ID: bId })).rejects.toThrow('etcdserver: re-configuration failed due to not enough started members');
+    expect((await voters(ca)).length).toBe(3);
+    void b;
+  }, 90_000);
+
   it('refuses to promote an unknown member and to remove one that does not exist', async () => {
     const a = await startServer({ name: 'solo', args: ['--cluster-init'] });
     const ca = client(a);
