@@ -4,6 +4,9 @@
  * election timeout.
  */
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Prng } from '../../src/base/index.js';
 import type { Cluster, MemberSpec } from './cluster.js';
 import type { LinkMode } from './proxy.js';
@@ -61,6 +64,19 @@ export const faults: Fault[] = [
     inject: async (ctx) => killRestart(ctx, [await ctx.cluster.leader()], 2 * ctx.cluster.electionMs),
   },
   {
+    name: 'C2-kill-leader-3x', describe: 'SIGKILL the leader three times, one election timeout apart, restarting each',
+    inject: async (ctx) => {
+      for (let i = 0; i < 3; i++) {
+        await killRestart(ctx, [await ctx.cluster.leader()], ctx.cluster.electionMs);
+        await sleep(ctx.cluster.electionMs);
+      }
+    },
+  },
+  {
+    name: 'C3-snapshot-catchup', describe: 'SIGKILL a follower for 6 s of traffic (past --snapshot-count), so it catches up by snapshot',
+    inject: async (ctx) => killRestart(ctx, [pick(ctx.rng, (await followers(ctx.cluster)).followers)], 6000),
+  },
+  {
     name: 'C2-kill-quorum', describe: 'SIGKILL the leader and a follower, restart both after 2 election timeouts',
     inject: async (ctx) => {
       const { leader, followers: f } = await followers(ctx.cluster);
@@ -111,11 +127,16 @@ export const faults: Fault[] = [
     inject: async (ctx) => {
       const v = ctx.rng.next() < 0.5 ? await ctx.cluster.leader() : pick(ctx.rng, ctx.cluster.alive());
       ctx.log(`fault: slow fsync on ${v.name}`);
-      const strace = spawn('strace', ['-f', '-p', String(v.proc!.proc.pid), '-e', 'trace=fdatasync,fsync', '-e', 'inject=fdatasync,fsync:delay_exit=200000', '-o', '/dev/null'], { stdio: 'ignore' });
+      const out = join(tmpdir(), `etcetera-chaos-strace-${process.pid}-${Date.now()}.txt`);
+      const strace = spawn('strace', ['-f', '-p', String(v.proc!.proc.pid), '-e', 'trace=fdatasync,fsync', '-e', 'inject=fdatasync,fsync:delay_exit=200000', '-o', out], { stdio: 'ignore' });
       const ended = new Promise((r) => strace.once('exit', r));
       await sleep(6000);
       strace.kill('SIGINT'); // detaches cleanly; SIGKILL would leave the member stopped under a dead tracer
       await Promise.race([ended, sleep(5000)]);
+      const syncs = existsSync(out) ? readFileSync(out, 'utf8').split('\n').filter((l) => /f(data)?sync\(/.test(l)).length : 0;
+      rmSync(out, { force: true });
+      ctx.log(`fault: ${syncs} fsync calls on ${v.name} delayed by 200 ms`);
+      if (syncs === 0) ctx.notes.push(`strace delayed no fsync on ${v.name}`);
     },
   },
 ];
