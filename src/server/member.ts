@@ -211,7 +211,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     void close().catch(() => {});
   };
   driver = new RaftDriver(node, {
-    save: (u) => wal.save({ hardState: u.hardState, entries: u.entries }),
+    save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
     saveSnapshot: (s) => wal.saveSnapshot(s),
   }, transport, server.driverApp(), { tickIntervalMs: o.heartbeatIntervalMs });
   server.start(driver, applied, walState.snapshot.index);

@@ -11,6 +11,13 @@ export interface SaveRequest {
   entries?: readonly Entry[];
   /** Metadata of a snapshot whose data the caller made durable (use saveSnapshot to have the WAL store it). */
   snapshotMeta?: SnapshotMeta;
+  /**
+   * false: nothing here must be durable now: a hard state whose only change is the commit index (etcd's
+   * mustSync = false; a lost commit index is learned again from the leader). It costs no write and no sync
+   * of its own: it is written with the next batch, and the promise resolves once every earlier save is
+   * durable, so acknowledgements keep their order. Ignored when entries or a snapshot are present.
+   */
+  sync?: boolean;
 }
 
 /** Upper bound of the bytes a save's records take in a batch (used for batch caps and rotation). */

@@ -61,6 +61,8 @@ export interface WalState {
 
 interface PendingSave {
   request: SaveRequest;
+  /** Call order, to tell which of two hard states is newer. */
+  seq: number;
   bytesBound: number;
   /** A snapshot file that must be durable before this save's meta record is written. */
   ready: Promise<void> | undefined;
@@ -100,6 +102,11 @@ export class Wal {
   // What the caller has handed us (validation), what is encoded (segment state records), what is durable.
   #accepted = new SaveValidator({ last: 0, snapshotIndex: 0, commit: 0, term: 0 });
   #writtenHardState: HardState | undefined;
+  /** A commit-only hard state saved with sync: false, written with the next batch unless a newer one is. */
+  #deferred: { hardState: HardState; seq: number } | undefined;
+  #saveSeq = 0;
+  /** The promise of the newest queued save: what a deferred save waits for. */
+  #tail: Promise<void> = Promise.resolve();
   #writtenSnapshot: SnapshotMeta = emptySnapshotMeta();
   #writtenLast = 0;
   #durableSnapshot: SnapshotMeta = emptySnapshotMeta();
@@ -238,12 +245,22 @@ export class Wal {
     if (this.#failure) return Promise.reject(this.#failure);
     if (this.#closed) return Promise.reject(new WalClosedError());
     this.#accepted.accept(request);
-    return new Promise<void>((resolve, reject) => {
+    const seq = ++this.#saveSeq;
+    const deferrable = request.sync === false && (request.entries?.length ?? 0) === 0 && !request.snapshotMeta && !ready;
+    if (deferrable) {
+      if (request.hardState) this.#deferred = { hardState: request.hardState, seq };
+      return this.#tail.then(() => {
+        if (this.#failure) throw this.#failure;
+      });
+    }
+    const saved = new Promise<void>((resolve, reject) => {
       const bound = bytesBound(request);
-      this.#queue.push({ request, bytesBound: bound, ready, resolve, reject });
+      this.#queue.push({ request, seq, bytesBound: bound, ready, resolve, reject });
       this.#queuedBytes += bound;
       this.#draining ??= this.#drain();
     });
+    this.#tail = saved.catch(() => undefined);
+    return saved;
   }
 
   async #drain(): Promise<void> {
@@ -302,7 +319,8 @@ export class Wal {
       if (this.#writtenSnapshot.index > 0) enc.snapshotMeta(this.#writtenSnapshot);
     }
     let maxIndex = 0;
-    for (const { request: r } of batch) {
+    let lastHardStateSeq = 0;
+    for (const { request: r, seq } of batch) {
       if (r.snapshotMeta) {
         enc.snapshotMeta(r.snapshotMeta);
         this.#writtenSnapshot = r.snapshotMeta;
@@ -316,7 +334,17 @@ export class Wal {
       if (r.hardState) {
         enc.hardState(r.hardState);
         this.#writtenHardState = r.hardState;
+        lastHardStateSeq = seq;
       }
+    }
+    // A deferred commit-only hard state goes last, unless a newer hard state in this batch supersedes it.
+    const deferred = this.#deferred;
+    if (deferred !== undefined) {
+      if (deferred.seq > lastHardStateSeq) {
+        enc.hardState(deferred.hardState);
+        this.#writtenHardState = deferred.hardState;
+      }
+      this.#deferred = undefined;
     }
     if (enc.records === 0) enc.hardState(this.#writtenHardState ?? { term: 0, vote: 0n, commit: 0 });
     const bytes = enc.finish();
