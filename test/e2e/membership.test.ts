@@ -85,6 +85,23 @@ describe('membership changes under load', () => {
     void b;
   }, 90_000);
 
+  it('catches a joining member up by snapshot when the log it needs was compacted', async () => {
+    const token = 'snap-join';
+    const a = await startServer({ name: 'na', args: ['--cluster-init', '--token', token, '--snapshot-count', '50'] });
+    const ca = client(a);
+    for (let i = 0; i < 300; i++) await ca.put(`snap/${i}`).value(`v${i}`);
+    const b = await startServer({ name: 'nb', args: ['--server', a.peerUrl, '--token', token, '--snapshot-count', '50'] });
+    const cb = client(b);
+    await waitFor('b caught up', async () => ((await cb.getAll().prefix('snap/').count()) === 300 ? true : undefined), 30_000);
+    expect(b.output.join('\n')).toContain('restoring from snapshot');
+    await waitFor('b promoted', async () => {
+      const v = await voters(ca);
+      return v.length === 2 && v.every((m) => !m.isLearner) ? v : undefined;
+    }, 30_000);
+    await cb.put('after').value('snapshot');
+    expect(await ca.get('after').string()).toBe('snapshot');
+  }, 90_000);
+
   it('refuses to promote an unknown member and to remove one that does not exist', async () => {
     const a = await startServer({ name: 'solo', args: ['--cluster-init'] });
     const ca = client(a);
