@@ -240,6 +240,10 @@ export class Raft {
     if (!this.votes.has(from)) this.votes.set(from, granted);
     const result = voteResult(this.votingMembers(), this.votes);
     if (result === 'pending') return false;
+    // A candidate may hold a quorum of others' grants before its own {term, vote} is durable. Leading then
+    // would let it crash, restart in the old term and win the same term again with another log (sim F4):
+    // it leads only once its own vote is on disk (the Raft paper persists currentTerm/votedFor first).
+    if (result === 'won' && this.role === 'candidate' && this.selfVoteTerm === this.term) return false;
     if (result === 'won') {
       if (this.role === 'preCandidate') this.campaign('election');
       else this.becomeLeader();

@@ -253,7 +253,9 @@ export class EtcdServer implements EtcdApi {
     this.#campaignIfAlone();
     if (removedSelf) {
       this.#p.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.memberId) });
-      setImmediate(() => this.#p.onRemoved());
+      // Stop a little later, as etcd does (10 ticks): a leader that removed itself has just broadcast the
+      // commit of its removal, and the remaining voters learn it only from those messages.
+      setTimeout(() => this.#p.onRemoved(), 10 * this.#p.heartbeatMs).unref();
     }
   }
 
