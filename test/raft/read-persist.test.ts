@@ -101,6 +101,22 @@ describe('persistence gating', () => {
     expect(p.node(1n).status().role).toBe('leader');
   });
 
+  it('a candidate holding a quorum of grants leads only once its own term and vote are durable (sim F4)', () => {
+    const p = new Pump([1n, 2n, 3n, 4n, 5n]);
+    p.stabilize();
+    p.holdPersist.add(1n);
+    p.elect(1n);
+    // Four grants from the others are a quorum of five without node 1's own vote; still it must not lead,
+    // or a crash now would let it restart in the old term and lead the same term again with another log.
+    const grants = p.sent.filter((m) => m.to === 1n && m.type === MessageType.VoteResp && !m.reject);
+    expect(grants.length).toBeGreaterThanOrEqual(3);
+    expect(p.node(1n).status().role).toBe('candidate');
+    expect(p.sent.some((m) => m.from === 1n && (m.type === MessageType.App || m.type === MessageType.Heartbeat))).toBe(false);
+    p.releasePersist(1n);
+    p.stabilize();
+    expect(p.node(1n).status().role).toBe('leader');
+  });
+
   it('an append acknowledgement leaves only after the follower persisted the entries', () => {
     const p = new Pump([1n, 2n, 3n]);
     p.elect(1n);
