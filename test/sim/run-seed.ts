@@ -1,9 +1,9 @@
 /**
  * One seed, both modes: the chaos phase (safety checked after every step) and then the liveness phase: heal
  * everything (network, disks, frozen nodes), restart every crashed member (sometimes leaving one voter down when
- * that cannot cost the final configuration its majority), and require within `livenessElectionTimeouts`
- * election timeouts that a leader exists and every proposal ever made (clients retry until they see it applied)
- * is applied on every live member of the leader's configuration.
+ * that cannot cost the final configuration its majority), and require within livenessBoundTicks (20 election
+ * timeouts with PreVote, 60 without) that a leader exists and every proposal ever made (clients retry until they
+ * see it applied) is applied on every live member of the leader's configuration.
  */
 import { Prng } from '../../src/base/prng.js';
 import { EntryType } from '../../src/raft/types.js';
