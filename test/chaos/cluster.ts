@@ -47,6 +47,7 @@ export class Cluster {
   readonly electionMs: number;
   readonly #o: ClusterOptions;
   #admin = new Map<string, Etcd3>();
+  #closed = false;
 
   constructor(o: ClusterOptions) {
     this.#o = o;
@@ -64,6 +65,7 @@ export class Cluster {
 
   /** A new member's ports, data directory and proxy (not started). */
   async addSpec(name: string): Promise<MemberSpec> {
+    if (this.#closed) throw new Error('cluster stopped');
     const proxyPort = await freePort();
     const first = this.members[0];
     const joinArgs = first === undefined ? ['--cluster-init', '--token', token] : ['--server', `http://127.0.0.1:${first.proxyPort}`, '--token', token];
@@ -83,6 +85,8 @@ export class Cluster {
 
   /** Start (or restart) a member's process with its same command line; `wrap` runs it under another tool. */
   async launch(m: MemberSpec, waitReadyToo = true): Promise<void> {
+    // A run that timed out may still be running its fault: never start a process after stop().
+    if (this.#closed) throw new Error('cluster stopped');
     const e = this.electionMs;
     const args = [
       cliPath, 'server', '--name', m.name, '--data-dir', m.dataDir,
@@ -166,6 +170,7 @@ export class Cluster {
   }
 
   async stop(): Promise<void> {
+    this.#closed = true;
     for (const c of this.#admin.values()) c.close();
     this.#admin.clear();
     for (const m of this.members) {

@@ -74,7 +74,14 @@ export const faults: Fault[] = [
   },
   {
     name: 'C3-snapshot-catchup', describe: 'SIGKILL a follower for 6 s of traffic (past --snapshot-count), so it catches up by snapshot',
-    inject: async (ctx) => killRestart(ctx, [pick(ctx.rng, (await followers(ctx.cluster)).followers)], 6000),
+    inject: async (ctx) => {
+      const v = pick(ctx.rng, (await followers(ctx.cluster)).followers);
+      await killRestart(ctx, [v], 6000);
+      await sleep(2000);
+      const restored = v.proc!.output.some((l) => l.includes('restoring from snapshot'));
+      ctx.log(`fault: ${v.name} ${restored ? 'caught up by snapshot' : 'caught up from the log'}`);
+      if (!restored) ctx.notes.push(`${v.name} caught up without a snapshot`);
+    },
   },
   {
     name: 'C2-kill-quorum', describe: 'SIGKILL the leader and a follower, restart both after 2 election timeouts',

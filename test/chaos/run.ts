@@ -107,7 +107,7 @@ async function body(o: RunOptions, fault: Fault, cluster: Cluster, rng: Prng, sa
   state.closers.push(() => etcds.forEach((c) => c.close()));
   const urls = () => cluster.members.map((m) => cluster.clientUrl(m));
   const n = o.clients ?? 9;
-  const workers = Array.from({ length: n }, (_, i) => new KvClient({ id: i, etcd: client(urls()[i % 3]!), rec, rng: rng.fork(), keys: o.keys ?? 30, timeoutMs: 3000 }));
+  const workers = Array.from({ length: n }, (_, i) => new KvClient({ id: i, etcd: client(urls()[i % 3]!), rec, rng: rng.fork(), keys: o.keys ?? 30, timeoutMs: 2000 }));
   const memberClients = () => cluster.alive().map((m) => ({ name: m.name, etcd: client(cluster.clientUrl(m)) }));
   const reference = new WatchRunner({ rec, client: 100, members: memberClients, log: say });
   const reflectors = [101, 102].map((id, i) => new WatchRunner({
@@ -119,6 +119,7 @@ async function body(o: RunOptions, fault: Fault, cluster: Cluster, rng: Prng, sa
   await reference.start();
   await Promise.all(reflectors.map((w) => w.start()));
   let stopped = false;
+  state.closers.push(() => (stopped = true)); // also when the run timed out: no client outlives its run
   const traffic = workers.map((w) => w.run(() => stopped));
   const compactor = compactionLoop({ etcd: () => client(urls()), rec, client: 300, intervalMs: 4000, stopped: () => stopped, log: say });
   const progress = setInterval(() => runners.forEach((w) => w.requestProgress()), 1000);
