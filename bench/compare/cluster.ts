@@ -66,7 +66,18 @@ export class Cluster {
     this.root = root;
   }
 
+  /** Starts a cluster; retried on new ports when one we probed free was taken meanwhile (a shared machine). */
   static async start(system: System, o: ClusterOptions): Promise<Cluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await Cluster.#startOnce(system, o);
+      } catch (e) {
+        if (attempt >= 3 || !/address already in use|EADDRINUSE/.test(String(e))) throw e;
+      }
+    }
+  }
+
+  static async #startOnce(system: System, o: ClusterOptions): Promise<Cluster> {
     const root = mkdtempSync(join(tmpdir(), `etcbench-${system}-`));
     const members: Member[] = [];
     for (let i = 0; i < o.size; i++) {

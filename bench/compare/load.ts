@@ -25,6 +25,8 @@ export function summarize(samples: number[]): LatencySummary {
 export interface ClosedLoopResult extends LatencySummary {
   clients: number;
   ops: number;
+  /** Successful requests including the warm-up (for per-request ratios of counters read around the run). */
+  opsAll: number;
   errors: number;
   opsPerSec: number;
   firstError?: string;
@@ -44,6 +46,7 @@ export async function closedLoop(o: ClosedLoopOptions): Promise<ClosedLoopResult
   const stopAt = measureFrom + o.durationMs;
   const samples: number[] = [];
   let errors = 0;
+  let opsAll = 0;
   let firstError: string | undefined;
   const worker = async (c: number): Promise<void> => {
     for (let seq = 0; ; seq++) {
@@ -51,6 +54,7 @@ export async function closedLoop(o: ClosedLoopOptions): Promise<ClosedLoopResult
       if (start >= stopAt) return;
       try {
         await o.op(c, seq);
+        opsAll++;
         if (start >= measureFrom) samples.push(performance.now() - start);
       } catch (e) {
         if (start >= measureFrom) errors++;
@@ -63,7 +67,7 @@ export async function closedLoop(o: ClosedLoopOptions): Promise<ClosedLoopResult
   await Promise.all(Array.from({ length: o.clients }, (_, c) => worker(c)));
   // Requests started before stopAt may finish after it: count them against the time they really took.
   const elapsedMs = Math.max(o.durationMs, performance.now() - measureFrom);
-  const r: ClosedLoopResult = { clients: o.clients, ops: samples.length, errors, opsPerSec: (samples.length / elapsedMs) * 1000, ...summarize(samples) };
+  const r: ClosedLoopResult = { clients: o.clients, ops: samples.length, opsAll, errors, opsPerSec: (samples.length / elapsedMs) * 1000, ...summarize(samples) };
   if (firstError !== undefined) r.firstError = firstError;
   return r;
 }

@@ -37,22 +37,26 @@ async function putsRun(ctx: RunContext, cluster: Cluster, clients: number, prefi
   const value = Buffer.alloc(256, 0x61);
   const keys = Array.from({ length: keySpace }, (_, i) => Buffer.from(`bench/${String(i).padStart(6, '0')}`));
   const requests = keys.map((k) => encodePut(k, value));
+  const fsyncs = (): number => (leader.straceLog ? countFsyncs(leader.straceLog) : NaN);
   try {
+    const fsyncsBefore = fsyncs();
     const r = await closedLoop({
       clients,
       durationMs: dur(ctx, 5000, 1000),
       warmupMs: dur(ctx, 1000, 300),
       op: (c, seq) => conns[c % conns.length]!.put(requests[(c * 7919 + seq) % keySpace]!, requestTimeoutMs),
     });
-    const members = `${cluster.options.size}m`;
-    ctx.log(`  ${cluster.describe()}, ${clients} clients: ${r.opsPerSec.toFixed(0)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
-    const key = `${prefix}.${members}.${clients}c`;
+    const fsyncsPerPut = (fsyncs() - fsyncsBefore) / r.opsAll;
+    const key = `${prefix}.${cluster.options.size}m.${clients}c`;
     const what = `${cluster.options.size} member${cluster.options.size > 1 ? 's' : ''}, ${clients} client${clients > 1 ? 's' : ''}`;
+    ctx.log(`  ${cluster.system} ${what}: ${r.opsPerSec.toFixed(0)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ` +
+      `${Number.isNaN(fsyncsPerPut) ? '' : `leader fsyncs/put ${fsyncsPerPut.toFixed(2)}, `}${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
     const out: Measure[] = [
       { key: `${key}.rate`, label: `${what}: puts/s`, unit: '/s', better: 'higher', value: r.opsPerSec },
       { key: `${key}.p50`, label: `${what}: p50`, unit: 'ms', better: 'lower', value: r.p50Ms },
       { key: `${key}.p99`, label: `${what}: p99`, unit: 'ms', better: 'lower', value: r.p99Ms },
     ];
+    if (!Number.isNaN(fsyncsPerPut)) out.push({ key: `${key}.fsyncs`, label: `${what}: leader fsyncs per put`, unit: '', better: 'lower', value: fsyncsPerPut });
     if (r.errors > 0) out.push({ key: `${key}.errors`, label: `${what}: errors`, unit: '', better: 'lower', value: r.errors });
     return out;
   } finally {
