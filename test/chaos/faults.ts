@@ -134,19 +134,42 @@ export const faults: Fault[] = [
     inject: async (ctx) => {
       const v = ctx.rng.next() < 0.5 ? await ctx.cluster.leader() : pick(ctx.rng, ctx.cluster.alive());
       ctx.log(`fault: slow fsync on ${v.name}`);
-      const out = join(tmpdir(), `etcetera-chaos-strace-${process.pid}-${Date.now()}.txt`);
-      const strace = spawn('strace', ['-f', '-p', String(v.proc!.proc.pid), '-e', 'trace=fdatasync,fsync', '-e', 'inject=fdatasync,fsync:delay_exit=200000', '-o', out], { stdio: 'ignore' });
-      const ended = new Promise((r) => strace.once('exit', r));
-      await sleep(6000);
-      strace.kill('SIGINT'); // detaches cleanly; SIGKILL would leave the member stopped under a dead tracer
-      await Promise.race([ended, sleep(5000)]);
-      const syncs = existsSync(out) ? readFileSync(out, 'utf8').split('\n').filter((l) => /f(data)?sync\(/.test(l)).length : 0;
-      rmSync(out, { force: true });
+      const lines = await straceFsync(v, 'delay_exit=200000', 6000);
+      const syncs = lines.filter((l) => /f(data)?sync\(/.test(l)).length;
       ctx.log(`fault: ${syncs} fsync calls on ${v.name} delayed by 200 ms`);
       if (syncs === 0) ctx.notes.push(`strace delayed no fsync on ${v.name}`);
     },
   },
+  {
+    name: 'C14-failing-fsync', describe: 'fsync/fdatasync fail with EIO on one member: it must exit (never ack); restart it',
+    inject: async (ctx) => {
+      const v = ctx.rng.next() < 0.5 ? await ctx.cluster.leader() : pick(ctx.rng, ctx.cluster.alive());
+      ctx.log(`fault: failing fsync on ${v.name}`);
+      const lines = await straceFsync(v, 'error=EIO', 6000);
+      const failed = lines.filter((l) => /INJECTED/.test(l)).length;
+      const exited = v.proc!.proc.exitCode !== null || v.proc!.proc.signalCode !== null;
+      ctx.log(`fault: ${failed} fsync calls failed on ${v.name}; it ${exited ? `exited (${v.proc!.proc.exitCode ?? v.proc!.proc.signalCode})` : 'is still running'}`);
+      if (failed > 0 && !exited) throw new Error(`W7: ${v.name} kept running for 6 s after ${failed} failed fsync calls`);
+      if (failed === 0) ctx.notes.push(`strace failed no fsync on ${v.name}`);
+      if (!exited) await ctx.cluster.kill(v);
+      await ctx.cluster.restart(v);
+    },
+  },
 ];
+
+/** Run the member's fsync and fdatasync calls under strace's `inject` for `ms` (or until it exits); the trace lines. */
+async function straceFsync(v: MemberSpec, inject: string, ms: number): Promise<string[]> {
+  const out = join(tmpdir(), `etcetera-chaos-strace-${process.pid}-${Date.now()}.txt`);
+  const args = ['-f', '-p', String(v.proc!.proc.pid), '-e', 'trace=fdatasync,fsync', '-e', `inject=fdatasync,fsync:${inject}`, '-o', out];
+  const strace = spawn('strace', args, { stdio: 'ignore' });
+  const ended = new Promise((r) => strace.once('exit', r));
+  await Promise.race([sleep(ms), v.proc!.exited]);
+  strace.kill('SIGINT'); // detaches cleanly; SIGKILL would leave the member stopped under a dead tracer
+  await Promise.race([ended, sleep(5000)]);
+  const lines = existsSync(out) ? readFileSync(out, 'utf8').split('\n') : [];
+  rmSync(out, { force: true });
+  return lines;
+}
 
 async function replaceMember(ctx: FaultContext): Promise<void> {
   const c = ctx.cluster;
