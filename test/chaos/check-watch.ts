@@ -80,9 +80,17 @@ function prevKvs(s: WatchSession, ref: ReferenceLog, out: string[]): void {
   }
 }
 
-export function checkWatches(watches: WatchSession[], ref: ReferenceLog): string[] {
+/** A watch canceled as compacted must have started below the compaction, which some client asked for. */
+function compactedCancels(s: WatchSession, compactRevs: number[], out: string[]): void {
+  if (s.compactRev === undefined) return;
+  if (s.startRev >= s.compactRev) out.push(`L4 watch ${s.id} from ${s.startRev} canceled as compacted at ${s.compactRev}`);
+  if (!compactRevs.some((c) => c >= s.compactRev!)) out.push(`L4 watch ${s.id} canceled as compacted at ${s.compactRev}, but no compaction reached it`);
+}
+
+export function checkWatches(watches: WatchSession[], ref: ReferenceLog, compactRevs?: number[]): string[] {
   const out = [...ref.violations];
   for (const s of watches) {
+    if (compactRevs !== undefined) compactedCancels(s, compactRevs, out);
     orderAndAtomicity(s, out);
     reliability(s, ref, out);
     prevKvs(s, ref, out);

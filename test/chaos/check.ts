@@ -12,10 +12,15 @@ export interface CheckReport {
   stats: { ops: number; l1Keys: number; l1Ops: number; resolved: number; dropped: number; events: number; completeThrough: number; watches: number };
 }
 
+/** Revisions any client asked to compact to (failed calls included: they may have happened). */
+function compactRevs(h: History): number[] {
+  return h.ops.flatMap((op) => (op.input.type === 'compact' ? [op.input.revision] : []));
+}
+
 export function checkHistory(h: History, o: L1Options = {}): CheckReport {
   const ref = buildReference(h);
   const l1 = checkL1(h, ref, o);
-  const violations = [...l1.violations, ...checkRevisions(h), ...checkWatches(h.watches, ref), ...checkLists(h, ref)];
+  const violations = [...l1.violations, ...checkRevisions(h), ...checkWatches(h.watches, ref, compactRevs(h)), ...checkLists(h, ref)];
   let events = 0;
   for (const at of ref.byRev.values()) events += at.size;
   return {

@@ -195,6 +195,17 @@ describe('L4 watch guarantees', () => {
     expect(v).toMatch(/prev_kv zz@2, expected a@2/);
     expect(v).toMatch(/del.*prev_kv missing|delete k@4: prev_kv missing/);
   });
+  it('fails a watch canceled as compacted above its start or without any compaction', () => {
+    const b = new HistoryBuilder();
+    b.op(1, 1, 2, { type: 'compact', revision: 5 }, { type: 'compact', rev: 9 });
+    b.watch({ startRev: 3, compactRev: 5 }, []);
+    b.watch({ startRev: 6, compactRev: 5 }, []);
+    b.watch({ startRev: 3, compactRev: 8 }, []);
+    const v = checkHistory(b.h).violations.join('\n');
+    expect(v).not.toMatch(/watch 0/);
+    expect(v).toMatch(/watch 1 from 6 canceled as compacted at 5/);
+    expect(v).toMatch(/watch 2 canceled as compacted at 8, but no compaction reached it/);
+  });
   it('fails two watchers that disagree about one revision', () => {
     const b = new HistoryBuilder();
     b.watch({ startRev: 1 }, [{ headerRev: 2, events: [put(kv('k', 'a', 2))] }]);
