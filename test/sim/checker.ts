@@ -28,9 +28,8 @@ export interface CheckOptions {
   /** Check vote grants and append acks against the durable state when sent. */
   sendDurability: boolean;
   /**
-   * Also require a leader's term to be durable before it sends appends, heartbeats or snapshots in that term
-   * (FINDINGS.md F4: otherwise a crash lets it win the same term again with a different log). Off by default
-   * until the core is fixed; on with --known-bugs.
+   * Require a leader's term to be durable before it sends appends, heartbeats, snapshots or TimeoutNow in that
+   * term (FINDINGS.md F4: otherwise a crash lets it win the same term again with a different log).
    */
   leaderTermDurability: boolean;
 }
@@ -58,7 +57,7 @@ export class Checker {
   readsChecked = 0;
 
   constructor(options: Partial<CheckOptions> = {}) {
-    this.options = { sendDurability: true, leaderTermDurability: false, ...options };
+    this.options = { sendDurability: true, leaderTermDurability: true, ...options };
   }
 
   fail(message: string): never {

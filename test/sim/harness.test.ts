@@ -156,6 +156,14 @@ describe('checker', () => {
     expect(() => c.onSend(msg(MessageType.PreVote, 3n, 2n), hs, durable, undefined)).toThrow(/learner 3 campaigned/);
   });
 
+  it('catches a leader sending appends in a term that is not durable yet', () => {
+    const c = new Checker();
+    c.everVoters.add(1n);
+    const app = msg(MessageType.App, 1n, 2n, { term: 3 });
+    expect(() => c.onSend(app, { term: 2, vote: 1n, commit: 0 }, new LogMirror(), undefined)).toThrow(/before that term was durable/);
+    c.onSend(app, { term: 3, vote: 1n, commit: 0 }, new LogMirror(), undefined);
+  });
+
   it('catches a stale read and a durable commit going back', () => {
     const c = new Checker();
     c.onApply(1n, e(1, 1), 1, 1);

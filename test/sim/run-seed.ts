@@ -96,7 +96,7 @@ export function runSeed(options: SeedOptions): SeedResult {
       disk: plan.disk,
       node: { compactEvery, keepEntries: rng.int(6) },
       stepsPerTick,
-      checks: { ...(options.knownBugs === true ? { leaderTermDurability: true } : {}), ...options.checks },
+      ...(options.checks !== undefined ? { checks: options.checks } : {}),
       ...(options.trace !== undefined ? { trace: options.trace } : {}),
       ...(options.traceMessages === true ? { traceMessages: true } : {}),
     });

@@ -55,11 +55,11 @@ describe('scripted stories lead each fault to the violation it causes', () => {
    * R6/R7, crash right after voting: n1 campaigns in term 2 and can reach only n2; n2 grants and crashes at
    * once; n2 restarts. n3, which never heard of n1's candidacy, campaigns in term 2 and asks n2. A correct core
    * sent the grant only once it was durable, so n2 refuses; with voteBeforePersist n2 forgot and grants, and two
-   * nodes lead term 2. Checked by election safety alone (the send-durability check is off).
+   * nodes lead term 2. Checked by election safety alone (the send-durability checks are off).
    */
   function crashAfterVote(faults?: RaftConfig['unsafeTestFaults']): ReturnType<typeof calmCluster> {
     const c = calmCluster(3, {
-      checks: { sendDurability: false },
+      checks: { sendDurability: false, leaderTermDurability: false },
       disk: { syncMinSteps: 5, syncMaxSteps: 5, slowRate: 0, slowMinSteps: 0, slowMaxSteps: 0 },
       ...(faults ? { raft: { unsafeTestFaults: faults } } : {}),
     });
