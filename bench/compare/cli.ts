@@ -9,6 +9,7 @@
  *   --reps N           runs per system (default 2)
  *   --system s         only etcd or only etcetera (harness work, profiling)
  *   --cpu-prof         etcetera members run under node --cpu-prof; the top frames are printed at the end
+ *   --trace-fsyncs     every member under strace (no delay), to report the leader's fsyncs per put
  *   --no-save          do not write the JSON file
  *
  * Needs /usr/bin/etcd (Debian etcd-server), strace, and a build of etcetera (`npm run build`).
@@ -35,6 +36,7 @@ const { values: args } = parseArgs({
     reps: { type: 'string', default: '2' },
     system: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
+    'trace-fsyncs': { type: 'boolean', default: false },
     'no-save': { type: 'boolean', default: false },
   },
 });
@@ -63,6 +65,7 @@ function modeName(): string {
   if (args.quick) parts.push('quick');
   if (args.scenario) parts.push(args.scenario.replace(/,/g, '+'));
   if (args.system) parts.push(args.system);
+  if (args['trace-fsyncs']) parts.push('traced');
   return parts.join('-');
 }
 
@@ -75,6 +78,7 @@ async function main(): Promise<void> {
   const mode = modeName();
   const profDir = args['cpu-prof'] ? mkdtempSync(join(tmpdir(), 'etcbench-prof-')) : undefined;
   const defaults: Partial<ClusterOptions> = args['low-end'] ? { lowEnd: true, fsyncDelayUs: 20_000 } : {};
+  if (args['trace-fsyncs']) defaults.traceFsyncs = true;
   const planSeconds = scenarios.reduce((a, s) => a + s.seconds(args.quick) * reps * systems.length, 0);
   console.log(machineMarkdown(machine, mode));
   console.log(`plan: ${scenarios.map((s) => s.name).join(', ')} × ${reps} runs × ${systems.join('/')}: ~${Math.round(planSeconds / 60)} min`);
@@ -119,7 +123,7 @@ async function main(): Promise<void> {
     mkdirSync(dir, { recursive: true });
     const stamp = new Date().toISOString().slice(0, 16).replace(/:/g, '').replace('T', '-');
     const file = join(dir, `${stamp}-${mode}.json`);
-    const json = { date: new Date().toISOString(), mode, reps, machine, rows: [...results.rows.values()], failures: results.failures, profileTop: profile?.byFunction, table };
+    const json = { date: new Date().toISOString(), mode, reps, machine, rows: [...results.rows.values()], failures: results.failures, profileTop: profile?.all.byFunction, table };
     writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
     const md = [`# bench:compare ${mode}, ${json.date}`, '', machineMarkdown(machine, mode), '', table, ''];
     if (profile) md.push(profileMarkdown(profile), '');

@@ -114,7 +114,9 @@ export class Cluster {
     ];
     if (this.system === 'etcd') return [etcdBin, ...args];
     const node = [process.execPath];
-    if (this.options.cpuProfDir) node.push('--cpu-prof', '--cpu-prof-dir', this.options.cpuProfDir, '--cpu-prof-name', `${m.name}-\${pid}.cpuprofile`);
+    // One file per process start: the cluster size and member in the name, a sequence number to keep restarts.
+    const profName = `${this.options.size}m-${m.name}-${seq++}.cpuprofile`;
+    if (this.options.cpuProfDir) node.push('--cpu-prof', '--cpu-prof-dir', this.options.cpuProfDir, '--cpu-prof-name', profName);
     return [...node, etcetraCli, 'server', ...args];
   }
 

@@ -40,6 +40,8 @@ async function putsRun(ctx: RunContext, cluster: Cluster, clients: number, prefi
   const fsyncs = (): number => (leader.straceLog ? countFsyncs(leader.straceLog) : NaN);
   try {
     const fsyncsBefore = fsyncs();
+    const leaderPid = cluster.pid(leader) ?? -1;
+    const procBefore = sampleProc(leaderPid);
     const r = await closedLoop({
       clients,
       durationMs: dur(ctx, 5000, 1000),
@@ -47,15 +49,19 @@ async function putsRun(ctx: RunContext, cluster: Cluster, clients: number, prefi
       op: (c, seq) => conns[c % conns.length]!.put(requests[(c * 7919 + seq) % keySpace]!, requestTimeoutMs),
     });
     const fsyncsPerPut = (fsyncs() - fsyncsBefore) / r.opsAll;
+    const procAfter = sampleProc(leaderPid);
+    // Whether the leader is CPU-bound: 100 % is one core (Node's main thread is one; etcd can use both).
+    const leaderCpu = procBefore && procAfter ? rates(procBefore, procAfter).cpuPercent : NaN;
     const key = `${prefix}.${cluster.options.size}m.${clients}c`;
     const what = `${cluster.options.size} member${cluster.options.size > 1 ? 's' : ''}, ${clients} client${clients > 1 ? 's' : ''}`;
     ctx.log(`  ${cluster.system} ${what}: ${r.opsPerSec.toFixed(0)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ` +
-      `${Number.isNaN(fsyncsPerPut) ? '' : `leader fsyncs/put ${fsyncsPerPut.toFixed(2)}, `}${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
+      `leader CPU ${leaderCpu.toFixed(0)} %, ${Number.isNaN(fsyncsPerPut) ? '' : `leader fsyncs/put ${fsyncsPerPut.toFixed(2)}, `}${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
     const out: Measure[] = [
       { key: `${key}.rate`, label: `${what}: puts/s`, unit: '/s', better: 'higher', value: r.opsPerSec },
       { key: `${key}.p50`, label: `${what}: p50`, unit: 'ms', better: 'lower', value: r.p50Ms },
       { key: `${key}.p99`, label: `${what}: p99`, unit: 'ms', better: 'lower', value: r.p99Ms },
     ];
+    out.push({ key: `${key}.cpu`, label: `${what}: leader CPU`, unit: '%', better: 'lower', value: leaderCpu });
     if (!Number.isNaN(fsyncsPerPut)) out.push({ key: `${key}.fsyncs`, label: `${what}: leader fsyncs per put`, unit: '', better: 'lower', value: fsyncsPerPut });
     if (r.errors > 0) out.push({ key: `${key}.errors`, label: `${what}: errors`, unit: '', better: 'lower', value: r.errors });
     return out;
