@@ -1,7 +1,8 @@
-/** Every checker over one history: L1 (per key + revision order), L4, L5, L6. */
+/** Every checker over one history: L1 (per key + revision order), L4, L5, L6, kept leases. */
 import type { History } from './history.js';
 import { checkL1, type L1Options } from './check-l1.js';
 import { checkLists } from './check-lists.js';
+import { checkLeases } from './leases.js';
 import { checkRevisions } from './check-revisions.js';
 import { checkWatches } from './check-watch.js';
 import { buildReference } from './reference-log.js';
@@ -20,7 +21,7 @@ function compactRevs(h: History): number[] {
 export function checkHistory(h: History, o: L1Options = {}): CheckReport {
   const ref = buildReference(h);
   const l1 = checkL1(h, ref, o);
-  const violations = [...l1.violations, ...checkRevisions(h), ...checkWatches(h.watches, ref, compactRevs(h)), ...checkLists(h, ref)];
+  const violations = [...l1.violations, ...checkRevisions(h), ...checkWatches(h.watches, ref, compactRevs(h)), ...checkLists(h, ref), ...checkLeases(h)];
   let events = 0;
   for (const at of ref.byRev.values()) events += at.size;
   return {

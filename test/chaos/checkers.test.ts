@@ -5,6 +5,7 @@ import { checkL1 } from './check-l1.js';
 import { checkRevisions } from './check-revisions.js';
 import { checkWatches } from './check-watch.js';
 import { checkLists } from './check-lists.js';
+import { checkLeases } from './leases.js';
 import { buildReference } from './reference-log.js';
 import { checkLinearizable, type Model } from './porcupine.js';
 import { HistoryBuilder, del, kv, put } from './fixtures.js';
@@ -244,6 +245,18 @@ describe('L6 list-then-watch', () => {
     expect(v).toMatch(/list #2 of \/p\/ at 3: missing \["\/p\/b"\]/);
     expect(v).toMatch(/count #3 .*: 1, the history has 2/);
     expect(v).toMatch(/reflector from list #4 at 3 vs list #5: missing \["\/p\/b"\]/);
+  });
+});
+
+describe('kept leases', () => {
+  it('fails a lease key deleted before its last acknowledged renewal ran out, and accepts a later expiry', () => {
+    const b = new HistoryBuilder();
+    b.h.leases = [{ id: '7', key: 'l', ttlSeconds: 3, renewals: [{ sentMs: 1000, ttlSeconds: 3 }, { sentMs: 2000, ttlSeconds: 3 }] }];
+    b.watch({ startRev: 1, prevKv: false }, [{ headerRev: 2, events: [del('l', 2)] }]);
+    b.h.watches[0]!.responses[0]!.atMs = 4500;
+    expect(checkLeases(b.h)).toEqual(['lease 7 (l) revoked 500 ms early: renewed for 3 s by a request sent at 2000, delete seen at 4500']);
+    b.h.watches[0]!.responses[0]!.atMs = 5000;
+    expect(checkLeases(b.h)).toEqual([]);
   });
 });
 

@@ -63,6 +63,8 @@ export interface WatchEvent {
 export interface WatchResponseRec {
   /** Logical time of arrival. */
   at: number;
+  /** Wall-clock time of arrival (ms), for lease timing. */
+  atMs?: number;
   headerRev: number;
   events: WatchEvent[];
   /** A progress notification (no events, not created, not canceled), solicited or not. */
@@ -90,14 +92,25 @@ export interface WatchSession {
   end?: 'canceled' | 'error' | 'closed';
 }
 
+/** A lease kept alive by a client, with one key attached: its key must not be deleted while a renewal holds. */
+export interface KeptLease {
+  id: string;
+  key: string;
+  ttlSeconds: number;
+  /** Acknowledged renewals (the grant included): when the request was sent (wall ms) and the TTL granted. */
+  renewals: { sentMs: number; ttlSeconds: number }[];
+}
+
 export interface History {
   ops: Op[];
   watches: WatchSession[];
+  leases?: KeptLease[];
 }
 
 export class Recorder {
   readonly ops: Op[] = [];
   readonly watches: WatchSession[] = [];
+  readonly leases: KeptLease[] = [];
   #clock = 0;
 
   now(): number {
@@ -127,7 +140,7 @@ export class Recorder {
   }
 
   history(): History {
-    return { ops: this.ops, watches: this.watches };
+    return { ops: this.ops, watches: this.watches, leases: this.leases };
   }
 }
 

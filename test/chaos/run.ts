@@ -13,6 +13,7 @@ import { Cluster, rawClient } from './cluster.js';
 import { faults, type Fault } from './faults.js';
 import { Recorder, type History } from './history.js';
 import { catchUp, sleep, WatchRunner } from './watchers.js';
+import { leaseKeeper } from './leases.js';
 import { compactionLoop, KvClient, podPrefix, registryPrefix } from './workload.js';
 import { deadline } from './wire.js';
 
@@ -121,6 +122,7 @@ async function body(o: RunOptions, fault: Fault, cluster: Cluster, rng: Prng, sa
   let stopped = false;
   state.closers.push(() => (stopped = true)); // also when the run timed out: no client outlives its run
   const traffic = workers.map((w) => w.run(() => stopped));
+  const keeper = leaseKeeper({ rec, members: () => cluster.alive().map((m) => client(cluster.clientUrl(m))), ttlSeconds: 3, stopped: () => stopped, log: say });
   const compactor = compactionLoop({ etcd: () => client(urls()), rec, client: 300, intervalMs: 4000, stopped: () => stopped, log: say });
   const progress = setInterval(() => runners.forEach((w) => w.requestProgress()), 1000);
   state.closers.push(() => clearInterval(progress));
@@ -133,10 +135,11 @@ async function body(o: RunOptions, fault: Fault, cluster: Cluster, rng: Prng, sa
   say('fault over');
   await sleep(o.cooldownMs ?? 2500);
   stopped = true;
-  await Promise.all([...traffic, compactor]);
+  await Promise.all([...traffic, compactor, keeper]);
   const trafficMs = Date.now() - trafficStart;
   const done = workers.reduce((s, w) => s + w.done, 0);
   result.opsPerSec = Math.round((done / trafficMs) * 1000);
+  say(`leases kept: ${rec.leases.length}, renewals ${rec.leases.reduce((s, l) => s + l.renewals.length, 0)}`);
   say(`traffic: ${done} ok, ${workers.reduce((s, w) => s + w.failed, 0)} failed, ${result.opsPerSec} ops/s`);
   await finish(o, cluster, rec, workers, reflectors, runners, client, say, result);
 }

@@ -111,7 +111,7 @@ export class WatchRunner {
     }
     if (r.created) return;
     const events = r.events.map(toEvent);
-    session.responses.push({ at: this.#o.rec.now(), headerRev, events, progress: events.length === 0, fragment: r.fragment });
+    session.responses.push({ at: this.#o.rec.now(), atMs: Date.now(), headerRev, events, progress: events.length === 0, fragment: r.fragment });
   }
 
   requestProgress(): void {
