@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- --runs N --seed S [--fault NAME] [--verbose]`: N randomized runs with seeds S, S+1, …
+ * `npm run chaos -- --runs N --seed S [--fault NAME] [--election-ms MS] [--self-test] [--verbose] [--list]`: N randomized runs with seeds S, S+1, …
  * (each seed chooses its fault), ending with exactly `N passed, M failed` and, for each failure, its seed,
  * what was violated and the command that replays it.
  */
@@ -13,6 +13,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '1' },
     seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     fault: { type: 'string' },
+    'election-ms': { type: 'string' },
     verbose: { type: 'boolean', default: false },
     list: { type: 'boolean', default: false },
     'self-test': { type: 'boolean', default: false },
@@ -27,7 +28,7 @@ if (values.list) {
 const runs = Number(values.runs);
 const seed = Number(values.seed);
 if (!Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(seed)) {
-  console.error('usage: npm run chaos -- --runs N --seed S [--fault NAME] [--verbose] [--list]');
+  console.error('usage: npm run chaos -- --runs N --seed S [--fault NAME] [--election-ms MS] [--self-test] [--verbose] [--list]');
   process.exit(2);
 }
 
@@ -35,7 +36,8 @@ const failures: { seed: number; fault: string; violations: string[]; replay: str
 let passed = 0;
 for (let i = 0; i < runs; i++) {
   const s = seed + i;
-  const r = await runOnce({ seed: s, fault: values.fault, verbose: values.verbose });
+  const electionMs = values['election-ms'] === undefined ? undefined : Number(values['election-ms']);
+  const r = await runOnce({ seed: s, fault: values.fault, verbose: values.verbose, electionMs });
   const line = `run ${i + 1}/${runs} seed ${s} ${r.fault}: ${r.ok ? 'ok' : 'FAILED'} (${(r.durationMs / 1000).toFixed(1)} s, ${r.opsPerSec} ops/s${r.report ? `, ${r.report.stats.ops} ops, ${r.report.stats.events} events` : ''})`;
   console.log(line);
   for (const n of r.notes) console.log(`  note: ${n}`);

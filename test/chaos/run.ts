@@ -28,6 +28,8 @@ export interface RunOptions {
   keys?: number;
   /** Hard bound on the whole run. */
   timeoutMs?: number;
+  /** Election timeout of the members (heartbeat = a tenth of it); default 1000 ms. */
+  electionMs?: number;
   /** Print the log as it goes. */
   verbose?: boolean;
 }
@@ -70,8 +72,9 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   const rng = new Prng(o.seed);
   rng.int(faults.length); // the draw chooseFault made, so the rest of the stream is the same either way
   // A low snapshot count makes members compact their logs often, so restarted members catch up by snapshot.
-  const cluster = new Cluster({ rng: rng.fork(), log: say, snapshotCount: 300 });
-  const result: RunResult = { seed: o.seed, fault: fault.name, ok: false, violations: [], notes: [], opsPerSec: 0, durationMs: 0, replay: `npm run chaos -- --seed ${o.seed} --runs 1${o.fault ? ` --fault ${o.fault}` : ''}` };
+  const electionMs = o.electionMs ?? 1000;
+  const cluster = new Cluster({ rng: rng.fork(), log: say, snapshotCount: 300, electionMs, heartbeatMs: Math.max(10, Math.round(electionMs / 10)) });
+  const result: RunResult = { seed: o.seed, fault: fault.name, ok: false, violations: [], notes: [], opsPerSec: 0, durationMs: 0, replay: `npm run chaos -- --seed ${o.seed} --runs 1${o.fault ? ` --fault ${o.fault}` : ''}${o.electionMs ? ` --election-ms ${o.electionMs}` : ''}` };
   const state: { closers: (() => void)[]; rec?: Recorder } = { closers: [] };
   try {
     const timeoutMs = o.timeoutMs ?? 150_000;
