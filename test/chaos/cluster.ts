@@ -34,6 +34,14 @@ export interface ClusterOptions {
   snapshotCount?: number;
 }
 
+/**
+ * The server entry point: the build in dist/, or ETCETERA_CHAOS_CLI (a private copy of the build, so that a
+ * long campaign is not disturbed by someone rebuilding dist/ meanwhile).
+ */
+export function serverCli(): string {
+  return process.env.ETCETERA_CHAOS_CLI ?? cliPath;
+}
+
 /** An etcd3 client with no retries or circuit breakers: every failure reaches the history. */
 export function rawClient(url: string | string[]): Etcd3 {
   return new Etcd3({ hosts: url, dialTimeout: 2000, faultHandling: { host: () => noop, global: noop } });
@@ -55,7 +63,7 @@ export class Cluster {
   }
 
   async start(n: number): Promise<void> {
-    ensureBuilt();
+    if (process.env.ETCETERA_CHAOS_CLI === undefined) ensureBuilt();
     for (let i = 0; i < n; i++) {
       const m = await this.addSpec(String.fromCharCode(97 + i));
       await this.launch(m);
@@ -89,7 +97,7 @@ export class Cluster {
     if (this.#closed) throw new Error('cluster stopped');
     const e = this.electionMs;
     const args = [
-      cliPath, 'server', '--name', m.name, '--data-dir', m.dataDir,
+      serverCli(), 'server', '--name', m.name, '--data-dir', m.dataDir,
       '--listen-client-urls', this.clientUrl(m), '--advertise-client-urls', this.clientUrl(m),
       '--listen-peer-urls', `http://127.0.0.1:${m.peerPort}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${m.proxyPort}`,
       '--listen-metrics-urls', `http://127.0.0.1:${m.metricsPort}`,

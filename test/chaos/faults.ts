@@ -91,6 +91,10 @@ export const faults: Fault[] = [
     },
   },
   {
+    name: 'C2-kill-all', describe: 'SIGKILL every member at once, restart them all after 2 election timeouts',
+    inject: async (ctx) => killRestart(ctx, ctx.cluster.alive(), 2 * ctx.cluster.electionMs),
+  },
+  {
     name: 'C4-blackhole', describe: 'blackhole one member\'s peer traffic (both ways) for 3 election timeouts, then heal',
     inject: async (ctx) => {
       const v = ctx.rng.next() < 0.5 ? await ctx.cluster.leader() : pick(ctx.rng, ctx.cluster.alive());
