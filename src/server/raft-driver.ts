@@ -62,6 +62,7 @@ export class RaftDriver {
   readonly #tickIntervalMs: number;
   #ticker: NodeJS.Timeout | undefined;
   #scheduled = false;
+  #draining = false;
   #stopped = false;
   /** The tail of the persistence chain: saves must complete in Ready order. */
   #persistTail: Promise<void> = Promise.resolve();
@@ -81,7 +82,7 @@ export class RaftDriver {
     assert(this.#ticker === undefined, 'driver started twice');
     this.#ticker = setInterval(() => {
       this.#node.tick();
-      this.#schedule();
+      this.#drainNow();
     }, this.#tickIntervalMs);
     this.#schedule();
   }
@@ -105,10 +106,11 @@ export class RaftDriver {
     return this.#node.status();
   }
 
+  /** A batch of peer messages (one transport frame): step them all, then answer at once. */
   step(messages: Message[]): void {
     if (this.#stopped) return;
     for (const m of messages) this.#node.step(m);
-    this.#schedule();
+    this.#drainNow();
   }
 
   propose(data: Uint8Array): ProposeResult {
@@ -151,6 +153,21 @@ export class RaftDriver {
     this.#schedule();
   }
 
+  /**
+   * Inputs that already come in batches (a tick, a frame of peer messages, a finished save) are handled at
+   * once: every event-loop turn a message waits adds latency to each hop of replication. Proposals and reads
+   * go through #schedule, so the many client requests decoded in one turn share one Ready (one MsgApp per
+   * follower, one log write).
+   */
+  #drainNow(): void {
+    if (this.#stopped) return;
+    if (this.#draining) {
+      this.#schedule();
+      return;
+    }
+    this.#drain();
+  }
+
   /** Coalesce work: many inputs in one event-loop turn make one pass over Ready. */
   #schedule(): void {
     if (this.#scheduled || this.#stopped) return;
@@ -162,7 +179,12 @@ export class RaftDriver {
   }
 
   #drain(): void {
-    while (this.#node.hasReady()) this.#handle(this.#node.ready());
+    this.#draining = true;
+    try {
+      while (this.#node.hasReady()) this.#handle(this.#node.ready());
+    } finally {
+      this.#draining = false;
+    }
   }
 
   #handle(rd: Ready): void {
@@ -193,7 +215,7 @@ export class RaftDriver {
         if (snapshot !== undefined) this.#enqueueApply({ snapshot });
         if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
         this.#node.onPersisted(rd.persistedUpTo);
-        this.#schedule();
+        this.#drainNow();
       },
       (error: unknown) => this.#app.onFatal(error),
     );
