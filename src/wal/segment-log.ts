@@ -157,7 +157,6 @@ export class SegmentLog {
     this.segmentsCreated++;
     // The previous segment's data was synced with its last batch; it is only closed here.
     if (previous !== undefined) await previous.close();
-    this.prepareNext();
   }
 
   /** One write of a whole batch at the end of the active segment. */
@@ -166,6 +165,10 @@ export class SegmentLog {
     assert(active !== undefined, 'no active segment');
     await active.write(bytes, bytes.length, this.#pos);
     this.#pos += bytes.length;
+    // Prepare the next segment only once this one is half full: zero-filling a fresh 64 MiB file is 16k page
+    // writes on the thread pool, which a member that just started (or a short-lived one) should not pay
+    // while it serves; half a segment of log leaves plenty of time to finish before rotation.
+    if (this.#pos > this.#tuning.segmentBytes / 2) this.prepareNext();
     const seg = this.#segments[this.#segments.length - 1]!;
     seg.maxIndex = Math.max(seg.maxIndex, maxIndex);
   }

@@ -151,7 +151,6 @@ export class Wal {
       const { replay } = recovered;
       wal.#segments = new SegmentLog(fs, dir, tuning, recovered, (err) => wal.#fail('segment preparation', err));
       if (recovered.active === undefined) await wal.#segments.rotate(replay.snapshot.index + 1);
-      else wal.#segments.prepareNext();
       wal.#batchSeq = ((recovered.lastBatchSeq ?? -1) + 1) >>> 0;
       const last = replay.snapshot.index + replay.entries.length;
       wal.#accepted = new SaveValidator({ last, snapshotIndex: replay.snapshot.index, commit: replay.hardState.commit, term: replay.hardState.term });

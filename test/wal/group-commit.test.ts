@@ -157,9 +157,12 @@ describe('a failed write or sync is fatal (W7)', () => {
     const fs = new SimFs({ failOp: (o) => o.startsWith('create') && o.includes('0000000000000001.wal.tmp') });
     const fatals: WalFatalError[] = [];
     const { wal } = await Wal.open(dir, { ...opts(fs), onFatal: (e) => fatals.push(e) });
+    // The next segment is prepared once the active one (1 MiB here) is half full.
+    const big = Array.from({ length: 40 }, (_, i) => entry(i + 1, 16 * 1024));
+    await wal.save({ entries: big }).catch(() => undefined); // may already fail: preparation runs beside it
     await new Promise((r) => setTimeout(r, 5));
     expect(fatals.map((e) => e.message)).toEqual([expect.stringContaining('segment preparation failed (EIO')]);
-    await expect(wal.save({ entries: [entry(1)] })).rejects.toBe(fatals[0]);
+    await expect(wal.save({ entries: [entry(41)] })).rejects.toBe(fatals[0]);
     await wal.close();
   });
 
