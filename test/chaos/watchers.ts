@@ -36,6 +36,7 @@ export class WatchRunner {
   #o: WatchRunnerOptions;
   #stream: Stream | undefined;
   #stopped = false;
+  #opening = false;
   #attempt = 0;
   sessions = 0;
 
@@ -53,10 +54,23 @@ export class WatchRunner {
 
   /** Open a session: resuming `prev`, or (no prev) from revision 1 / a fresh list. */
   async #open(prev: WatchSession | undefined): Promise<void> {
+    if (this.#opening) return;
+    this.#opening = true;
+    try {
+      await this.#openLoop(prev);
+    } finally {
+      this.#opening = false;
+    }
+  }
+
+  async #openLoop(prev: WatchSession | undefined): Promise<void> {
     while (!this.#stopped) {
       const members = this.#o.members();
       const m = members[this.#attempt++ % Math.max(1, members.length)];
-      if (m === undefined) return;
+      if (m === undefined) {
+        await sleep(200); // every member is down (C2-kill-all): wait for one to come back
+        continue;
+      }
       let listOp: number | undefined;
       let startRev = prev ? lastObserved(prev) + 1 : 1;
       if (prev === undefined && this.#o.lister) {
@@ -125,9 +139,11 @@ export class WatchRunner {
   /** Force a new session on another member (e.g. the current one sits on a member that is gone). */
   restart(): void {
     const s = this.session;
-    if (s === undefined || s.end !== undefined) return;
-    s.end = 'closed';
-    this.#stream?.cancel?.();
+    if (s === undefined) return;
+    if (s.end === undefined) {
+      s.end = 'closed';
+      this.#stream?.cancel?.();
+    }
     void this.#open(s);
   }
 
