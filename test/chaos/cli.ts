@@ -4,6 +4,7 @@
  * what was violated and the command that replays it.
  */
 import { parseArgs } from 'node:util';
+import { liveClusters } from './cluster.js';
 import { faults } from './faults.js';
 import { runOnce } from './run.js';
 import { selfTest } from './self-test.js';
@@ -23,6 +24,13 @@ const { values } = parseArgs({
 if (values.list) {
   for (const f of faults) console.log(`${f.name.padEnd(20)} ${f.describe}`);
   process.exit(0);
+}
+
+// Interrupted: kill the members of the run in progress before leaving.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    void Promise.all([...liveClusters].map((c) => c.stop())).finally(() => process.exit(130));
+  });
 }
 
 const runs = Number(values.runs);

@@ -49,6 +49,9 @@ export function rawClient(url: string | string[]): Etcd3 {
 
 const token = 'chaos-token';
 
+/** Every cluster not yet stopped, so an interrupted campaign can still kill its processes. */
+export const liveClusters = new Set<Cluster>();
+
 export class Cluster {
   readonly members: MemberSpec[] = [];
   rule: LinkRule = () => ({ kind: 'pass' });
@@ -63,6 +66,7 @@ export class Cluster {
   }
 
   async start(n: number): Promise<void> {
+    liveClusters.add(this);
     if (process.env.ETCETERA_CHAOS_CLI === undefined) ensureBuilt();
     for (let i = 0; i < n; i++) {
       const m = await this.addSpec(String.fromCharCode(97 + i));
@@ -179,6 +183,7 @@ export class Cluster {
 
   async stop(): Promise<void> {
     this.#closed = true;
+    liveClusters.delete(this);
     for (const c of this.#admin.values()) c.close();
     this.#admin.clear();
     for (const m of this.members) {
