@@ -105,6 +105,18 @@ export const faults: Fault[] = [
     },
   },
   {
+    name: 'C5-blackhole-snapshot', describe: 'blackhole a follower (watchers may sit on it) for 8 s of traffic, past --snapshot-count, then heal',
+    inject: async (ctx) => {
+      const v = pick(ctx.rng, (await followers(ctx.cluster)).followers);
+      ctx.log(`fault: blackhole ${v.name}`);
+      linkRule(ctx, { kind: 'blackhole' }, v);
+      await sleep(8000);
+      heal(ctx);
+      await sleep(3000);
+      ctx.log(`fault: ${v.name} ${v.proc!.output.some((l) => l.includes('restoring from snapshot')) ? 'caught up by snapshot' : 'caught up from the log'}`);
+    },
+  },
+  {
     name: 'C6-delay', describe: 'delay every peer link 75±50 ms for 5 s',
     inject: async (ctx) => {
       ctx.log('fault: delay peer links 75±50 ms');
