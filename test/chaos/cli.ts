@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- --runs N --seed S [--fault NAME] [--election-ms MS] [--self-test] [--verbose] [--list]`: N randomized runs with seeds S, S+1, …
+ * `npm run chaos -- --runs N --seed S [--fault NAME] [--election-ms MS] [--keys K] [--clients C] [--self-test] [--verbose] [--list]`: N randomized runs with seeds S, S+1, …
  * (each seed chooses its fault), ending with exactly `N passed, M failed` and, for each failure, its seed,
  * what was violated and the command that replays it.
  */
@@ -15,6 +15,8 @@ const { values } = parseArgs({
     seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     fault: { type: 'string' },
     'election-ms': { type: 'string' },
+    keys: { type: 'string' },
+    clients: { type: 'string' },
     verbose: { type: 'boolean', default: false },
     list: { type: 'boolean', default: false },
     'self-test': { type: 'boolean', default: false },
@@ -36,7 +38,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 const runs = Number(values.runs);
 const seed = Number(values.seed);
 if (!Number.isSafeInteger(runs) || runs < 1 || !Number.isSafeInteger(seed)) {
-  console.error('usage: npm run chaos -- --runs N --seed S [--fault NAME] [--election-ms MS] [--self-test] [--verbose] [--list]');
+  console.error('usage: npm run chaos -- --runs N --seed S [--fault NAME] [--election-ms MS] [--keys K] [--clients C] [--self-test] [--verbose] [--list]');
   process.exit(2);
 }
 
@@ -45,7 +47,8 @@ let passed = 0;
 for (let i = 0; i < runs; i++) {
   const s = seed + i;
   const electionMs = values['election-ms'] === undefined ? undefined : Number(values['election-ms']);
-  const r = await runOnce({ seed: s, fault: values.fault, verbose: values.verbose, electionMs });
+  const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+  const r = await runOnce({ seed: s, fault: values.fault, verbose: values.verbose, electionMs, keys: num(values.keys), clients: num(values.clients) });
   const line = `run ${i + 1}/${runs} seed ${s} ${r.fault}: ${r.ok ? 'ok' : 'FAILED'} (${(r.durationMs / 1000).toFixed(1)} s, ${r.opsPerSec} ops/s${r.report ? `, ${r.report.stats.ops} ops, ${r.report.stats.events} events` : ''})`;
   console.log(line);
   for (const n of r.notes) console.log(`  note: ${n}`);

@@ -51,6 +51,11 @@ export interface RunResult {
   saved?: string;
 }
 
+function replayCommand(o: RunOptions): string {
+  const flags = [['fault', o.fault], ['election-ms', o.electionMs], ['keys', o.keys], ['clients', o.clients]].filter(([, v]) => v !== undefined);
+  return `npm run chaos -- --seed ${o.seed} --runs 1${flags.map(([k, v]) => ` --${k} ${v}`).join('')}`;
+}
+
 export function chooseFault(seed: number, name?: string): Fault {
   if (name !== undefined) {
     const f = faults.find((x) => x.name === name);
@@ -74,7 +79,7 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   // A low snapshot count makes members compact their logs often, so restarted members catch up by snapshot.
   const electionMs = o.electionMs ?? 1000;
   const cluster = new Cluster({ rng: rng.fork(), log: say, snapshotCount: 300, electionMs, heartbeatMs: Math.max(10, Math.round(electionMs / 10)) });
-  const result: RunResult = { seed: o.seed, fault: fault.name, ok: false, violations: [], notes: [], opsPerSec: 0, durationMs: 0, replay: `npm run chaos -- --seed ${o.seed} --runs 1${o.fault ? ` --fault ${o.fault}` : ''}${o.electionMs ? ` --election-ms ${o.electionMs}` : ''}` };
+  const result: RunResult = { seed: o.seed, fault: fault.name, ok: false, violations: [], notes: [], opsPerSec: 0, durationMs: 0, replay: replayCommand(o) };
   const state: { closers: (() => void)[]; rec?: Recorder } = { closers: [] };
   try {
     const timeoutMs = o.timeoutMs ?? 150_000;
