@@ -46,6 +46,8 @@ export interface Member {
   output: string[];
   caps?: Caps;
   exited?: Promise<void>;
+  /** Set while we stop it, so its exit is not reported as a death. */
+  stopping?: boolean;
 }
 
 let seq = 0;
@@ -214,6 +216,7 @@ export class Cluster {
     this.#clients.delete(m.name);
     const pid = this.pid(m);
     if (!this.alive(m)) return;
+    m.stopping = true;
     if (pid !== undefined) process.kill(pid, signal);
     else m.proc!.kill(signal);
     const killer = setTimeout(() => {
@@ -227,6 +230,7 @@ export class Cluster {
   /** Restarts a stopped member on its data dir; resolves with ms from spawn until it answers a linearizable get. */
   async restartMember(m: Member, timeoutMs = 120_000): Promise<number> {
     const t0 = performance.now();
+    m.stopping = false;
     this.#spawn(m, 'existing');
     const key = Buffer.from('etcbench/health');
     while (performance.now() - t0 < timeoutMs) {
@@ -262,6 +266,15 @@ export class Cluster {
         } catch { /* already gone */ }
       }
     }
+  }
+
+  /** Members that died on their own (not stopped by us), with how, for the error of a failed run. */
+  deaths(): string[] {
+    return this.members.filter((m) => m.proc && !this.alive(m) && !m.stopping).map((m) => {
+      const oom = m.caps?.oomKills() ?? 0;
+      const how = m.proc!.signalCode ?? `exit ${m.proc!.exitCode}`;
+      return `${this.system} ${m.name} died (${how}${oom > 0 ? `, ${oom} OOM kill by the ${m.caps!.describe.split(':')[0]} memory cap` : ''})`;
+    });
   }
 
   describe(): string {

@@ -78,7 +78,17 @@ export interface Caps {
   /** Command prefix (taskset fallback). */
   prefix: string[];
   describe: string;
+  /** OOM kills the memory cap caused so far (0 without a memory cap). */
+  oomKills(): number;
   cleanup(): void;
+}
+
+function oomKillsIn(file: string): number {
+  try {
+    return Number(/^oom_kill (\d+)/m.exec(readFileSync(file, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
 }
 
 const cpuQuotaUs = 50_000;
@@ -116,6 +126,7 @@ function capsV1(name: string): Caps | undefined {
     joinScript: `echo $$ > ${cpu}/cgroup.procs && echo $$ > ${mem}/cgroup.procs && `,
     prefix: [],
     describe: 'cgroups v1: cpu.cfs_quota_us 50000/100000 (half a core), memory.limit_in_bytes 512 MiB',
+    oomKills: () => oomKillsIn(join(mem, 'memory.oom_control')),
     cleanup,
   };
 }
@@ -141,6 +152,7 @@ function capsV2(name: string): Caps | undefined {
     joinScript: `echo $$ > ${dir}/cgroup.procs && `,
     prefix: [],
     describe: 'cgroups v2: cpu.max 50000 100000 (half a core), memory.max 512 MiB',
+    oomKills: () => oomKillsIn(join(dir, 'memory.events')),
     cleanup,
   };
 }
@@ -153,6 +165,7 @@ export function makeCaps(name: string): Caps {
     joinScript: '',
     prefix: ['taskset', '-c', '0'],
     describe: 'NO cgroups available: taskset to one core (a whole core, not half), no memory cap',
+    oomKills: () => 0,
     cleanup: () => {},
   };
 }

@@ -16,6 +16,12 @@ export async function withCluster<T>(ctx: RunContext, o: ClusterOptions, fn: (c:
   const cluster = await Cluster.start(ctx.system, { ...ctx.clusterDefaults, ...o });
   try {
     return await fn(cluster);
+  } catch (e) {
+    // A killed server's connection resets before its exit is reported (strace exits after its tracee).
+    await new Promise((r) => setTimeout(r, 1500));
+    const deaths = cluster.deaths();
+    if (deaths.length === 0) throw e;
+    throw new Error(`${deaths.join('; ')}: ${e instanceof Error ? e.message : String(e)}`);
   } finally {
     await cluster.stop();
   }
