@@ -1,8 +1,8 @@
 /**
- * Why the load generator hand-rolls its codec: the same closed loop of 256-byte puts against one etcd member,
- * through the raw client (static codec, grpc-js) and through the etcd3 npm client, with the generator's own
- * CPU time per request. If etcd3 were as cheap, the comparison could use it; it is not (numbers in the
- * report of issue 6).
+ * Is the load generator's hand-rolled codec worth it? The same closed loop of 256-byte puts against one etcd
+ * member, through the raw client (static codec, grpc-js) and through the etcd3 npm client, with the
+ * generator's own CPU time per request. Measured 2026-11-29: both ~100-125 µs of generator CPU per put, i.e.
+ * grpc-js dominates and the codec saves little (see bench/compare/README.md).
  *
  * Run: npx tsx bench/compare/client-check.ts [--clients 16] [--duration-ms 4000]
  */
