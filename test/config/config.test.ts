@@ -29,7 +29,7 @@ describe('server configuration', () => {
       name: 'default', dataDir: './etcetera-data',
       listenClientUrls: ['http://127.0.0.1:2379'], advertiseClientUrls: ['http://127.0.0.1:2379'],
       listenPeerUrls: ['http://127.0.0.1:2380'], initialAdvertisePeerUrls: ['http://127.0.0.1:2380'],
-      listenMetricsUrls: [], heartbeatIntervalMs: 100, electionTimeoutMs: 1000, snapshotCount: 100_000,
+      listenMetricsUrls: [], heartbeatIntervalMs: 100, electionTimeoutMs: 1000, snapshotCount: 10_000,
       quotaBackendBytes: 0, storageProfile: 'auto', bootstrap: { kind: 'init' }, logLevel: 'info',
       autoCompactionRetentionMs: 0, autoCompactionRetentionRevisions: 0,
     });
