@@ -111,6 +111,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const server = new grpc.Server({
     'grpc.max_receive_message_length': grpcMessageBytesMax,
     'grpc.max_send_message_length': -1,
+    // channelz keeps per-call statistics on every call; we expose our own metrics instead.
+    'grpc.enable_channelz': 0,
   });
   const streams = leaderStreams();
   server.addService(serviceDefinition('etcdserverpb.KV'), kvService(api));
