@@ -3,7 +3,8 @@
  * markdown table with the ratio and the issue's targets.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { etcetraCli, repoRoot } from './cluster.js';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { targetMet, targets, mean, type Measure } from './measure.js';
 
@@ -16,6 +17,9 @@ export interface Machine {
   node: string;
   etcd: string;
   loadAvgAtStart: number[];
+  /** HEAD and the build time of dist/ at start: other work may rebuild dist during a long run. */
+  commit: string;
+  distBuiltAt: string;
   note: string;
 }
 
@@ -40,6 +44,8 @@ export function describeMachine(): Machine {
     node: process.version,
     etcd: run('/usr/bin/etcd', ['--version']).split('\n')[0] ?? 'absent',
     loadAvgAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
+    commit: run('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']) || 'unknown',
+    distBuiltAt: existsSync(etcetraCli) ? statSync(etcetraCli).mtime.toISOString() : 'not built',
     note: 'shared machine: other jobs may run beside the benchmark; runs alternate etcd and etcetera (A B A B) so drift hits both',
   };
 }
@@ -102,7 +108,7 @@ export function markdown(results: Results, titles: Map<string, string>): string 
 export function machineMarkdown(m: Machine, mode: string): string {
   return [
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.kernel}; disk ${m.disk}`,
-    `Node ${m.node}; ${m.etcd}; load average at start ${m.loadAvgAtStart.join(' ')}; mode ${mode}.`,
+    `Node ${m.node}; ${m.etcd}; etcetera at ${m.commit} (dist built ${m.distBuiltAt}); load average at start ${m.loadAvgAtStart.join(' ')}; mode ${mode}.`,
     `Note: ${m.note}. Cells: mean (each run).`,
   ].join('\n');
 }
