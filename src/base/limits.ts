@@ -24,6 +24,13 @@ export const leaseMinTtlSecondsFloor = 1;
  * entries of 1 KB are a fifth of the machine.
  */
 export const snapshotCountDefault = 10_000;
+/**
+ * The Raft log is held in memory from the last snapshot on, so a snapshot is also due once this many entry
+ * bytes were applied since the last one (large txns would otherwise keep hundreds of MB of log in memory).
+ */
+export const raftLogBytesMax = 64 * 1024 * 1024;
+/** Entry bytes (about) kept behind a snapshot for followers that are slightly behind. */
+export const catchUpBytesMax = 16 * 1024 * 1024;
 /** etcd: DefaultSnapshotCatchUpEntries; entries kept behind a snapshot for slow followers. */
 export const snapshotCatchUpEntries = 5_000;
 /** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */

@@ -9,6 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { assert } from '../base/assert.js';
+import { catchUpBytesMax, raftLogBytesMax, snapshotCatchUpEntries } from '../base/limits.js';
 import type { Backend } from '../mvcc/backend.js';
 import { WatchHub } from '../mvcc/watch-hub.js';
 import { EntryType, type ConfChange, type Entry, type ReadState, type Snapshot, type SoftState } from '../raft/types.js';
@@ -85,6 +86,8 @@ export class EtcdServer implements EtcdApi {
   #confLearners: bigint[] = [];
   #snapshotIndex = 0;
   #snapshotting = false;
+  /** Entry bytes applied since the last snapshot: the in-memory Raft log grows by as much. */
+  #bytesSinceSnapshot = 0;
   #stopped = false;
   #leaderListeners = new Set<(leader: bigint) => void>();
   #watchTimer: NodeJS.Timeout | undefined;
@@ -234,7 +237,9 @@ export class EtcdServer implements EtcdApi {
     this.#term = status.term;
     this.#appliedWait.advance(last.index);
     this.#scheduleFlush();
-    if (last.index - this.#snapshotIndex >= this.#p.snapshotCount) this.#triggerSnapshot();
+    for (const e of entries) this.#bytesSinceSnapshot += e.data.length;
+    const dueByCount = last.index - this.#snapshotIndex >= this.#p.snapshotCount;
+    if (dueByCount || this.#bytesSinceSnapshot >= raftLogBytesMax) this.#triggerSnapshot();
   }
 
   /**
@@ -305,15 +310,17 @@ export class EtcdServer implements EtcdApi {
       term: this.#appliedTerm,
       confState: { voters: [...this.#confVoters], learners: [...this.#confLearners] },
     };
+    const keepEntries = catchUpEntries(this.#p.snapshotCount, meta.index - this.#snapshotIndex, this.#bytesSinceSnapshot);
+    this.#bytesSinceSnapshot = 0;
     // exportSnapshot captures the store at this moment (it queues behind the flush of everything applied).
     const exported = this.#state.store.exportSnapshot();
     void (async () => {
       try {
         const snapshot: Snapshot = { meta, data: await exported };
         await this.#p.saveSnapshot(snapshot);
-        this.#driver.compact(snapshot, snapshotCatchUpEntriesFor(this.#p.snapshotCount));
+        this.#driver.compact(snapshot, keepEntries);
         this.#snapshotIndex = meta.index;
-        this.#p.releaseLog(Math.max(0, meta.index - snapshotCatchUpEntriesFor(this.#p.snapshotCount)));
+        this.#p.releaseLog(Math.max(0, meta.index - keepEntries));
         this.#p.logger.info('snapshot saved', { index: meta.index, bytes: snapshot.data.length });
       } catch (error) {
         this.#p.onFatal(error);
@@ -755,8 +762,15 @@ export function requestTimeoutMs(electionMs: number): number {
   return 5000 + 2 * electionMs;
 }
 
-function snapshotCatchUpEntriesFor(snapshotCount: number): number {
-  return Math.min(5000, Math.max(1, Math.floor(snapshotCount / 2)));
+/**
+ * Entries kept behind a snapshot (etcd: SnapshotCatchUpEntries = 5,000): at most half the snapshot count,
+ * and no more than about catchUpBytesMax of them, judged by the average entry since the last snapshot.
+ */
+function catchUpEntries(snapshotCount: number, entriesSince: number, bytesSince: number): number {
+  const byCount = Math.min(snapshotCatchUpEntries, Math.max(1, Math.floor(snapshotCount / 2)));
+  const averageBytes = entriesSince > 0 ? bytesSince / entriesSince : 0;
+  const byBytes = averageBytes > 0 ? Math.floor(catchUpBytesMax / averageBytes) : byCount;
+  return Math.max(1, Math.min(byCount, byBytes));
 }
 
 function isReadOnlyTxn(txn: TxnRequest): boolean {

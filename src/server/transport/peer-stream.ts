@@ -224,4 +224,16 @@ export class PeerStream {
       void this.#connect();
     }, delayMs);
   }
+
+  /**
+   * The peer just connected to us, so it is up again: redial now instead of waiting out a backoff that grew
+   * while it was down (a restarted follower would otherwise hear from its leader only seconds later).
+   */
+  redialNow(): void {
+    if (this.#state !== 'backoff') return;
+    clearTimeout(this.#timer);
+    this.#attempt = 0;
+    this.#o.stats.reconnects += 1;
+    void this.#connect();
+  }
 }

@@ -278,6 +278,7 @@ export class PeerTransport {
   }
 
   #serveRaft(conn: FramedConnection, from: NodeId): void {
+    this.#peers.get(from)?.redialNow();
     const stats = this.#statsFor(from);
     let lastBytes = conn.bytesRead;
     conn.setHandler((frame) => {
