@@ -13,6 +13,7 @@ import { ConfigError, parseConfig } from './config.js';
 import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
 import { startMember } from './member.js';
+import { parseTestFaults, testFaultsEnv } from './test-faults.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
 
@@ -61,9 +62,13 @@ async function main(argv: string[]): Promise<number> {
   const { config, warnings } = parsed;
   const logger = createLogger({ level: config.logLevel });
   for (const w of warnings) logger.warn(w);
+  const unsafeTestFaults = parseTestFaults(process.env[testFaultsEnv]);
+  if (unsafeTestFaults.size > 0) {
+    logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });
+  }
   let member;
   try {
-    member = await startMember({ ...config, logger });
+    member = await startMember({ ...config, logger, unsafeTestFaults });
   } catch (error) {
     logger.error('could not start', { error: error instanceof Error ? error.message : String(error) });
     return 1;

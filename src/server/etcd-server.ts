@@ -32,6 +32,7 @@ import type { ServerState, StateOptions } from './server-state.js';
 import { ServerState as State } from './server-state.js';
 import { StoreView } from './store-view.js';
 import { AutoCompactor, type AutoCompaction } from './auto-compactor.js';
+import { droppedWatchResponseOrdinal, type TestFault } from './test-faults.js';
 import { checkCorruption, corruptCheckIntervalMs, type HashAt } from './corruption-check.js';
 import type { ServerMetrics } from './server-metrics.js';
 
@@ -52,6 +53,7 @@ export interface EtcdServerParts {
   electionMs: number;
   snapshotCount: number;
   autoCompaction?: AutoCompaction;
+  unsafeTestFaults?: Set<TestFault>;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
   releaseLog(index: number): void;
@@ -385,6 +387,7 @@ export class EtcdServer implements EtcdApi {
   /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */
   async linearizableBarrier(ctx: RequestContext): Promise<void> {
     await this.#awaitLeader(ctx);
+    if (this.#p.unsafeTestFaults?.has('skip-read-index') === true) return;
     await this.#reads.read();
   }
 
@@ -520,6 +523,7 @@ export class EtcdServer implements EtcdApi {
 
   openWatchStream(sink: WatchSink, ctx: RequestContext): WatchStream {
     void ctx;
+    if (this.#p.unsafeTestFaults?.has('drop-watch-event') === true) return this.#hub.openStream(dropOneEvent(sink.send));
     return this.#hub.openStream(sink.send);
   }
 
@@ -755,6 +759,15 @@ export const backendBatchIntervalMs = 20;
 /** How long a request waits for a leader before "no leader": a few election timeouts, as a client would retry. */
 export function leaderWaitMs(electionMs: number): number {
   return 3 * electionMs;
+}
+
+/** Test fault: lose one event of one response on a stream (the watch checker must see the gap). */
+function dropOneEvent(send: WatchSink['send']): WatchSink['send'] {
+  let withEvents = 0;
+  return (r) => {
+    if (r.events.length === 0 || ++withEvents !== droppedWatchResponseOrdinal) return send(r);
+    return send({ ...r, events: r.events.slice(1) });
+  };
 }
 
 /** etcd: ReqTimeout = 5 s + 2 × election timeout. */

@@ -4,6 +4,7 @@
  */
 import type { ProfileChoice } from '../wal/profiles.js';
 import type { Logger } from './log.js';
+import type { TestFault } from './test-faults.js';
 
 export type ClusterBootstrap =
   /** k3s `--cluster-init`: a new cluster with this member as its only voter. */
@@ -40,6 +41,8 @@ export interface MemberOptions {
   clientTls?: TlsFiles;
   peerTls?: TlsFiles;
   logger: Logger;
+  /** Test-only: break the server on purpose (src/server/test-faults.ts). Never set in production. */
+  unsafeTestFaults?: Set<TestFault>;
 }
 
 /** What an embedding host must give; everything else has etcd's default. */

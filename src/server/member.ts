@@ -194,6 +194,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     electionMs: o.electionTimeoutMs,
     snapshotCount: o.snapshotCount,
     ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
+    ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
     saveSnapshot: (s) => wal.saveSnapshot(s),
     releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
     peerRequest,
@@ -213,7 +214,10 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   driver = new RaftDriver(node, {
     save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
     saveSnapshot: (s) => wal.saveSnapshot(s),
-  }, transport, server.driverApp(), { tickIntervalMs: o.heartbeatIntervalMs });
+  }, transport, server.driverApp(), {
+    tickIntervalMs: o.heartbeatIntervalMs,
+    unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
+  });
   server.start(driver, applied, walState.snapshot.index);
 
   grpc = await startGrpcServer({

@@ -52,7 +52,15 @@ export interface DriverApp {
 
 export interface DriverOptions {
   tickIntervalMs: number;
+  /**
+   * Test fault (src/server/test-faults.ts): acknowledge a Ready as durable at once and hand it to the log
+   * only ackBeforePersistDelayMs later, so a kill -9 loses acknowledged writes. Never set in production.
+   */
+  unsafeAckBeforePersist?: boolean;
 }
+
+/** How long the ack-before-persist test fault holds each save back. */
+export const ackBeforePersistDelayMs = 500;
 
 export class RaftDriver {
   readonly #node: RawNode;
@@ -60,6 +68,7 @@ export class RaftDriver {
   readonly #transport: DriverTransport;
   readonly #app: DriverApp;
   readonly #tickIntervalMs: number;
+  readonly #ackBeforePersist: boolean;
   #ticker: NodeJS.Timeout | undefined;
   #scheduled = false;
   #draining = false;
@@ -76,6 +85,7 @@ export class RaftDriver {
     this.#transport = transport;
     this.#app = app;
     this.#tickIntervalMs = options.tickIntervalMs;
+    this.#ackBeforePersist = options.unsafeAckBeforePersist === true;
   }
 
   start(): void {
@@ -205,8 +215,17 @@ export class RaftDriver {
     } else {
       // The log keeps saves in call order (a snapshot's data file is durable before its meta record and
       // before any later save), so each save is handed over at once and joins the current group commit.
-      if (snapshot !== undefined) void this.#log.saveSnapshot(snapshot).catch(() => {});
-      saved = this.#log.save({ hardState: rd.hardState, entries: rd.entries, sync: rd.mustSync });
+      const write = (): Promise<void> => {
+        if (snapshot !== undefined) void this.#log.saveSnapshot(snapshot).catch(() => {});
+        return this.#log.save({ hardState: rd.hardState, entries: rd.entries, sync: rd.mustSync });
+      };
+      if (this.#ackBeforePersist) {
+        // Test fault: claim durability now, write later (timers of one delay fire in order, so saves keep it).
+        setTimeout(() => void write().catch((error: unknown) => this.#app.onFatal(error)), ackBeforePersistDelayMs);
+        saved = Promise.resolve();
+      } else {
+        saved = write();
+      }
     }
     this.#persistTail = saved;
     saved.then(

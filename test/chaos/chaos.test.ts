@@ -8,6 +8,7 @@ import { killAll } from '../e2e/harness.js';
 import type { History } from './history.js';
 import { runOnce, type RunResult } from './run.js';
 import { selfTest } from './self-test.js';
+import { testFaultsEnv, type TestFault } from '../../src/server/test-faults.js';
 
 const fixed: { seed: number; fault: string }[] = [
   { seed: 11, fault: 'C2-kill-leader' },
@@ -46,4 +47,31 @@ describe('chaos: fixed faults on real clusters', () => {
       expect(t.caught, `${t.name} was not caught`).toBe(true);
     }
   });
+});
+
+/**
+ * L11 with the server itself broken on purpose (src/server/test-faults.ts, switched on through the
+ * environment the members inherit): the checkers must fail these runs, with the right checker.
+ */
+describe('chaos: the checkers catch a server broken on purpose', () => {
+  afterAll(async () => {
+    delete process.env[testFaultsEnv];
+    await killAll();
+  });
+
+  const broken: { fault: TestFault; run: string; checker: RegExp }[] = [
+    { fault: 'drop-watch-event', run: 'C9-pause-leader', checker: /^L4 / },
+    { fault: 'skip-read-index', run: 'C9-pause-leader', checker: /^L1 / },
+  ];
+  for (const b of broken) {
+    it(`catches ${b.fault} (${b.run}, seed 13)`, async () => {
+      process.env[testFaultsEnv] = b.fault;
+      try {
+        const r = await runOnce({ seed: 13, fault: b.run, timeoutMs: 100_000 });
+        expect(r.violations.some((v) => b.checker.test(v)), `no ${b.checker} violation; got:\n${r.violations.slice(0, 5).join('\n')}`).toBe(true);
+      } finally {
+        delete process.env[testFaultsEnv];
+      }
+    }, 120_000);
+  }
 });

@@ -1,0 +1,30 @@
+/**
+ * Test-only switches that break the server on purpose, so the chaos checkers can prove they catch real
+ * misbehaviour (TESTING.md L11). Read once from UNSAFE_ETCETERA_TEST_FAULTS by the CLI (never from the config
+ * file or ETCETERA_* variables, so no configuration can turn them on by accident); a member started with any
+ * of them logs an error-level warning. Nothing else in the server reads the environment.
+ *
+ * - drop-watch-event: the first event of the 5th event-bearing watch response on each stream is dropped;
+ * - skip-read-index: linearizable reads are served locally without ReadIndex (stale after a partition);
+ * - ack-before-persist: Readies are acknowledged as durable before the log has them (a kill -9 loses
+ *   acknowledged writes).
+ */
+export type TestFault = 'drop-watch-event' | 'skip-read-index' | 'ack-before-persist';
+
+export const testFaultsEnv = 'UNSAFE_ETCETERA_TEST_FAULTS';
+
+const known: readonly TestFault[] = ['drop-watch-event', 'skip-read-index', 'ack-before-persist'];
+
+export function parseTestFaults(text: string | undefined): Set<TestFault> {
+  const out = new Set<TestFault>();
+  for (const raw of (text ?? '').split(',')) {
+    const name = raw.trim();
+    if (name === '') continue;
+    if (!(known as readonly string[]).includes(name)) throw new Error(`${testFaultsEnv}: unknown fault ${JSON.stringify(name)} (known: ${known.join(', ')})`);
+    out.add(name as TestFault);
+  }
+  return out;
+}
+
+/** Which event-bearing response of a stream loses an event under drop-watch-event. */
+export const droppedWatchResponseOrdinal = 5;
