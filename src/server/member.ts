@@ -26,7 +26,7 @@ import { EtcdServer, electionTicksOf } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
-import { RaftDriver } from './raft-driver.js';
+import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
 import { ServerState, type StateOptions } from './server-state.js';
 import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
 import { PeerTransport } from './transport/transport.js';
@@ -195,7 +195,11 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     snapshotCount: o.snapshotCount,
     ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
     ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
-    saveSnapshot: (s) => wal.saveSnapshot(s),
+    // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
+    saveSnapshot: (s) =>
+      o.unsafeTestFaults?.has('ack-before-persist') === true
+        ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
+        : wal.saveSnapshot(s),
     releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
     peerRequest,
     syncPeers: (members) => syncPeers(transport, identity!.memberId, members.length > 0 ? members : identity!.joinPeers),
