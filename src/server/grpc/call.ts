@@ -121,3 +121,20 @@ export function unimplemented(name: string): { code: Status; details: string } {
 export function failStream(stream: EventEmitter, err: unknown): void {
   stream.emit('error', toGrpcError(err));
 }
+
+/**
+ * The checks etcd's stream interceptors make before a Watch or LeaseKeepAlive stream starts: learners do
+ * not serve it, and a require-leader stream needs a leader. Returns the call's context, or undefined after
+ * failing the stream.
+ */
+export function openStream(api: EtcdApi, call: Cancellable): CallContext | undefined {
+  const ctx = requestContext(call);
+  try {
+    checkLearner(api, false);
+    checkLeader(api, ctx);
+  } catch (err) {
+    failStream(call, err);
+    return undefined;
+  }
+  return ctx;
+}

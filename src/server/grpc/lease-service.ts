@@ -3,7 +3,7 @@ import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grp
 import { MvccError } from '../../mvcc/types.js';
 import type { EtcdApi } from '../api.js';
 import { EtcdError } from '../errors.js';
-import { checkLearner, checkLeader, failStream, requestContext, unary } from './call.js';
+import { failStream, openStream, unary } from './call.js';
 import { encodeHeader, i64, id, long, n64, num } from './codec.js';
 import type { LeaderStreams } from './leader-streams.js';
 import type { Wire } from './proto.js';
@@ -55,14 +55,8 @@ export function leaseService(api: EtcdApi, streams: LeaderStreams): UntypedServi
 
 /** Renews one request at a time, in order, as etcd's recv loop does; an unknown lease answers TTL 0. */
 function keepAlive(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStream<Wire, Wire>): void {
-  const ctx = requestContext(call);
-  try {
-    checkLearner(api, false);
-    checkLeader(api, ctx);
-  } catch (err) {
-    failStream(call, err);
-    return;
-  }
+  const ctx = openStream(api, call);
+  if (ctx === undefined) return;
   const queue: Wire[] = [];
   let running = false;
   let done = false;

@@ -6,7 +6,7 @@
  */
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { EtcdApi, WatchCreate, WatchOut, WatchStream } from '../api.js';
-import { checkLearner, checkLeader, failStream, requestContext } from './call.js';
+import { failStream, openStream } from './call.js';
 import { encodeEvent, encodeHeader, i64, n64, num } from './codec.js';
 import { encodeWatchResponse } from './fast-encode.js';
 import type { LeaderStreams } from './leader-streams.js';
@@ -31,14 +31,8 @@ export function watchService(api: EtcdApi, streams: LeaderStreams): UntypedServi
 }
 
 function serveWatch(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStream<Wire, Wire | Buffer>): void {
-  const ctx = requestContext(call);
-  try {
-    checkLearner(api, false);
-    checkLeader(api, ctx);
-  } catch (err) {
-    failStream(call, err);
-    return;
-  }
+  const ctx = openStream(api, call);
+  if (ctx === undefined) return;
   let closed = false;
   let core: WatchStream | undefined;
   const close = (err?: unknown): void => {
