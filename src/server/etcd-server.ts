@@ -320,7 +320,9 @@ export class EtcdServer implements EtcdApi {
       try {
         const snapshot: Snapshot = { meta, data: await exported };
         await this.#p.saveSnapshot(snapshot);
-        this.#driver.compact(snapshot, keepEntries);
+        // The core keeps only the metadata; the member reads the data back from the snapshot file when a
+        // follower needs it (member.ts), so a whole copy of the key space is not held in memory.
+        this.#driver.compact({ meta, data: new Uint8Array(0) }, keepEntries);
         this.#snapshotIndex = meta.index;
         this.#p.releaseLog(Math.max(0, meta.index - keepEntries));
         this.#p.logger.info('snapshot saved', { index: meta.index, bytes: snapshot.data.length });

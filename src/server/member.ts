@@ -17,7 +17,7 @@ import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '.
 import { LevelBackend } from '../mvcc/level-backend.js';
 import { encodeConfChange } from '../raft/conf.js';
 import { RawNode } from '../raft/raw-node.js';
-import { EntryType, type Entry, type HardState, type Message } from '../raft/types.js';
+import { EntryType, MessageType, type Entry, type HardState, type Message, type Snapshot } from '../raft/types.js';
 import { Wal, type WalState } from '../wal/wal.js';
 import type { Member } from './api.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from './errors.js';
@@ -120,7 +120,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     },
     { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied },
   );
-  if (snapshot !== undefined) node.compact(snapshot, 0);
+  if (snapshot !== undefined) node.compact(withoutData(snapshot), 0);
 
   const metrics = createServerMetrics();
   let resolveStopped!: (v: { reason: string }) => void;
@@ -218,7 +218,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   driver = new RaftDriver(node, {
     save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
     saveSnapshot: (s) => wal.saveSnapshot(s),
-  }, transport, server.driverApp(), {
+  }, snapshotLoadingTransport(transport, wal, (id) => driver.reportSnapshot(id, false)), server.driverApp(), {
     tickIntervalMs: o.heartbeatIntervalMs,
     unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
   });
@@ -282,6 +282,35 @@ function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
   m.proposalsCommitted.set(status.commit);
   m.proposalsApplied.set(server.applied);
   m.dbTotalSize.set(server.state.store.dbSizeBytes());
+}
+
+/**
+ * The Raft core keeps the latest snapshot for followers that fall behind the log. Holding its data in memory
+ * would cost a whole copy of the key space for as long as the member runs, so the core gets the snapshot
+ * without its data, and the data is read back from the durable snapshot file when a MsgSnap actually leaves.
+ */
+export function withoutData(snapshot: Snapshot): Snapshot {
+  return { meta: snapshot.meta, data: new Uint8Array(0) };
+}
+
+function snapshotLoadingTransport(transport: PeerTransport, wal: Wal, failed: (to: bigint) => void): { send(msgs: Message[]): void } {
+  const load = async (m: Message): Promise<void> => {
+    const meta = m.snapshot!.meta;
+    const full = await wal.loadSnapshot().catch(() => undefined);
+    // A newer snapshot may have replaced it meanwhile: Raft resends with its current one after the failure.
+    if (full === undefined || full.meta.index !== meta.index || full.meta.term !== meta.term) return failed(m.to);
+    transport.send([{ ...m, snapshot: full }]);
+  };
+  return {
+    send(msgs: Message[]): void {
+      const ready: Message[] = [];
+      for (const m of msgs) {
+        if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) void load(m);
+        else ready.push(m);
+      }
+      if (ready.length > 0) transport.send(ready);
+    },
+  };
 }
 
 /** Tell a removed member it is out, a few times over a few seconds; it may be briefly unreachable. */
