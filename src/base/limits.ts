@@ -26,9 +26,10 @@ export const leaseMinTtlSecondsFloor = 1;
 export const snapshotCountDefault = 10_000;
 /**
  * The Raft log is held in memory from the last snapshot on, so a snapshot is also due once this many entry
- * bytes were applied since the last one (large txns would otherwise keep hundreds of MB of log in memory).
+ * bytes were applied since the last one (large txns would otherwise keep unbounded log in memory). High,
+ * because a snapshot exports the whole key space: snapshotting more often trades memory for CPU and disk.
  */
-export const raftLogBytesMax = 64 * 1024 * 1024;
+export const raftLogBytesMax = 256 * 1024 * 1024;
 /** Entry bytes (about) kept behind a snapshot for followers that are slightly behind. */
 export const catchUpBytesMax = 16 * 1024 * 1024;
 /** etcd: DefaultSnapshotCatchUpEntries; entries kept behind a snapshot for slow followers. */

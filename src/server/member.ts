@@ -12,6 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile, open as openFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { assert } from '../base/assert.js';
 import { Prng } from '../base/prng.js';
 import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
 import { LevelBackend } from '../mvcc/level-backend.js';
@@ -98,11 +99,15 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     minLeaseTtlSeconds: Math.ceil((3 * o.electionTimeoutMs) / 2 / 1000),
   };
   let state = await ServerState.load(backend, stateOptions);
-  const snapshot = walState.snapshot.index > 0 ? await walState.loadSnapshot() : undefined;
-  if (snapshot !== undefined && snapshot.meta.index > state.store.consistentIndex) {
-    log.info('backend behind the latest snapshot; restoring it', { snapshotIndex: snapshot.meta.index, consistentIndex: state.store.consistentIndex });
-    state = await ServerState.restore(backend, snapshot.data, stateOptions);
+  // The snapshot's data is read only when the backend is behind it (a crash before the backend caught up);
+  // otherwise the metadata is enough, and a large key space is not read at every start.
+  if (walState.snapshot.index > state.store.consistentIndex) {
+    const full = await walState.loadSnapshot();
+    assert(full !== undefined, `the snapshot at ${walState.snapshot.index} named by the log is missing`);
+    log.info('backend behind the latest snapshot; restoring it', { snapshotIndex: full.meta.index, consistentIndex: state.store.consistentIndex });
+    state = await ServerState.restore(backend, full.data, stateOptions);
   }
+  const snapshot: Snapshot | undefined = walState.snapshot.index > 0 ? { meta: walState.snapshot, data: new Uint8Array(0) } : undefined;
   const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
 
   const node = new RawNode(
@@ -120,7 +125,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     },
     { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied },
   );
-  if (snapshot !== undefined) node.compact(withoutData(snapshot), 0);
+  if (snapshot !== undefined) node.compact(snapshot, 0);
 
   const metrics = createServerMetrics();
   let resolveStopped!: (v: { reason: string }) => void;
@@ -289,10 +294,6 @@ function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
  * would cost a whole copy of the key space for as long as the member runs, so the core gets the snapshot
  * without its data, and the data is read back from the durable snapshot file when a MsgSnap actually leaves.
  */
-export function withoutData(snapshot: Snapshot): Snapshot {
-  return { meta: snapshot.meta, data: new Uint8Array(0) };
-}
-
 function snapshotLoadingTransport(transport: PeerTransport, wal: Wal, failed: (to: bigint) => void): { send(msgs: Message[]): void } {
   const load = async (m: Message): Promise<void> => {
     const meta = m.snapshot!.meta;
