@@ -1,6 +1,6 @@
 /**
  * A small seeded generator (xoshiro128**, seeded by splitmix32). Consensus and simulation take one of these
- * by injection; nothing in the deterministic core calls Math.random.
+ * by injection; the deterministic core draws no randomness from anywhere else.
  */
 export interface Rng {
   /** A float in [0, 1). */
