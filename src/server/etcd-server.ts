@@ -232,14 +232,14 @@ export class EtcdServer implements EtcdApi {
         this.#applyConfChange(e);
       }
       this.#appliedTerm = e.term;
+      this.#bytesSinceSnapshot += e.data.length;
     }
     const last = entries[entries.length - 1]!;
-    const status = this.#driver.status();
-    this.#commit = status.commit;
-    this.#term = status.term;
+    const hs = this.#driver.hardState;
+    this.#commit = hs.commit;
+    this.#term = hs.term;
     this.#appliedWait.advance(last.index);
     this.#scheduleFlush();
-    for (const e of entries) this.#bytesSinceSnapshot += e.data.length;
     const dueByCount = last.index - this.#snapshotIndex >= this.#p.snapshotCount;
     if (dueByCount || this.#bytesSinceSnapshot >= raftLogBytesMax) this.#triggerSnapshot();
   }

@@ -4,7 +4,6 @@
  * are pending, "no leader" when none is known, "request timed out" when the entry is not applied in time.
  */
 import { applyLagEntriesMax, pendingProposalsMax } from '../base/limits.js';
-import { MvccError } from '../mvcc/types.js';
 import type { ProposeResult } from '../raft/types.js';
 import type { ApplyResult } from './apply.js';
 import { EtcdError, fromProposeError } from './errors.js';
@@ -68,8 +67,4 @@ export class Proposer {
   failAll(error: unknown): void {
     this.#waits.failAll(error);
   }
-}
-
-export function isMvccError(e: unknown): e is MvccError {
-  return e instanceof MvccError;
 }

@@ -10,7 +10,6 @@
  *   after it is applied.
  */
 import { assert } from '../base/assert.js';
-import { MessageType } from '../raft/types.js';
 import type {
   ConfChange,
   ConfState,
@@ -21,7 +20,6 @@ import type {
   ReadState,
   Ready,
   Snapshot,
-  SnapshotMeta,
   SoftState,
   Status,
 } from '../raft/types.js';
@@ -72,6 +70,8 @@ export class RaftDriver {
   #ticker: NodeJS.Timeout | undefined;
   #scheduled = false;
   #draining = false;
+  /** The newest hard state handed out (term and commit without building a Status per apply). */
+  #hardState: HardState = { term: 0, vote: 0n, commit: 0 };
   #stopped = false;
   /** The tail of the persistence chain: saves must complete in Ready order. */
   #persistTail: Promise<void> = Promise.resolve();
@@ -106,6 +106,10 @@ export class RaftDriver {
   advanceTicks(ticks: number): void {
     for (let i = 0; i < ticks; i++) this.#node.tick();
     this.#schedule();
+  }
+
+  get hardState(): HardState {
+    return this.#hardState;
   }
 
   get node(): RawNode {
@@ -198,6 +202,7 @@ export class RaftDriver {
   }
 
   #handle(rd: Ready): void {
+    if (rd.hardState !== undefined) this.#hardState = rd.hardState;
     if (rd.softState !== undefined) this.#app.onSoftState(rd.softState);
     if (rd.messages.length > 0) this.#transport.send(rd.messages);
     this.#persist(rd);
@@ -263,11 +268,4 @@ export class RaftDriver {
       }
     }
   }
-
-  /** Messages of type MsgSnap carry a whole snapshot; the transport streams those separately. */
-  static isSnapshotMessage(m: Message): boolean {
-    return m.type === MessageType.Snap;
-  }
 }
-
-export type { SnapshotMeta };
