@@ -50,7 +50,8 @@ export class Pump {
     }
   }
 
-  add(id: bigint, initial: { voters: bigint[]; learners: bigint[] } | undefined, rng = new Prng(Number(id))): RawNode {
+  /** One node's configuration from the pump's options (the same at first start and at restart). */
+  #config(id: bigint, rng: Prng): RaftConfig {
     const o = this.#opts;
     const cfg: RaftConfig = {
       id,
@@ -64,6 +65,11 @@ export class Pump {
       rng,
     };
     if (o.faults !== undefined) cfg.unsafeTestFaults = o.faults;
+    return cfg;
+  }
+
+  add(id: bigint, initial: { voters: bigint[]; learners: bigint[] } | undefined, rng = new Prng(Number(id))): RawNode {
+    const cfg = this.#config(id, rng);
     this.#rngs.set(id, rng);
     this.durable.set(id, {
       hardState: { term: 0, vote: 0n, commit: 0 },
@@ -151,18 +157,7 @@ export class Pump {
     const d = this.durable.get(id)!;
     this.held.set(id, []);
     this.queue = this.queue.filter((m) => m.to !== id);
-    const o = this.#opts;
-    const cfg: RaftConfig = {
-      id,
-      electionTicks: o.electionTicks ?? 10,
-      heartbeatTicks: o.heartbeatTicks ?? 1,
-      preVote: o.preVote ?? false,
-      checkQuorum: o.checkQuorum ?? false,
-      maxMsgBytes: o.maxMsgBytes ?? 1024 * 1024,
-      maxInflightMsgs: o.maxInflightMsgs ?? 256,
-      maxUncommittedBytes: o.maxUncommittedBytes ?? 1 << 30,
-      rng: this.#rngs.get(id)!.fork(),
-    };
+    const cfg = this.#config(id, this.#rngs.get(id)!.fork());
     const node = new RawNode(cfg, { hardState: d.hardState, snapshot: d.snapshot, entries: d.entries, applied });
     this.nodes.set(id, node);
     this.applied.set(id, this.applied.get(id)!.filter((e) => e.index <= applied));
