@@ -40,3 +40,14 @@ export function utf8(s: string): Uint8Array {
 export function fromUtf8(b: Uint8Array): string {
   return decoder.decode(b);
 }
+
+/**
+ * A copy that owns an ArrayBuffer of exactly its length. Bytes kept beyond a request (stored keys, cached
+ * values) must be copied with this: `Buffer#slice` returns a view, and `Buffer.from` takes small copies out
+ * of a shared 8 KiB pool, so either would pin a buffer far larger than the bytes kept.
+ */
+export function ownedCopy(b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(b.length);
+  out.set(b);
+  return out;
+}

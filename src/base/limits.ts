@@ -76,3 +76,12 @@ assert(walRecordBytesMax >= walRecordChunkBytes + 2 * requestBytesMax, 'a WAL re
 export const compactionBatchKeysMax = 1000;
 /** Peer transport: inbound connections (authenticated or not) held at once; more are closed on accept. */
 export const peerInboundConnectionsMax = 1024;
+/**
+ * MVCC: bytes of decoded values kept in memory for reads (a hot-value cache; everything else is read from
+ * LevelDB). Small by default: the block cache and the OS page cache already hold hot data, and a 1 GiB board
+ * runs a Kubernetes server beside us.
+ */
+export const valueCacheBytesDefault = 16 * 1024 * 1024;
+/** MVCC: a change's sub-revision must fit the in-memory revision code (see src/mvcc/rev-code.ts). */
+export const subRevisionsMax = 32_768;
+assert(subRevisionsMax > txnOpsMax, 'a txn of txnOpsMax puts must fit the sub-revision range');

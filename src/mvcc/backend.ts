@@ -21,12 +21,36 @@ export interface ScanOptions {
   lt?: Uint8Array;
 }
 
-export interface Backend {
-  /** Apply all ops atomically (all or none survive a crash), in order. Not synced. */
-  write(ops: BatchOp[]): Promise<void>;
+export interface WriteOptions {
+  /**
+   * Make this batch and every earlier one durable before resolving (fsync). Only where the Raft log stops
+   * covering the data: before a snapshot lets the log release the entries the backend holds.
+   */
+  sync?: boolean;
+}
+
+/** Synchronous point reads: what the store's apply path and reads need (LevelDB's getSync; bbolt's mmap in etcd). */
+export interface SyncReader {
+  getSync(bucket: Bucket, key: Uint8Array): Uint8Array | undefined;
+}
+
+/** A consistent point-in-time view of every bucket (LevelDB's explicit snapshot); close it when done. */
+export interface BackendView {
+  get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined>;
+  scan(bucket: Bucket, options?: ScanOptions): AsyncIterable<[Uint8Array, Uint8Array]>;
+  close(): Promise<void>;
+}
+
+export interface Backend extends SyncReader {
+  /** Apply all ops atomically (all or none survive a crash), in order. Not synced unless asked. */
+  write(ops: BatchOp[], options?: WriteOptions): Promise<void>;
   get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined>;
   /** Entries of one bucket in ascending unsigned-byte key order. */
   scan(bucket: Bucket, options?: ScanOptions): AsyncIterable<[Uint8Array, Uint8Array]>;
+  /** A view of the contents as of this call (synchronous: later writes are not in it). */
+  view(): BackendView;
+  /** Remove every entry of every bucket (before importing a snapshot). */
+  clear(): Promise<void>;
   /** Bytes the backend occupies (etcd_mvcc_db_total_size_in_bytes; drives the NOSPACE quota). */
   sizeBytes(): Promise<number>;
   /** Reclaim space after compaction (etcd's Defragment). */
@@ -41,23 +65,32 @@ export interface Backend {
  */
 export class WriteBuffer {
   #ops: BatchOp[] = [];
+  #bytes = 0;
 
   put(bucket: Bucket, key: Uint8Array, value: Uint8Array): void {
     this.#ops.push({ type: 'put', bucket, key, value });
+    this.#bytes += key.length + value.length;
   }
 
   del(bucket: Bucket, key: Uint8Array): void {
     this.#ops.push({ type: 'del', bucket, key });
+    this.#bytes += key.length;
   }
 
   get size(): number {
     return this.#ops.length;
   }
 
+  /** Key and value bytes collected so far. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   /** Hand the collected ops over and start empty. */
   take(): BatchOp[] {
     const ops = this.#ops;
     this.#ops = [];
+    this.#bytes = 0;
     return ops;
   }
 }

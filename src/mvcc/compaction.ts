@@ -1,40 +1,36 @@
 /**
- * Compaction, as etcd's kvstore_compaction.go + keyIndex.compact: for every key keep the latest revision at
- * or before the compact revision unless it is a tombstone, drop everything older. In memory this happens at
- * once (apply stays synchronous); the backend deletes of the dropped revisions run later in bounded chunks.
+ * Compaction, as etcd's kvstore_compaction.go + treeIndex.Compact: for every key keep the latest revision at
+ * or before the compact revision unless it is a tombstone, drop everything older. The index changes at once
+ * (apply stays synchronous); the backend deletes of the dropped revisions run later in bounded chunks.
  */
 import type { MvccCore } from './kv-core.js';
-import type { HistoryEntry, KeyIndex } from './key-index.js';
-import { revisionToBytes } from './revision.js';
+import { codeMain } from './rev-code.js';
 
 /** etcd's meta keys for the scheduled and finished compaction revisions. */
 export const scheduledCompactKey = new TextEncoder().encode('scheduledCompactRev');
 export const finishedCompactKey = new TextEncoder().encode('finishedCompactRev');
 
 /**
- * Compact the in-memory state at `rev` (already validated) and return the backend keys to delete.
- * Only history entries with main ≤ rev can be dropped, so only their keys are visited.
+ * Compact the in-memory index at `rev` (already validated) and return the dropped revision codes, ascending
+ * (for the backend deletes). Walks every key, as etcd's treeIndex does: the index alone knows which
+ * revisions a key keeps, and no value is read.
  */
-export function compactInMemory(core: MvccCore, rev: number): Uint8Array[] {
-  const history = core.history;
-  let prefixEnd = 0;
-  while (prefixEnd < history.length && history[prefixEnd]!.main <= rev) prefixEnd++;
-  const visited = new Set<KeyIndex>();
-  const dropped: Uint8Array[] = [];
-  for (let i = 0; i < prefixEnd; i++) {
-    const ki = core.tree.get(history[i]!.kv.key);
-    if (ki === undefined || visited.has(ki)) continue;
-    visited.add(ki);
-    for (const e of ki.compact(rev)) dropped.push(revisionToBytes(e, e.tombstone));
-    if (ki.isEmpty()) core.tree.delete(ki.key);
+export function compactInMemory(core: MvccCore, rev: number): number[] {
+  const dropped: number[] = [];
+  const emptied: Uint8Array[] = [];
+  for (const ki of core.tree.all()) {
+    for (const code of ki.compact(rev)) dropped.push(code);
+    if (ki.isEmpty()) emptied.push(ki.key);
   }
-  // Survivors of the prefix: the one entry ≤ rev each remaining key kept (its first entry).
-  const kept: HistoryEntry[] = [];
-  for (let i = 0; i < prefixEnd; i++) {
-    const e = history[i]!;
-    if (core.tree.get(e.kv.key)?.entries[0] === e) kept.push(e);
-  }
-  core.history = kept.concat(history.slice(prefixEnd));
+  for (const key of emptied) core.tree.delete(key);
+  dropped.sort((a, b) => a - b);
+  let next = 0;
+  core.log.retain((code) => {
+    if (codeMain(code) > rev) return true;
+    while (next < dropped.length && dropped[next]! < code) next++;
+    return !(next < dropped.length && dropped[next] === code);
+  });
+  for (const code of dropped) core.values.dropped(code);
   core.compactRev = rev;
   return dropped;
 }

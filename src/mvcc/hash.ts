@@ -4,10 +4,10 @@
  * entries at or below the compact revision unless compaction at rev would keep them (when anything is kept).
  * Because we store etcd's exact bytes, equal histories give etcd's hash.
  */
+import { decodeKeyValue } from './kv-codec.js';
 import type { MvccCore } from './kv-core.js';
-import { storedKeyValue } from './kv-core.js';
 import { Crc32c } from './kv-codec.js';
-import { revisionToBytes } from './revision.js';
+import { codeMain, codeToBytes } from './rev-code.js';
 import { MvccError } from './types.js';
 
 export interface KvHash {
@@ -31,11 +31,13 @@ export function hashKV(core: MvccCore, revision: number): KvHash {
     }
   }
   const crc = new Crc32c().update(new TextEncoder().encode('key'));
-  for (const e of core.history) {
-    if (e.main > rev) break;
-    if (e.main <= compactRev && keepNonEmpty && core.tree.get(e.kv.key)?.get(rev) !== e) continue;
-    crc.update(revisionToBytes(e, e.tombstone));
-    crc.update(storedKeyValue(e));
+  for (const code of core.log) {
+    const main = codeMain(code);
+    if (main > rev) break;
+    const raw = core.values.raw(code);
+    if (main <= compactRev && keepNonEmpty && core.tree.get(decodeKeyValue(raw).key)?.get(rev) !== code) continue;
+    crc.update(codeToBytes(code));
+    crc.update(raw);
   }
   return { hash: crc.sum(), compactRevision: compactRev, hashRevision: rev };
 }

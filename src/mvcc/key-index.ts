@@ -1,99 +1,114 @@
 /**
  * The history of one key, as etcd's keyIndex: a sequence of generations. A generation starts with the put
  * that creates the key and ends with a tombstone (the delete); the key's last generation may still be
- * live. We store the generations flattened, as one revision-ordered list of entries in which a tombstone
- * closes a generation: the same information as etcd's `[]generation`, with fewer objects per key.
+ * live. We store the generations flattened, as one ascending list of revision codes (rev-code.ts) in which a
+ * tombstone closes a generation: the same information as etcd's `[]generation`, with no object per revision.
+ * Values live in the backend, not here; what the apply path needs without reading it (the current put's
+ * create revision, version and lease, as etcd's generation keeps `created` and `ver`) is kept beside.
  *
  * Worked example (etcd's key_index.go): key "foo" put at 1.0, 2.0, 3.0, deleted at 4.0, put at 5.0, 6.0,
  * deleted at 7.0, put at 8.0:
- *   entries:      1.0 2.0 3.0 4.0(t) | 5.0 6.0 7.0(t) | 8.0
+ *   revisions:    1.0 2.0 3.0 4.0(t) | 5.0 6.0 7.0(t) | 8.0
  *   generations: {1.0, 2.0, 3.0, 4.0(t)} {5.0, 6.0, 7.0(t)} {8.0}
- * get(5) = 5.0 (version 1, created 5); get(4) = nothing (the latest entry ≤ 4 is a tombstone).
+ * get(5) = 5.0 (version 1, created 5); get(4) = nothing (the latest revision ≤ 4 is a tombstone).
  * compact(2):  2.0 3.0 4.0(t) 5.0 ...        (1.0 dropped: 2.0 is the latest ≤ 2 and it is a put)
  * compact(4):  5.0 6.0 7.0(t) 8.0            (the latest ≤ 4 is the tombstone 4.0: dropped with its generation)
  * compact(5):  5.0 6.0 7.0(t) 8.0
  * compact(7):  8.0
  * compact(9):  8.0                           (the latest ≤ 9 is kept)
- * After a compaction that leaves no entry (the key's last generation ended at or before the compact
+ * After a compaction that leaves no revision (the key's last generation ended at or before the compact
  * revision), the key disappears from the index.
  */
 import { assert } from '../base/assert.js';
-import type { KeyValue } from './types.js';
+import { codeIsTombstone, codeMain, firstCodeOf } from './rev-code.js';
 
-/** One revision of one key; shared by the key index and the store's history list. */
-export interface HistoryEntry {
-  readonly main: number;
-  readonly sub: number;
-  readonly tombstone: boolean;
-  /** For a tombstone: key only, modRevision = main (the delete event's kv), other fields zero. */
-  readonly kv: KeyValue;
-}
-
-const emptyEntries: HistoryEntry[] = Object.freeze([]) as unknown as HistoryEntry[];
+const noLease = 0n;
 
 export class KeyIndex {
+  /** Owned bytes (never a view into a request or a pooled buffer). */
   readonly key: Uint8Array;
-  /**
-   * Revision order; never empty while the key is in the tree. Most keys hold one entry: the array starts
-   * as an exact-size literal (an empty array grows to 17 slots on its first push: 136 bytes per key).
-   */
-  entries: HistoryEntry[] = emptyEntries;
+  /** Revision codes, ascending; never empty while the key is in the tree. */
+  revs: number[] = [];
+  /** Of the latest put (meaningful while the key is live): etcd's generation.created and ver, and the lease. */
+  createRevision = 0;
+  version = 0;
+  lease: bigint = noLease;
 
   constructor(key: Uint8Array) {
     this.key = key;
   }
 
-  append(entry: HistoryEntry): void {
-    const last = this.entries[this.entries.length - 1];
-    assert(last === undefined || last.main < entry.main || (last.main === entry.main && last.sub < entry.sub), 'key index revisions must increase');
-    assert(!(entry.tombstone && (last === undefined || last.tombstone)), 'tombstone on a key that does not exist');
-    if (this.entries.length === 0) this.entries = [entry];
-    else this.entries.push(entry);
+  /** Record a put (createRevision/version/lease of the new current value) or a tombstone. */
+  append(code: number, put?: { createRevision: number; version: number; lease: bigint }): void {
+    const last = this.revs[this.revs.length - 1];
+    assert(last === undefined || last < code, 'key index revisions must increase');
+    const tombstone = codeIsTombstone(code);
+    assert(!(tombstone && (last === undefined || codeIsTombstone(last))), 'tombstone on a key that does not exist');
+    assert(tombstone === (put === undefined), 'a put carries its metadata, a tombstone none');
+    this.revs.push(code);
+    if (put !== undefined) {
+      this.createRevision = put.createRevision;
+      this.version = put.version;
+      this.lease = put.lease === 0n ? noLease : put.lease;
+    } else {
+      this.createRevision = 0;
+      this.version = 0;
+      this.lease = noLease;
+    }
   }
 
-  /** Index of the latest entry with main ≤ atRev, or -1. */
+  /** Index of the latest revision with main ≤ atRev, or -1. */
   #latestAt(atRev: number): number {
+    const bound = firstCodeOf(atRev + 1);
     let lo = 0;
-    let hi = this.entries.length;
+    let hi = this.revs.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.entries[mid]!.main <= atRev) lo = mid + 1;
+      if (this.revs[mid]! < bound) lo = mid + 1;
       else hi = mid;
     }
     return lo - 1;
   }
 
-  /** The live entry at atRev (a put), or undefined when the key does not exist then. */
-  get(atRev: number): HistoryEntry | undefined {
+  /** The code of the live revision at atRev (a put), or undefined when the key does not exist then. */
+  get(atRev: number): number | undefined {
     const i = this.#latestAt(atRev);
     if (i < 0) return undefined;
-    const e = this.entries[i]!;
-    return e.tombstone ? undefined : e;
+    const code = this.revs[i]!;
+    return codeIsTombstone(code) ? undefined : code;
   }
 
-  /** The current (latest) live entry. */
-  current(): HistoryEntry | undefined {
-    const e = this.entries[this.entries.length - 1];
-    return e === undefined || e.tombstone ? undefined : e;
+  /** The current (latest) live revision's code. */
+  current(): number | undefined {
+    const code = this.revs[this.revs.length - 1];
+    return code === undefined || codeIsTombstone(code) ? undefined : code;
   }
 
-  /** The entry compaction at atRev keeps (the latest ≤ atRev unless a tombstone), as etcd's keep(). */
-  kept(atRev: number): HistoryEntry | undefined {
-    return this.get(atRev);
+  /** The revision just before `code` in this key's history (undefined at the first). */
+  before(code: number): number | undefined {
+    const i = this.revs.indexOf(code);
+    assert(i >= 0, 'revision not in the key index');
+    return i === 0 ? undefined : this.revs[i - 1];
   }
 
   /**
-   * Drop every entry older than the latest one ≤ atRev, and that one too when it is a tombstone.
-   * Returns the dropped entries (for the backend deletes). The caller removes the key when it is empty.
+   * Drop every revision older than the latest one ≤ atRev, and that one too when it is a tombstone.
+   * Returns the dropped codes (for the backend deletes). The caller removes the key when it is empty.
    */
-  compact(atRev: number): HistoryEntry[] {
+  compact(atRev: number): number[] {
     const i = this.#latestAt(atRev);
     if (i < 0) return [];
-    const dropCount = this.entries[i]!.tombstone ? i + 1 : i;
-    return this.entries.splice(0, dropCount);
+    const dropCount = codeIsTombstone(this.revs[i]!) ? i + 1 : i;
+    if (dropCount === 0) return [];
+    return this.revs.splice(0, dropCount);
   }
 
   isEmpty(): boolean {
-    return this.entries.length === 0;
+    return this.revs.length === 0;
+  }
+
+  /** The main revision of the latest change. */
+  get modRevision(): number {
+    return codeMain(this.revs[this.revs.length - 1]!);
   }
 }

@@ -1,35 +1,37 @@
 /**
- * The MVCC state that answers reads: the key tree (every key's revisions since the last compaction) and the
- * history list (the same entries in revision order, for watch catch-up, hashing and compaction). Pure and
- * synchronous: writes also go to the shared WriteBuffer, which the store flushes to the backend behind.
- * Internal to src/mvcc; the public face is KvStore.
+ * The MVCC state that answers reads: the key tree (every key's revisions since the last compaction, as
+ * codes), the revision log (the same revisions in revision order, for watch catch-up, hashing and
+ * compaction) and the value store (values live in the backend; see value-store.ts). Synchronous: writes go
+ * to the shared WriteBuffer, which the store flushes to the backend behind, and to the value store's overlay
+ * until then. Internal to src/mvcc; the public face is KvStore.
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
+import { ownedCopy } from '../base/bytes.js';
 import type { WriteBuffer } from './backend.js';
-import { encodeKeyValue } from './kv-codec.js';
-import type { HistoryEntry } from './key-index.js';
+import type { KeyIndex } from './key-index.js';
 import { KeyTree } from './key-tree.js';
 import type { LeaseHooks } from './lease-hooks.js';
-import { revisionToBytes } from './revision.js';
+import { codeMain, codeToBytes, revCode } from './rev-code.js';
+import { RevisionLog } from './revision-log.js';
+import { storedKeyValue, tombstoneKv, type ValueStore } from './value-store.js';
 import { EventType, type Event, type KeyValue } from './types.js';
+
+export { tombstoneKv };
 
 export type WriteListener = (revision: number, events: Event[]) => void;
 
+/** One key's revision found by a range: its index and the revision's code. */
+export interface Hit {
+  readonly ki: KeyIndex;
+  readonly code: number;
+}
+
 const empty = new Uint8Array(0);
-
-export function storedKeyValue(entry: HistoryEntry): Uint8Array {
-  // etcd stores a tombstone as KeyValue{Key} only; the event's modRevision is added when it is read.
-  return encodeKeyValue(entry.tombstone ? { ...entry.kv, modRevision: 0 } : entry.kv);
-}
-
-export function tombstoneKv(key: Uint8Array, main: number): KeyValue {
-  return { key, createRevision: 0, modRevision: main, version: 0, value: empty, lease: 0n };
-}
 
 export class MvccCore {
   readonly tree = new KeyTree();
-  /** Every entry since the last compaction plus the entries compaction kept, in (main, sub) order. */
-  history: HistoryEntry[] = [];
+  /** Every revision since the last compaction plus the ones compaction kept, in revision order. */
+  readonly log = new RevisionLog();
   /** The revision of the last write (1 for a fresh store, as etcd). */
   currentRev = 1;
   /** -1 until the first compaction (etcd's compactMainRev). */
@@ -37,41 +39,63 @@ export class MvccCore {
   hooks: LeaseHooks | undefined;
   readonly listeners = new Set<WriteListener>();
   readonly buffer: WriteBuffer;
-  /** Sum of stored key+value bytes in the history (a deterministic size estimate). */
-  historyBytes = 0;
+  readonly values: ValueStore;
+  /** The highest revision code written (what a flush covers). */
+  lastCode = 0;
 
-  constructor(buffer: WriteBuffer) {
+  constructor(buffer: WriteBuffer, values: ValueStore) {
     this.buffer = buffer;
+    this.values = values;
   }
 
-  /** Add an entry read from the backend at open (in backend, i.e. revision, order). */
-  load(entry: HistoryEntry, storedBytes: number): void {
-    this.tree.getOrCreate(entry.kv.key).append(entry);
-    this.history.push(entry);
-    this.historyBytes += storedBytes;
-    if (entry.main > this.currentRev) this.currentRev = entry.main;
+  /** Add a revision read from the backend at open (in revision order); kv is only looked at, not kept. */
+  load(code: number, tombstone: boolean, kv: KeyValue): void {
+    const ki = this.tree.get(kv.key) ?? this.tree.getOrCreate(ownedCopy(kv.key));
+    ki.append(code, tombstone ? undefined : kv);
+    this.log.push(code);
+    this.lastCode = code;
+    const main = codeMain(code);
+    if (main > this.currentRev) this.currentRev = main;
   }
 
   /**
-   * Live entries at atRev: a single key when `end` is undefined, else [key, end) with an empty end meaning
-   * "no upper bound". Collects at most `limit` entries (0: all) and counts them all (etcd's Revisions()).
+   * Live revisions at atRev: a single key when `end` is undefined, else [key, end) with an empty end meaning
+   * "no upper bound". Collects at most `limit` hits (0: all) and counts them all (etcd's Revisions()).
    */
-  rangeEntries(key: Uint8Array, end: Uint8Array | undefined, atRev: number, limit: number): { entries: HistoryEntry[]; total: number } {
+  rangeEntries(key: Uint8Array, end: Uint8Array | undefined, atRev: number, limit: number): { hits: Hit[]; total: number } {
     if (end === undefined) {
-      const e = this.tree.get(key)?.get(atRev);
-      return e === undefined ? { entries: [], total: 0 } : { entries: [e], total: 1 };
+      const ki = this.tree.get(key);
+      const code = ki?.get(atRev);
+      return code === undefined ? { hits: [], total: 0 } : { hits: [{ ki: ki!, code }], total: 1 };
     }
-    const entries: HistoryEntry[] = [];
+    const hits: Hit[] = [];
     let total = 0;
     this.tree.visit(key, end, (ki) => {
-      const e = ki.get(atRev);
-      if (e !== undefined) {
-        if (limit <= 0 || entries.length < limit) entries.push(e);
+      const code = ki.get(atRev);
+      if (code !== undefined) {
+        if (limit <= 0 || hits.length < limit) hits.push({ ki, code });
         total++;
       }
       return true;
     });
-    return { entries, total };
+    return { hits, total };
+  }
+
+  /** The whole KeyValue of a hit (the value read from the overlay, the cache or the backend). */
+  kvOf(hit: Hit): KeyValue {
+    return this.values.read(hit.code, hit.ki.key);
+  }
+
+  /**
+   * The KeyValue of a hit without its value: from the index when the hit is the key's current revision
+   * (no backend read), else read whole and stripped.
+   */
+  metaOf(hit: Hit): KeyValue {
+    const { ki, code } = hit;
+    if (ki.current() === code) {
+      return { key: ki.key, createRevision: ki.createRevision, modRevision: codeMain(code), version: ki.version, value: empty, lease: ki.lease };
+    }
+    return { ...this.kvOf(hit), value: empty };
   }
 
   beginWrite(): WriteTxn {
@@ -100,13 +124,12 @@ export class WriteTxn {
     return this.#events.length > 0 ? this.beginRev + 1 : this.beginRev;
   }
 
-  #record(entry: HistoryEntry, event: Event): void {
+  #record(code: number, kv: KeyValue, event: Event): void {
     const core = this.#core;
-    const stored = storedKeyValue(entry);
-    const revKey = revisionToBytes(entry, entry.tombstone);
-    core.buffer.put('key', revKey, stored);
-    core.historyBytes += revKey.length + stored.length;
-    core.history.push(entry);
+    core.buffer.put('key', codeToBytes(code), storedKeyValue(code, kv));
+    core.values.written(code, kv);
+    core.log.push(code);
+    core.lastCode = code;
     this.#events.push(event);
   }
 
@@ -114,40 +137,46 @@ export class WriteTxn {
     assert(!this.#ended, 'write after end');
     const core = this.#core;
     const main = this.beginRev + 1;
-    const ki = core.tree.get(key) ?? core.tree.getOrCreate(key.slice());
-    const prev = ki.current();
+    const ki = core.tree.get(key) ?? core.tree.getOrCreate(ownedCopy(key));
+    const prevCode = ki.current();
+    // Watchers and prev_kv need the previous value: one point read, usually from the cache or the memtable.
+    const prevKv = prevCode === undefined ? undefined : core.values.read(prevCode, ki.key);
+    const prevLease = ki.lease;
     const kv: KeyValue = {
       key: ki.key,
-      createRevision: prev === undefined ? main : prev.kv.createRevision,
+      createRevision: prevCode === undefined ? main : ki.createRevision,
       modRevision: main,
-      version: prev === undefined ? 1 : prev.kv.version + 1,
-      value: value.slice(),
+      version: prevCode === undefined ? 1 : ki.version + 1,
+      value: ownedCopy(value),
       lease,
     };
-    const entry: HistoryEntry = { main, sub: this.#events.length, tombstone: false, kv };
-    ki.append(entry);
-    this.#record(entry, prev === undefined ? { type: EventType.Put, kv } : { type: EventType.Put, kv, prevKv: prev.kv });
-    if (prev !== undefined && prev.kv.lease !== 0n) core.hooks?.detach(prev.kv.lease, ki.key);
+    const code = revCode(main, this.#events.length, false);
+    ki.append(code, kv);
+    this.#record(code, kv, prevKv === undefined ? { type: EventType.Put, kv } : { type: EventType.Put, kv, prevKv });
+    if (prevCode !== undefined && prevLease !== 0n) core.hooks?.detach(prevLease, ki.key);
     if (lease !== 0n) core.hooks?.attach(lease, ki.key);
   }
 
   /** Delete every live key in the range (end as in rangeEntries); returns how many. */
   deleteRange(key: Uint8Array, end: Uint8Array | undefined): number {
     assert(!this.#ended, 'write after end');
-    const { entries } = this.#core.rangeEntries(key, end, this.readRev, 0);
-    for (const prev of entries) this.#delete(prev);
-    return entries.length;
+    const { hits } = this.#core.rangeEntries(key, end, this.readRev, 0);
+    for (const hit of hits) this.#delete(hit);
+    return hits.length;
   }
 
-  #delete(prev: HistoryEntry): void {
+  #delete(hit: Hit): void {
     const core = this.#core;
+    const { ki } = hit;
+    assert(ki.current() === hit.code, 'deleting a key that is not live');
     const main = this.beginRev + 1;
-    const ki = core.tree.get(prev.kv.key);
-    assert(ki !== undefined && ki.current() === prev, 'deleting a key that is not live');
-    const entry: HistoryEntry = { main, sub: this.#events.length, tombstone: true, kv: tombstoneKv(ki.key, main) };
-    ki.append(entry);
-    this.#record(entry, { type: EventType.Delete, kv: entry.kv, prevKv: prev.kv });
-    if (prev.kv.lease !== 0n) core.hooks?.detach(prev.kv.lease, ki.key);
+    const prevKv = core.kvOf(hit);
+    const prevLease = ki.lease;
+    const code = revCode(main, this.#events.length, true);
+    const kv = tombstoneKv(ki.key, main);
+    ki.append(code);
+    this.#record(code, kv, { type: EventType.Delete, kv, prevKv });
+    if (prevLease !== 0n) core.hooks?.detach(prevLease, ki.key);
   }
 
   /** Publish the revision (when something changed) and notify listeners synchronously. */

@@ -61,16 +61,19 @@ function sortKvs(req: RangeRequest, kvs: KeyValue[]): void {
 
 /**
  * Serve a RangeRequest at `curRev` (the store revision, or a write txn's read revision). Returned KeyValues
- * are the store's own immutable objects: callers must not mutate them.
+ * may be the store's cached objects: callers must not mutate them. Values are read only for the keys
+ * returned (count_only reads none; keys_only reads none for current revisions).
  */
 export function rangeRequest(core: MvccCore, req: RangeRequest, curRev: number): RangeResponse {
   const fullScan = needsFullScan(req);
   let fetchLimit = fullScan ? 0 : req.limit;
   if (fetchLimit > 0) fetchLimit += 1; // one extra to learn `more`
   const rev = checkReadRevision(core, req.revision, curRev);
-  const { entries, total } = core.rangeEntries(req.key, rangeEndOf(req.rangeEnd), rev, req.countOnly ? 1 : fetchLimit);
+  const { hits, total } = core.rangeEntries(req.key, rangeEndOf(req.rangeEnd), rev, req.countOnly ? 1 : fetchLimit);
   if (req.countOnly) return { kvs: [], more: false, count: total, revision: curRev };
-  let kvs = entries.map((e) => e.kv);
+  // Sorting or filtering on the value needs it; otherwise keys_only answers from the index.
+  const needValues = !req.keysOnly || req.sortTarget === SortTarget.Value;
+  let kvs = hits.map((h) => (needValues ? core.kvOf(h) : core.metaOf(h)));
   if (fullScan) kvs = filterKvs(req, kvs);
   sortKvs(req, kvs);
   let more = false;
@@ -78,6 +81,6 @@ export function rangeRequest(core: MvccCore, req: RangeRequest, curRev: number):
     kvs = kvs.slice(0, req.limit);
     more = true;
   }
-  if (req.keysOnly) kvs = kvs.map((kv) => ({ ...kv, value: new Uint8Array(0) }));
+  if (req.keysOnly && needValues) kvs = kvs.map((kv) => ({ ...kv, value: new Uint8Array(0) }));
   return { kvs, more, count: total, revision: curRev };
 }

@@ -1,26 +1,30 @@
 /**
- * The MVCC key-value store: etcd's KV semantics over an in-memory index, written behind to a Backend.
+ * The MVCC key-value store: etcd's KV semantics over an in-memory key index, with the values in a Backend.
  *
- * Reads and apply are synchronous and never touch the backend. Every change goes to the shared WriteBuffer;
+ * Memory holds the index (keys and their revisions), the values written since the last flush and a bounded
+ * cache of hot values; everything else is read from the backend with synchronous point reads, so reads and
+ * apply stay synchronous (as etcd reads bbolt through mmap). Every change goes to the shared WriteBuffer;
  * `flush()` takes the buffer synchronously and writes it with the consistent index in one atomic batch, so
  * a restart loads exactly the state at the persisted consistent index and Raft replays the rest (W12).
  * All backend I/O (flushes, physical compaction chunks, snapshot export, defragment) runs through one FIFO
  * queue, which keeps batches in order and makes an export a consistent point-in-time copy.
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
-import { compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax } from '../base/limits.js';
-import { buckets, WriteBuffer, type Backend, type BatchOp } from './backend.js';
+import { compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax, valueCacheBytesDefault } from '../base/limits.js';
+import { buckets, WriteBuffer, type Backend, type BackendView, type BatchOp } from './backend.js';
 import { chunked, compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
 import { hashKV, type KvHash } from './hash.js';
 import { decodeKeyValue } from './kv-codec.js';
-import { MvccCore, tombstoneKv, type WriteListener } from './kv-core.js';
+import { MvccCore, type WriteListener } from './kv-core.js';
 import { rangeRequest } from './kv-read.js';
 import type { LeaseHooks } from './lease-hooks.js';
 import { bytesToRevision, revisionToBytes } from './revision.js';
-import { parseSnapshot, SnapshotWriter } from './snapshot.js';
+import { codeIsTombstone, codeMain, codeToBytes, revCode } from './rev-code.js';
+import { ValueStore } from './value-store.js';
+import { SnapshotDecoder, SnapshotEncoder } from './snapshot.js';
 import { applyDeleteRange, applyPut, applyTxn, checkPut } from './txn.js';
 import {
-  MvccError, type DeleteRangeRequest, type DeleteRangeResponse, type Event, type PutRequest, type PutResponse,
+  EventType, MvccError, type DeleteRangeRequest, type DeleteRangeResponse, type Event, type PutRequest, type PutResponse,
   type RangeRequest, type RangeResponse, type TxnRequest, type TxnResponse,
 } from './types.js';
 
@@ -28,9 +32,53 @@ export interface KvStoreOptions {
   /** NOSPACE threshold; 0 or absent: etcd's 2 GiB default; negative: no quota; clamped to 8 GiB. */
   quotaBackendBytes?: number;
   leases?: LeaseHooks;
+  /** Bytes of decoded values cached in memory (default valueCacheBytesDefault). */
+  valueCacheBytes?: number;
 }
 
 const consistentIndexKey = new TextEncoder().encode('consistent_index');
+/** etcd 3.5 keeps the term of the consistent index beside it; a snapshot sent to a follower needs both. */
+const termKey = new TextEncoder().encode('term');
+/** Ops per backend batch while importing a snapshot. */
+const importBatchOpsMax = 1000;
+
+/** A snapshot source that can be read more than once (it is checked whole before the backend is cleared). */
+export type SnapshotSource = Uint8Array | (() => AsyncIterable<Uint8Array>);
+
+/** What exportSnapshot hands out: a consistent copy of the backend, streamed. */
+export interface SnapshotExport {
+  /** The applied Raft index the copy is exactly as of, and its term. */
+  consistentIndex: number;
+  term: number;
+  /** The meta bucket (a few small entries, by their latin1 key), e.g. what the server stores beside the index. */
+  meta: Map<string, Uint8Array>;
+  /** The snapshot stream (snapshot.ts format); may be read more than once, until close(). */
+  chunks(): AsyncIterable<Uint8Array>;
+  /** The backend view behind the copy: call once the copy is no longer read. */
+  view: BackendView;
+}
+
+function latin1(b: Uint8Array): string {
+  let out = '';
+  for (const byte of b) out += String.fromCharCode(byte);
+  return out;
+}
+
+async function* chunksOf(source: SnapshotSource): AsyncIterable<Uint8Array> {
+  if (source instanceof Uint8Array) yield source;
+  else yield* source();
+}
+
+async function* streamView(view: BackendView): AsyncIterable<Uint8Array> {
+  const encoder = new SnapshotEncoder();
+  for (const bucket of buckets) {
+    for await (const [k, v] of view.scan(bucket)) {
+      const chunk = encoder.add(bucket, k, v);
+      if (chunk !== undefined) yield chunk;
+    }
+  }
+  yield encoder.finish();
+}
 
 function u64Bytes(n: number): Uint8Array {
   const out = new Uint8Array(8);
@@ -50,7 +98,8 @@ function readU64(b: Uint8Array): number {
 
 interface PhysicalJob {
   revision: number;
-  keys: Uint8Array[];
+  /** Revision codes to delete from the 'key' bucket, ascending. */
+  codes: number[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -64,16 +113,19 @@ export class KvStore {
   readonly #core: MvccCore;
   readonly #quotaBytes: number;
   #consistentIndex = 0;
+  #term = 0;
   #flushedIndex = -1;
   #io: Promise<void> = Promise.resolve();
   /** Compactions whose schedule is still in the buffer: their deletes start after the next flush. */
   #pendingJobs: PhysicalJob[] = [];
   #sizeBytes = 0;
+  /** Bytes handed to the backend since #sizeBytes was measured (LevelDB's estimate misses its memtable). */
+  #bytesSinceSize = 0;
   readonly #runningJobs = new Set<Promise<void>>();
 
   private constructor(backend: Backend, options: KvStoreOptions) {
     this.#backend = backend;
-    this.#core = new MvccCore(new WriteBuffer());
+    this.#core = new MvccCore(new WriteBuffer(), new ValueStore(backend, options.valueCacheBytes ?? valueCacheBytesDefault));
     const quota = options.quotaBackendBytes ?? 0;
     this.#quotaBytes = quota === 0 ? quotaBackendBytesDefault : quota < 0 ? Infinity : Math.min(quota, quotaBackendBytesMax);
   }
@@ -84,21 +136,22 @@ export class KvStore {
     const core = store.#core;
     for await (const [k, v] of backend.scan('key')) {
       const { rev, tombstone } = bytesToRevision(k);
-      const kv = decodeKeyValue(v);
-      core.load({ main: rev.main, sub: rev.sub, tombstone, kv: tombstone ? tombstoneKv(kv.key, rev.main) : kv }, k.length + v.length);
+      core.load(revCode(rev.main, rev.sub, tombstone), tombstone, decodeKeyValue(v));
     }
     const index = await backend.get('meta', consistentIndexKey);
     store.#consistentIndex = index === undefined ? 0 : readU64(index);
+    const term = await backend.get('meta', termKey);
+    store.#term = term === undefined ? 0 : readU64(term);
     store.#flushedIndex = store.#consistentIndex;
     const scheduled = await backend.get('meta', scheduledCompactKey);
     if (scheduled !== undefined) {
       const rev = bytesToRevision(scheduled).rev.main;
-      const keys = compactInMemory(core, rev);
+      const codes = compactInMemory(core, rev);
       // etcd: a compaction may have removed every entry up to it; the revision never goes back.
       if (core.currentRev < rev) core.currentRev = rev;
       const finished = await backend.get('meta', finishedCompactKey);
-      if (keys.length > 0 || finished === undefined || bytesToRevision(finished).rev.main !== rev) {
-        store.#startPhysical({ revision: rev, keys, resolve: () => {}, reject: () => {} });
+      if (codes.length > 0 || finished === undefined || bytesToRevision(finished).rev.main !== rev) {
+        store.#startPhysical({ revision: rev, codes, resolve: () => {}, reject: () => {} });
       }
     }
     store.#sizeBytes = await backend.sizeBytes();
@@ -106,12 +159,32 @@ export class KvStore {
     return store;
   }
 
-  /** Replace the backend's contents with a snapshot (from exportSnapshot), then open the store on it. */
-  static async importSnapshot(backend: Backend, data: Uint8Array, options: KvStoreOptions = {}): Promise<KvStore> {
-    const puts = parseSnapshot(data);
-    const ops: BatchOp[] = [];
-    for (const bucket of buckets) for await (const [key] of backend.scan(bucket)) ops.push({ type: 'del', bucket, key });
-    await backend.write(ops.concat(puts));
+  /**
+   * Replace the backend's contents with a snapshot stream (from exportSnapshot), then open the store on it.
+   * The stream is read twice: once whole to check it (a damaged one leaves the backend untouched), then into
+   * the cleared backend in bounded batches. The consistent index goes in last, so a crash part-way leaves a
+   * backend that says it is empty (index 0), never one that claims data it lacks.
+   */
+  static async importSnapshot(backend: Backend, source: SnapshotSource, options: KvStoreOptions = {}): Promise<KvStore> {
+    const check = new SnapshotDecoder();
+    for await (const chunk of chunksOf(source)) check.push(chunk);
+    check.end();
+    await backend.clear();
+    const decoder = new SnapshotDecoder();
+    let batch: BatchOp[] = [];
+    let last: BatchOp[] = [];
+    for await (const chunk of chunksOf(source)) {
+      for (const op of decoder.push(chunk)) {
+        if (op.bucket === 'meta' && latin1(op.key) === 'consistent_index') last = [op];
+        else batch.push(op);
+        if (batch.length >= importBatchOpsMax) {
+          await backend.write(batch);
+          batch = [];
+        }
+      }
+    }
+    decoder.end();
+    await backend.write(batch.concat(last));
     return KvStore.open(backend, options);
   }
 
@@ -137,15 +210,16 @@ export class KvStore {
   setLeaseHooks(hooks: LeaseHooks): void {
     this.#core.hooks = hooks;
     for (const ki of this.#core.tree.all()) {
-      const e = ki.current();
-      if (e !== undefined && e.kv.lease !== 0n) hooks.attach(e.kv.lease, ki.key);
+      if (ki.current() !== undefined && ki.lease !== 0n) hooks.attach(ki.lease, ki.key);
     }
   }
 
-  setConsistentIndex(index: number): void {
+  /** The Raft index (and its term) of the entry being applied; written with the next flush. */
+  setConsistentIndex(index: number, term = this.#term): void {
     assertSafeInteger(index, 'consistent index');
     assert(index >= this.#consistentIndex, `consistent index went back from ${this.#consistentIndex} to ${index}`);
     this.#consistentIndex = index;
+    this.#term = term;
   }
 
   range(req: RangeRequest): RangeResponse {
@@ -183,11 +257,11 @@ export class KvStore {
     const core = this.#core;
     if (revision <= core.compactRev) throw new MvccError('compacted');
     if (revision > core.currentRev) throw new MvccError('futureRev');
-    const keys = compactInMemory(core, revision);
+    const codes = compactInMemory(core, revision);
     core.buffer.put('meta', scheduledCompactKey, revisionToBytes({ main: revision, sub: 0 }));
     let job!: PhysicalJob;
     const physicalDone = new Promise<void>((resolve, reject) => {
-      job = { revision, keys, resolve, reject };
+      job = { revision, codes, resolve, reject };
     });
     this.#pendingJobs.push(job);
     return { physicalDone };
@@ -207,11 +281,14 @@ export class KvStore {
 
   async #runPhysical(job: PhysicalJob): Promise<void> {
     try {
-      for (const chunk of chunked(job.keys, compactionBatchKeysMax)) {
-        await this.#enqueue(() => this.#backend.write(chunk.map((key) => ({ type: 'del', bucket: 'key', key }))));
+      for (const chunk of chunked(job.codes, compactionBatchKeysMax)) {
+        await this.#enqueue(() => this.#backend.write(chunk.map((code) => ({ type: 'del', bucket: 'key', key: codeToBytes(code) }))));
       }
       const finished = revisionToBytes({ main: job.revision, sub: 0 });
-      await this.#enqueue(() => this.#backend.write([{ type: 'put', bucket: 'meta', key: finishedCompactKey, value: finished }]));
+      await this.#enqueue(async () => {
+        await this.#backend.write([{ type: 'put', bucket: 'meta', key: finishedCompactKey, value: finished }]);
+        await this.#measureSize();
+      });
       job.resolve();
     } catch (err) {
       job.reject(err);
@@ -227,16 +304,37 @@ export class KvStore {
     if (ops.length === 0 && this.#consistentIndex === this.#flushedIndex) return this.#io;
     this.#flushedIndex = this.#consistentIndex;
     ops.push({ type: 'put', bucket: 'meta', key: consistentIndexKey, value: u64Bytes(this.#consistentIndex) });
+    ops.push({ type: 'put', bucket: 'meta', key: termKey, value: u64Bytes(this.#term) });
     const jobs = this.#pendingJobs.splice(0);
+    const upTo = this.#core.lastCode;
+    for (const op of ops) this.#bytesSinceSize += op.key.length + (op.type === 'put' ? op.value.length : 0);
     // The backend's size estimate is a native call of its own; refreshing it on every flush showed in
-    // profiles. The quota check uses max(estimate, stored KV bytes), so a slightly stale estimate is safe.
+    // profiles. Between refreshes the quota adds the bytes written since, so it never under-counts growth.
     const refreshSize = ++this.#flushes % flushesPerSizeRefresh === 0;
     const done = this.#enqueue(async () => {
       await this.#backend.write(ops);
-      if (refreshSize) this.#sizeBytes = await this.#backend.sizeBytes();
+      this.#core.values.flushed(upTo);
+      if (refreshSize) await this.#measureSize();
     });
     for (const job of jobs) this.#startPhysical(job);
     return done;
+  }
+
+  async #measureSize(): Promise<void> {
+    const pending = this.#bytesSinceSize;
+    this.#sizeBytes = await this.#backend.sizeBytes();
+    this.#bytesSinceSize -= pending;
+  }
+
+  /**
+   * Flush everything applied so far and make the backend durable (fsync) up to the consistent index: after
+   * this, the Raft log may release the entries the backend holds. Resolves with that index.
+   */
+  async flushDurable(): Promise<number> {
+    const index = this.#consistentIndex;
+    void this.flush();
+    await this.#enqueue(() => this.#backend.write([], { sync: true }));
+    return index;
   }
 
   /** Resolves when all backend work queued so far (flushes, started compactions) is done. */
@@ -245,23 +343,34 @@ export class KvStore {
     await this.#io;
   }
 
-  /** A consistent point-in-time copy of every bucket at the current consistent index. */
-  async exportSnapshot(): Promise<Uint8Array> {
+  /**
+   * A consistent point-in-time copy of every bucket, streamed from a backend view taken right after
+   * everything applied so far is flushed (in the I/O queue, so no later batch is in it).
+   */
+  async exportSnapshot(): Promise<SnapshotExport> {
     void this.flush();
-    let data!: Uint8Array;
+    let view!: BackendView;
     await this.#enqueue(async () => {
-      const writer = new SnapshotWriter();
-      for (const bucket of buckets) for await (const [k, v] of this.#backend.scan(bucket)) writer.add(bucket, k, v);
-      data = writer.finish();
+      view = this.#backend.view();
     });
-    return data;
+    const meta = new Map<string, Uint8Array>();
+    for await (const [k, v] of view.scan('meta')) meta.set(latin1(k), v);
+    const index = meta.get('consistent_index');
+    const term = meta.get('term');
+    return {
+      consistentIndex: index === undefined ? 0 : readU64(index),
+      term: term === undefined ? 0 : readU64(term),
+      meta,
+      chunks: () => streamView(view),
+      view,
+    };
   }
 
   /** etcd's Defragment, serialized with the other backend writes. */
   defragment(): Promise<void> {
     return this.#enqueue(async () => {
       await this.#backend.defragment();
-      this.#sizeBytes = await this.#backend.sizeBytes();
+      await this.#measureSize();
     });
   }
 
@@ -275,11 +384,11 @@ export class KvStore {
   }
 
   /**
-   * The backend size as of the last flush, or the stored KV bytes if larger (LevelDB's estimate lags
-   * behind its memtable). Drives the NOSPACE alarm.
+   * The backend's size as last measured plus the bytes written since and those still buffered (LevelDB's
+   * estimate lags behind its memtable). It goes down when compaction's deletes and defragmentation shrink the files. Drives NOSPACE.
    */
   dbSizeBytes(): number {
-    return Math.max(this.#sizeBytes, this.#core.historyBytes);
+    return this.#sizeBytes + Math.max(0, this.#bytesSinceSize) + this.#core.buffer.bytes;
   }
 
   overQuota(nextWriteBytes: number): boolean {
@@ -297,22 +406,19 @@ export class KvStore {
   readEvents(fromRevision: number, toRevision: number): Event[] {
     const core = this.#core;
     if (fromRevision > 0 && fromRevision <= core.compactRev) throw new MvccError('compacted');
-    const history = core.history;
-    let lo = 0;
-    let hi = history.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (history[mid]!.main < fromRevision) lo = mid + 1;
-      else hi = mid;
-    }
+    const log = core.log;
     const events: Event[] = [];
-    for (let i = lo; i < history.length && history[i]!.main <= toRevision; i++) {
-      const e = history[i]!;
-      const event: Event = { type: e.tombstone ? 1 : 0, kv: e.kv };
+    for (let i = log.lowerBoundMain(fromRevision); i < log.length; i++) {
+      const code = log.at(i);
+      const main = codeMain(code);
+      if (main > toRevision) break;
+      const kv = core.values.read(code);
+      const event: Event = { type: codeIsTombstone(code) ? EventType.Delete : EventType.Put, kv };
       // etcd reads prevKv at main - 1, unless that is compacted.
-      if (e.main - 1 >= core.compactRev) {
-        const prev = core.tree.get(e.kv.key)?.get(e.main - 1);
-        if (prev !== undefined) event.prevKv = prev.kv;
+      if (main - 1 >= core.compactRev) {
+        const ki = core.tree.get(kv.key);
+        const prev = ki?.get(main - 1);
+        if (prev !== undefined) event.prevKv = core.values.read(prev, ki!.key);
       }
       events.push(event);
     }
@@ -326,12 +432,19 @@ export class KvStore {
     return n;
   }
 
+  /** Memory held for values: written and not yet flushed (entries), and cached (bytes). For tests and metrics. */
+  get valueMemory(): { overlayEntries: number; cacheBytes: number } {
+    return { overlayEntries: this.#core.values.overlaySize, cacheBytes: this.#core.values.cacheBytes };
+  }
+
   checkInvariants(): void {
-    this.#core.tree.checkInvariants();
-    const h = this.#core.history;
-    for (let i = 1; i < h.length; i++) {
-      assert(h[i - 1]!.main < h[i]!.main || (h[i - 1]!.main === h[i]!.main && h[i - 1]!.sub < h[i]!.sub), 'history order');
+    const core = this.#core;
+    core.tree.checkInvariants();
+    let prev = -1;
+    for (const code of core.log) {
+      assert(code > prev, 'revision log order');
+      prev = code;
     }
-    assert(h.length === 0 || h[h.length - 1]!.main <= this.#core.currentRev, 'history beyond current revision');
+    assert(core.log.length === 0 || codeMain(core.log.at(core.log.length - 1)) <= core.currentRev, 'revision log beyond the current revision');
   }
 }

@@ -7,9 +7,13 @@
  */
 import { ClassicLevel } from 'classic-level';
 import { assert } from '../base/assert.js';
-import { buckets, type Backend, type BatchOp, type Bucket, type ScanOptions } from './backend.js';
+import { buckets, type Backend, type BackendView, type BatchOp, type Bucket, type ScanOptions, type WriteOptions } from './backend.js';
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
+type Snapshot = ReturnType<Db['snapshot']>;
+
+/** A key never written: a sync with nothing else to write deletes it, which LevelDB logs and fsyncs. */
+const syncMarkerKey = new TextEncoder().encode('sync');
 
 function prefixed(bucket: Bucket, key: Uint8Array): Uint8Array {
   const out = new Uint8Array(key.length + 1);
@@ -45,13 +49,14 @@ export class LevelBackend implements Backend {
     return new LevelBackend(db);
   }
 
-  async write(ops: BatchOp[]): Promise<void> {
-    if (ops.length === 0) return;
+  async write(ops: BatchOp[], options: WriteOptions = {}): Promise<void> {
+    if (ops.length === 0 && options.sync !== true) return;
+    if (ops.length === 0) ops = [{ type: 'del', bucket: 'meta', key: syncMarkerKey }];
     await this.#db.batch(
       ops.map((op) => (op.type === 'put'
         ? { type: 'put' as const, key: prefixed(op.bucket, op.key), value: op.value }
         : { type: 'del' as const, key: prefixed(op.bucket, op.key) })),
-      { sync: false },
+      { sync: options.sync === true },
     );
   }
 
@@ -60,10 +65,20 @@ export class LevelBackend implements Backend {
     return value === undefined ? undefined : plain(value);
   }
 
-  async *scan(bucket: Bucket, options: ScanOptions = {}): AsyncIterable<[Uint8Array, Uint8Array]> {
+  /** A read from LevelDB's memtable, block cache or files on this thread (no round trip to the pool). */
+  getSync(bucket: Bucket, key: Uint8Array): Uint8Array | undefined {
+    const value = this.#db.getSync(prefixed(bucket, key));
+    return value === undefined ? undefined : plain(value);
+  }
+
+  scan(bucket: Bucket, options: ScanOptions = {}): AsyncIterable<[Uint8Array, Uint8Array]> {
+    return this.#scan(bucket, options, undefined);
+  }
+
+  async *#scan(bucket: Bucket, options: ScanOptions, snapshot: Snapshot | undefined): AsyncIterable<[Uint8Array, Uint8Array]> {
     const gte = options.gte === undefined ? bucketStart(bucket) : prefixed(bucket, options.gte);
     const lt = options.lt === undefined ? bucketEnd(bucket) : prefixed(bucket, options.lt);
-    const it = this.#db.iterator({ gte, lt });
+    const it = this.#db.iterator({ gte, lt, snapshot });
     try {
       for (;;) {
         const batch = await it.nextv(1000);
@@ -76,6 +91,22 @@ export class LevelBackend implements Backend {
     } finally {
       await it.close();
     }
+  }
+
+  view(): BackendView {
+    const snapshot = this.#db.snapshot();
+    return {
+      get: async (bucket, key) => {
+        const value = await this.#db.get(prefixed(bucket, key), { snapshot });
+        return value === undefined ? undefined : plain(value);
+      },
+      scan: (bucket, options = {}) => this.#scan(bucket, options, snapshot),
+      close: () => snapshot.close(),
+    };
+  }
+
+  async clear(): Promise<void> {
+    await this.#db.clear();
   }
 
   /** LevelDB's estimate of the bytes its files occupy (data still in the memtable is not counted). */

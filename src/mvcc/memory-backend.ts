@@ -5,7 +5,7 @@
  */
 import { assert } from '../base/assert.js';
 import { compareBytes } from '../base/bytes.js';
-import { buckets, type Backend, type BatchOp, type Bucket, type ScanOptions } from './backend.js';
+import { buckets, type Backend, type BackendView, type BatchOp, type Bucket, type ScanOptions, type WriteOptions } from './backend.js';
 
 type Entry = [Uint8Array, Uint8Array];
 
@@ -57,13 +57,17 @@ export class MemoryBackend implements Backend {
     }
   }
 
-  async write(ops: BatchOp[]): Promise<void> {
+  async write(ops: BatchOp[], _options?: WriteOptions): Promise<void> {
     assert(!this.#closed, 'backend is closed');
     for (const op of ops) this.#entries(op.bucket);
     for (const op of ops) this.#apply(op);
   }
 
   async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
+    return this.getSync(bucket, key);
+  }
+
+  getSync(bucket: Bucket, key: Uint8Array): Uint8Array | undefined {
     const entries = this.#entries(bucket);
     const found = entries[MemoryBackend.#lowerBound(entries, key)];
     return found !== undefined && compareBytes(found[0], key) === 0 ? found[1].slice() : undefined;
@@ -85,6 +89,17 @@ export class MemoryBackend implements Backend {
         };
       },
     };
+  }
+
+  view(): BackendView {
+    const copy = this.clone();
+    return { get: (bucket, key) => copy.get(bucket, key), scan: (bucket, options) => copy.scan(bucket, options), close: () => copy.close() };
+  }
+
+  async clear(): Promise<void> {
+    assert(!this.#closed, 'backend is closed');
+    for (const bucket of buckets) this.#buckets.set(bucket, []);
+    this.#sizeBytes = 0;
   }
 
   async sizeBytes(): Promise<number> {

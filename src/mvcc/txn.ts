@@ -49,9 +49,10 @@ const absentKv: KeyValue = { key: new Uint8Array(0), createRevision: 0, modRevis
 
 /** etcd's applyCompare: a missing key compares as all-zero, except VALUE, which then always fails. */
 function applyCompare(core: MvccCore, atRev: number, c: Compare): boolean {
-  const { entries } = core.rangeEntries(c.key, rangeEndOf(c.rangeEnd), atRev, 0);
-  if (entries.length === 0) return c.target !== CompareTarget.Value && compareKv(c, absentKv);
-  return entries.every((e) => compareKv(c, e.kv));
+  const { hits } = core.rangeEntries(c.key, rangeEndOf(c.rangeEnd), atRev, 0);
+  if (hits.length === 0) return c.target !== CompareTarget.Value && compareKv(c, absentKv);
+  // Only a VALUE compare reads values; the others are answered from the index.
+  return hits.every((h) => compareKv(c, c.target === CompareTarget.Value ? core.kvOf(h) : core.metaOf(h)));
 }
 
 function opsOf(txn: TxnRequest, path: TxnPath): RequestOp[] {
@@ -107,8 +108,8 @@ function checkPutsInTxnOrder(core: MvccCore, atRev: number, txn: TxnRequest, pat
       overlay.set(latin1(op.put.key), { key: op.put.key, live: true });
     } else if ('deleteRange' in op) {
       const end = rangeEndOf(op.deleteRange.rangeEnd);
-      for (const e of core.rangeEntries(op.deleteRange.key, end, atRev, 0).entries) {
-        if (!overlay.has(latin1(e.kv.key))) overlay.set(latin1(e.kv.key), { key: e.kv.key, live: false });
+      for (const { ki } of core.rangeEntries(op.deleteRange.key, end, atRev, 0).hits) {
+        if (!overlay.has(latin1(ki.key))) overlay.set(latin1(ki.key), { key: ki.key, live: false });
       }
       for (const o of overlay.values()) if (inRange(o.key, op.deleteRange.key, end)) o.live = false;
     }
@@ -122,7 +123,10 @@ function isWriteTxn(txn: TxnRequest): boolean {
 /** Put inside a write (the lease was checked by the caller). */
 export function applyPut(w: WriteTxn, core: MvccCore, req: PutRequest): PutResponse {
   let prev: KeyValue | undefined;
-  if (req.ignoreValue || req.ignoreLease || req.prevKv) prev = core.rangeEntries(req.key, undefined, w.readRev, 0).entries[0]?.kv;
+  if (req.ignoreValue || req.ignoreLease || req.prevKv) {
+    const hit = core.rangeEntries(req.key, undefined, w.readRev, 0).hits[0];
+    if (hit !== undefined) prev = core.kvOf(hit);
+  }
   if ((req.ignoreValue || req.ignoreLease) && prev === undefined) throw new MvccError('keyNotFound');
   const value = req.ignoreValue ? prev!.value : req.value;
   const lease = req.ignoreLease ? prev!.lease : req.lease;
@@ -134,7 +138,7 @@ export function applyPut(w: WriteTxn, core: MvccCore, req: PutRequest): PutRespo
 
 export function applyDeleteRange(w: WriteTxn, core: MvccCore, req: DeleteRangeRequest): DeleteRangeResponse {
   const end = rangeEndOf(req.rangeEnd);
-  const prevKvs = req.prevKv ? core.rangeEntries(req.key, end, w.readRev, 0).entries.map((e) => e.kv) : [];
+  const prevKvs = req.prevKv ? core.rangeEntries(req.key, end, w.readRev, 0).hits.map((h) => core.kvOf(h)) : [];
   const deleted = w.deleteRange(req.key, end);
   // etcd: the delete's revision when it (or an earlier op of the txn) changed something, else the current one.
   return { deleted, prevKvs, revision: deleted !== 0 || w.changes > 0 ? w.beginRev + 1 : w.beginRev };

@@ -12,7 +12,7 @@ import { assert } from '../base/assert.js';
 import { catchUpBytesMax, raftLogBytesMax, snapshotCatchUpEntries } from '../base/limits.js';
 import type { Backend } from '../mvcc/backend.js';
 import { WatchHub } from '../mvcc/watch-hub.js';
-import { EntryType, type ConfChange, type Entry, type ReadState, type Snapshot, type SoftState } from '../raft/types.js';
+import { EntryType, type ConfChange, type ConfState, type Entry, type ReadState, type Snapshot, type SnapshotMeta, type SoftState } from '../raft/types.js';
 import type { AlarmMember, AlarmType, CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../mvcc/types.js';
 import type {
   EtcdApi, HashKvResult, HashResult, LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult,
@@ -26,6 +26,7 @@ import type { Logger } from './log.js';
 import { LeaderLoops } from './leader-loops.js';
 import { Proposer } from './proposer.js';
 import { decodeConfChangeContext, decodeRequest } from './raft-request.js';
+import { pack, unpack } from './codec.js';
 import type { RaftDriver } from './raft-driver.js';
 import { ReadIndexBatcher } from './read-index.js';
 import type { ServerState, StateOptions } from './server-state.js';
@@ -37,6 +38,10 @@ import { checkCorruption, corruptCheckIntervalMs, type HashAt } from './corrupti
 import type { ServerMetrics } from './server-metrics.js';
 
 export const etcdVersion = '3.5.17';
+
+/** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners}). */
+const confStateKey = new TextEncoder().encode('confState');
+const latin1ConfStateKey = 'confState';
 
 export interface EtcdServerParts {
   memberId: bigint;
@@ -56,6 +61,11 @@ export interface EtcdServerParts {
   unsafeTestFaults?: Set<TestFault>;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /** Received snapshot data (snapshot-data.ts): read to restore, removed once the backend holds it durably. */
+  snapshotData: {
+    source(meta: SnapshotMeta): Promise<(() => AsyncIterable<Uint8Array>) | undefined>;
+    removeAll(): Promise<void>;
+  };
   releaseLog(index: number): void;
   /** The peer transport's request RPC, for forwarding to the leader. */
   peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
@@ -221,9 +231,9 @@ export class EtcdServer implements EtcdApi {
   #applyEntries(entries: Entry[]): void {
     const state = this.#state;
     for (const e of entries) {
+      state.store.setConsistentIndex(e.index, e.term);
       if (e.type === EntryType.Normal) {
-        if (e.data.length === 0) state.store.setConsistentIndex(e.index);
-        else {
+        if (e.data.length > 0) {
           const env = decodeRequest(e.data);
           const result = state.applier.applyRequest(e.index, env.req);
           this.#proposer.applied(env.id, result);
@@ -263,6 +273,8 @@ export class EtcdServer implements EtcdApi {
     const cs = this.#driver.applyConfChange(cc);
     this.#confVoters = cs.voters;
     this.#confLearners = cs.learners;
+    // Beside the consistent index: a snapshot sent from this backend states the configuration it holds.
+    this.#state.store.buffer.put('meta', confStateKey, pack({ voters: cs.voters, learners: cs.learners }));
     const removedMember = cc.type === 'removeNode' ? this.#state.membership.get(cc.nodeId) : undefined;
     const removedSelf = this.#state.applier.applyConfChange(e.index, cc, ctx.member, this.memberId);
     this.#cluster.confChangeApplied(ctx.id);
@@ -293,7 +305,12 @@ export class EtcdServer implements EtcdApi {
   async #restoreSnapshot(snapshot: Snapshot): Promise<void> {
     this.#p.logger.info('restoring from snapshot', { index: snapshot.meta.index, term: snapshot.meta.term });
     await this.#state.store.idle();
-    this.#state = await State.restore(this.#p.backend, snapshot.data, this.#p.stateOptions);
+    const source = snapshot.data.length > 0 ? snapshot.data : await this.#p.snapshotData.source(snapshot.meta);
+    assert(source !== undefined, `the data of snapshot ${snapshot.meta.term}/${snapshot.meta.index} is missing`);
+    this.#state = await State.restore(this.#p.backend, source, this.#p.stateOptions);
+    // The received file may go only once the backend that replaced it is durable.
+    await this.#state.store.flushDurable();
+    await this.#p.snapshotData.removeAll();
     this.#storeView.rebind(this.#state.store);
     this.#hub.restore?.();
     this.#confVoters = snapshot.meta.confState.voters;
@@ -304,6 +321,11 @@ export class EtcdServer implements EtcdApi {
     this.#p.syncPeers(this.#state.membership.list());
   }
 
+  /**
+   * A local snapshot is a marker: the backend already holds the state, so it is made durable up to the
+   * applied index (one fsync of LevelDB's log) and the Raft log may then release the entries behind it.
+   * Nothing copies the key space.
+   */
   #triggerSnapshot(): void {
     if (this.#snapshotting) return;
     this.#snapshotting = true;
@@ -314,24 +336,42 @@ export class EtcdServer implements EtcdApi {
     };
     const keepEntries = catchUpEntries(this.#p.snapshotCount, meta.index - this.#snapshotIndex, this.#bytesSinceSnapshot);
     this.#bytesSinceSnapshot = 0;
-    // exportSnapshot captures the store at this moment (it queues behind the flush of everything applied).
-    const exported = this.#state.store.exportSnapshot();
     void (async () => {
       try {
-        const snapshot: Snapshot = { meta, data: await exported };
+        const durable = await this.#state.store.flushDurable();
+        assert(durable >= meta.index, `backend durable to ${durable}, behind the snapshot at ${meta.index}`);
+        const snapshot: Snapshot = { meta, data: new Uint8Array(0) };
         await this.#p.saveSnapshot(snapshot);
-        // The core keeps only the metadata; the member reads the data back from the snapshot file when a
-        // follower needs it (member.ts), so a whole copy of the key space is not held in memory.
-        this.#driver.compact({ meta, data: new Uint8Array(0) }, keepEntries);
+        this.#driver.compact(snapshot, keepEntries);
         this.#snapshotIndex = meta.index;
         this.#p.releaseLog(Math.max(0, meta.index - keepEntries));
-        this.#p.logger.info('snapshot saved', { index: meta.index, bytes: snapshot.data.length });
+        this.#p.logger.info('snapshot saved', { index: meta.index });
       } catch (error) {
         this.#p.onFatal(error);
       } finally {
         this.#snapshotting = false;
       }
     })();
+  }
+
+  /**
+   * The snapshot a follower gets (etcd's createMergedSnapshotMessage): the backend as of its consistent
+   * index, streamed from a consistent view, with metadata for that index (newer than the Raft core's last
+   * snapshot, whose data no longer exists). Call close() when the stream is done with.
+   */
+  async snapshotForFollower(): Promise<{ meta: SnapshotMeta; chunks: AsyncIterable<Uint8Array>; close(): Promise<void> }> {
+    const exported = await this.#state.store.exportSnapshot();
+    const packed = exported.meta.get(latin1ConfStateKey);
+    const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : { voters: [...this.#confVoters], learners: [...this.#confLearners] };
+    if (exported.term === 0 || exported.consistentIndex === 0) {
+      await exported.view.close();
+      throw new Error('the backend has not recorded the term of its consistent index yet');
+    }
+    return {
+      meta: { index: exported.consistentIndex, term: exported.term, confState: { voters: cs.voters, learners: cs.learners } },
+      chunks: exported.chunks(),
+      close: () => exported.view.close(),
+    };
   }
 
   // ---- EtcdApi: common ----
@@ -612,14 +652,25 @@ export class EtcdServer implements EtcdApi {
 
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
     this.#checkAlive(ctx);
-    const data = await this.#state.store.exportSnapshot();
-    const chunkBytes = 64 * 1024;
-    return {
-      sizeBytes: data.length,
-      chunks: (async function* () {
-        for (let i = 0; i < data.length; i += chunkBytes) yield data.subarray(i, Math.min(i + chunkBytes, data.length));
-      })(),
-    };
+    const exported = await this.#state.store.exportSnapshot();
+    try {
+      // Two passes over the same consistent view: the size first (the stream announces it), then the bytes.
+      let sizeBytes = 0;
+      for await (const chunk of exported.chunks()) sizeBytes += chunk.length;
+      return {
+        sizeBytes,
+        chunks: (async function* () {
+          try {
+            yield* exported.chunks();
+          } finally {
+            await exported.view.close();
+          }
+        })(),
+      };
+    } catch (err) {
+      await exported.view.close();
+      throw err;
+    }
   }
 
   async moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {

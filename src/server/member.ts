@@ -28,6 +28,7 @@ import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
+import { SnapshotDataDir } from './snapshot-data.js';
 import { ServerState, type StateOptions } from './server-state.js';
 import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
 import { PeerTransport } from './transport/transport.js';
@@ -73,6 +74,8 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   });
   log.info('storage profile chosen', { profile: wal.profile, syncLatencyMs: wal.metrics.measuredSyncLatencyMs });
   const backend = await LevelBackend.open(join(memberDir, 'db'));
+  const snapshotData = new SnapshotDataDir(join(memberDir, 'snap'));
+  await snapshotData.init();
   const token = await resolveToken(o);
 
   let identity = await readIdentity(memberDir);
@@ -102,11 +105,23 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   // The snapshot's data is read only when the backend is behind it (a crash before the backend caught up);
   // otherwise the metadata is enough, and a large key space is not read at every start.
   if (walState.snapshot.index > state.store.consistentIndex) {
-    const full = await walState.loadSnapshot();
-    assert(full !== undefined, `the snapshot at ${walState.snapshot.index} named by the log is missing`);
-    log.info('backend behind the latest snapshot; restoring it', { snapshotIndex: full.meta.index, consistentIndex: state.store.consistentIndex });
-    state = await ServerState.restore(backend, full.data, stateOptions);
+    // Only a snapshot received from the leader can be ahead of the backend (a crash before its restore
+    // finished): its data is in the snap directory, or (written by an older version) in the snapshot file.
+    const meta = walState.snapshot;
+    const received = await snapshotData.source(meta);
+    const legacy = received === undefined ? await walState.loadSnapshot() : undefined;
+    const source = received ?? (legacy !== undefined && legacy.data.length > 0 ? legacy.data : undefined);
+    if (source === undefined) {
+      throw new Error(
+        `${memberDir}: the backend is at index ${state.store.consistentIndex}, behind the log's snapshot at ${meta.index}, ` +
+        'and the snapshot data is gone; this member cannot recover on its own: remove it from the cluster, wipe its data directory and join again, or restore a backup',
+      );
+    }
+    log.info('backend behind the latest snapshot; restoring it', { snapshotIndex: meta.index, consistentIndex: state.store.consistentIndex });
+    state = await ServerState.restore(backend, source, stateOptions);
+    await state.store.flushDurable();
   }
+  await snapshotData.removeAll(); // what the backend holds, or a snapshot Raft never took
   const snapshot: Snapshot | undefined = walState.snapshot.index > 0 ? { meta: walState.snapshot, data: new Uint8Array(0) } : undefined;
   const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
 
@@ -151,6 +166,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     },
     onUnreachable: (id) => driver?.reportUnreachable(id),
     onSnapshotStatus: (id, ok) => driver?.reportSnapshot(id, ok),
+    snapshotSink: snapshotData,
     onPeerRefused: (_id, reason) => {
       // A peer refuses us because the cluster removed this member while it was away.
       if (/removed/i.test(reason)) {
@@ -201,6 +217,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
     ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
     // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
+    snapshotData,
     saveSnapshot: (s) =>
       o.unsafeTestFaults?.has('ack-before-persist') === true
         ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
@@ -223,7 +240,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   driver = new RaftDriver(node, {
     save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
     saveSnapshot: (s) => wal.saveSnapshot(s),
-  }, snapshotLoadingTransport(transport, wal, (id) => driver.reportSnapshot(id, false)), server.driverApp(), {
+  }, snapshotStreamingTransport(transport, server, log), server.driverApp(), {
     tickIntervalMs: o.heartbeatIntervalMs,
     unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
   });
@@ -290,23 +307,33 @@ function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
 }
 
 /**
- * The Raft core keeps the latest snapshot for followers that fall behind the log. Holding its data in memory
- * would cost a whole copy of the key space for as long as the member runs, so the core gets the snapshot
- * without its data, and the data is read back from the durable snapshot file when a MsgSnap actually leaves.
+ * The Raft core keeps only its latest snapshot's metadata (a member's own snapshots are markers; the backend
+ * is the data). When a MsgSnap leaves, the backend is streamed to the follower from a consistent view, with
+ * metadata for the index that view holds (etcd's merged snapshot message), so no copy of the key space is
+ * ever held in memory.
  */
-function snapshotLoadingTransport(transport: PeerTransport, wal: Wal, failed: (to: bigint) => void): { send(msgs: Message[]): void } {
-  const load = async (m: Message): Promise<void> => {
-    const meta = m.snapshot!.meta;
-    const full = await wal.loadSnapshot().catch(() => undefined);
-    // A newer snapshot may have replaced it meanwhile: Raft resends with its current one after the failure.
-    if (full === undefined || full.meta.index !== meta.index || full.meta.term !== meta.term) return failed(m.to);
-    transport.send([{ ...m, snapshot: full }]);
+function snapshotStreamingTransport(transport: PeerTransport, server: EtcdServer, log: MemberOptions['logger']): { send(msgs: Message[]): void } {
+  const stream = async (m: Message): Promise<void> => {
+    let exported: Awaited<ReturnType<EtcdServer['snapshotForFollower']>>;
+    try {
+      exported = await server.snapshotForFollower();
+    } catch (error) {
+      log.warn('cannot export a snapshot for a follower yet', { peer: m.to.toString(16), error: (error as Error).message });
+      return server.driver.reportSnapshot(m.to, false);
+    }
+    try {
+      await transport.sendSnapshot({ ...m, snapshot: { meta: exported.meta, data: new Uint8Array(0) } }, exported.chunks);
+    } catch {
+      // reported to Raft through onSnapshotStatus
+    } finally {
+      await exported.close();
+    }
   };
   return {
     send(msgs: Message[]): void {
       const ready: Message[] = [];
       for (const m of msgs) {
-        if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) void load(m);
+        if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) void stream(m);
         else ready.push(m);
       }
       if (ready.length > 0) transport.send(ready);

@@ -3,7 +3,7 @@
  * list, plus the applier over them. Rebuilt as a whole when a Raft snapshot replaces the backend contents.
  */
 import type { Backend } from '../mvcc/backend.js';
-import { KvStore } from '../mvcc/kv-store.js';
+import { KvStore, type SnapshotSource } from '../mvcc/kv-store.js';
 import { Lessor } from '../mvcc/lessor.js';
 import { AlarmStore } from '../mvcc/alarms.js';
 import { Applier } from './apply.js';
@@ -29,7 +29,7 @@ export class ServerState {
   }
 
   /** Replace the backend's contents with a Raft snapshot's and load from it. */
-  static async restore(backend: Backend, data: Uint8Array, options: StateOptions): Promise<ServerState> {
+  static async restore(backend: Backend, data: SnapshotSource, options: StateOptions): Promise<ServerState> {
     const store = await KvStore.importSnapshot(backend, data, { quotaBackendBytes: options.quotaBackendBytes });
     return ServerState.#assemble(backend, store, options);
   }

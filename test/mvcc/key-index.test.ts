@@ -1,28 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { Prng } from '../../src/base/prng.js';
 import { compareBytes } from '../../src/base/bytes.js';
-import { KeyIndex, type HistoryEntry } from '../../src/mvcc/key-index.js';
+import { KeyIndex } from '../../src/mvcc/key-index.js';
+import { codeIsTombstone, codeMain, revCode } from '../../src/mvcc/rev-code.js';
 import { KeyTree } from '../../src/mvcc/key-tree.js';
 import { bytesToRevision, revisionToBytes } from '../../src/mvcc/revision.js';
 import { b } from './helpers.js';
 
-function entry(main: number, tombstone = false): HistoryEntry {
-  return { main, sub: 0, tombstone, kv: { key: b('foo'), createRevision: 0, modRevision: main, version: 0, value: new Uint8Array(0), lease: 0n } };
+function append(ki: KeyIndex, main: number, tombstone = false): void {
+  ki.append(revCode(main, 0, tombstone), tombstone ? undefined : { createRevision: main, version: 1, lease: 0n });
 }
 
 /** The worked example in key-index.ts (etcd's key_index.go). */
 function example(): KeyIndex {
   const ki = new KeyIndex(b('foo'));
-  for (const [main, t] of [[1, false], [2, false], [3, false], [4, true], [5, false], [6, false], [7, true], [8, false]] as const) ki.append(entry(main, t));
+  for (const [main, t] of [[1, false], [2, false], [3, false], [4, true], [5, false], [6, false], [7, true], [8, false]] as const) append(ki, main, t);
   return ki;
 }
 
-const mains = (ki: KeyIndex): string[] => ki.entries.map((e) => `${e.main}${e.tombstone ? 't' : ''}`);
+const mains = (ki: KeyIndex): string[] => ki.revs.map((c) => `${codeMain(c)}${codeIsTombstone(c) ? 't' : ''}`);
 
 describe('KeyIndex', () => {
   it('gets the live revision at a point in time', () => {
     const ki = example();
-    expect([0, 1, 3, 4, 5, 7, 8, 99].map((r) => ki.get(r)?.main)).toEqual([undefined, 1, 3, undefined, 5, undefined, 8, 8]);
+    expect([0, 1, 3, 4, 5, 7, 8, 99].map((r) => { const c = ki.get(r); return c === undefined ? undefined : codeMain(c); })).toEqual([undefined, 1, 3, undefined, 5, undefined, 8, 8]);
   });
 
   it.each([
@@ -39,17 +40,17 @@ describe('KeyIndex', () => {
 
   it('empties when the last generation ended before the compaction', () => {
     const ki = new KeyIndex(b('foo'));
-    ki.append(entry(2));
-    ki.append(entry(3, true));
-    expect(ki.compact(3).map((e) => e.main)).toEqual([2, 3]);
+    append(ki, 2);
+    append(ki, 3, true);
+    expect(ki.compact(3).map(codeMain)).toEqual([2, 3]);
     expect(ki.isEmpty()).toBe(true);
   });
 
   it('refuses a tombstone on a deleted key and revisions going back', () => {
     const ki = new KeyIndex(b('foo'));
-    expect(() => ki.append(entry(2, true))).toThrow();
-    ki.append(entry(3));
-    expect(() => ki.append(entry(3))).toThrow();
+    expect(() => append(ki, 2, true)).toThrow();
+    append(ki, 3);
+    expect(() => append(ki, 3)).toThrow();
   });
 });
 

@@ -165,7 +165,13 @@ describe('snapshots', () => {
     st.put(putReq('b', '2'));
     alarms.activate(5n, 'NOSPACE');
     st.buffer.put('members', b('m1'), b('peer'));
-    const data = await st.exportSnapshot();
+    const exported = await st.exportSnapshot();
+    const parts: Uint8Array[] = [];
+    for await (const chunk of exported.chunks()) parts.push(chunk);
+    await exported.view.close();
+    const data = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (data.set(p, at), at + p.length), 0);
+    expect(exported.consistentIndex).toBe(7);
     st.put(putReq('c', 'after the snapshot'));
     const target = new MemoryBackend();
     await target.write([{ type: 'put', bucket: 'key', key: b('junk'), value: b('x') }]);

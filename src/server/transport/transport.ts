@@ -164,8 +164,11 @@ export class PeerTransport {
     flushRun();
   }
 
-  /** Sends a MsgSnap (with its snapshot) in chunks; settles when the receiver has taken it. */
-  async sendSnapshot(message: Message): Promise<void> {
+  /**
+   * Sends a MsgSnap in chunks: its snapshot's data, or the bytes of `source` (streamed, never held whole).
+   * Settles when the receiver has taken it; the outcome also goes to onSnapshotStatus.
+   */
+  async sendSnapshot(message: Message, source?: AsyncIterable<Uint8Array>): Promise<void> {
     assert(message.type === MessageType.Snap && message.snapshot !== undefined, 'sendSnapshot needs a MsgSnap with a snapshot');
     const to = message.to;
     const stats = this.#statsFor(to);
@@ -176,10 +179,10 @@ export class PeerTransport {
       conn = await dial(url, this.#tls, this.#limits.handshakeTimeoutMs);
       await offerHandshake(conn, this.#identity, 'snapshot', to, this.#limits.handshakeTimeoutMs);
       const before = conn.bytesWritten;
-      await streamSnapshot(conn, message, this.#limits.snapshotChunkBytes, this.#limits.snapshotAckTimeoutMs);
+      const bytes = await streamSnapshot(conn, message, this.#limits.snapshotChunkBytes, this.#limits.snapshotAckTimeoutMs, source);
       stats.bytesSent += conn.bytesWritten - before;
       stats.snapshotsSent += 1;
-      this.#logger.info('snapshot sent', { peer: hex(to), index: message.snapshot.meta.index, bytes: message.snapshot.data.length });
+      this.#logger.info('snapshot sent', { peer: hex(to), index: message.snapshot.meta.index, bytes });
       report(true);
     } catch (err) {
       stats.snapshotFailures += 1;
@@ -299,7 +302,7 @@ export class PeerTransport {
     const stats = this.#statsFor(from);
     let message: Message;
     try {
-      message = await receiveSnapshot(conn, from, this.#limits.snapshotAckTimeoutMs);
+      message = await receiveSnapshot(conn, from, this.#limits.snapshotAckTimeoutMs, this.#o.snapshotSink);
     } catch (err) {
       this.#logger.warn('snapshot receive failed', { peer: hex(from), error: (err as Error).message });
       return;

@@ -26,6 +26,18 @@ export interface PeerTlsOptions {
   clientCertAuth?: boolean;
 }
 
+/**
+ * Where a received snapshot's bytes go as they arrive (bounded memory: a file, not a buffer). `open` is
+ * called with the MsgSnap's metadata; `commit` makes the bytes durable before the message reaches Raft.
+ */
+export interface SnapshotSink {
+  open(message: Message): Promise<{
+    write(chunk: Uint8Array): Promise<void>;
+    commit(): Promise<void>;
+    abort(): Promise<void>;
+  }>;
+}
+
 export interface PeerTransportOptions {
   selfId: NodeId;
   /** 0n (or absent) until known; when both sides know theirs, a mismatch refuses the connection. */
@@ -42,6 +54,8 @@ export interface PeerTransportOptions {
    * snapshot succeeded when the returned promise resolves (failed if it rejects). Default: onMessages([message]).
    */
   onSnapshot?(from: NodeId, snapshot: Snapshot, message: Message): void | Promise<void>;
+  /** Without one, a received snapshot is gathered in memory and attached to the MsgSnap as its data. */
+  snapshotSink?: SnapshotSink;
   onRequest?(req: PeerRequest, info: PeerRequestInfo): Promise<PeerResponse>;
   /** Messages to `id` were dropped (queue full or link down): Raft should move the peer to probe. */
   onUnreachable?(id: NodeId): void;

@@ -1,0 +1,86 @@
+/**
+ * Where the store's values are read from: the values written since the last flush (the overlay, until the
+ * backend holds them), a bounded cache of hot values, and the backend itself through synchronous point reads.
+ * Memory holds the index and these two bounded sets, never the data set (issue 10).
+ *
+ * Every KeyValue handed out is decoded into bytes it owns, so keeping one never pins a larger buffer.
+ */
+import { assert } from '../base/assert.js';
+import type { SyncReader } from './backend.js';
+import { decodeKeyValue, encodeKeyValue } from './kv-codec.js';
+import { codeIsTombstone, codeMain, codeSub, codeToBytes } from './rev-code.js';
+import { ValueCache } from './value-cache.js';
+import type { KeyValue } from './types.js';
+
+const empty = new Uint8Array(0);
+
+export function tombstoneKv(key: Uint8Array, main: number): KeyValue {
+  return { key, createRevision: 0, modRevision: main, version: 0, value: empty, lease: 0n };
+}
+
+/** The 'key' bucket value: mvccpb.KeyValue; a tombstone as KeyValue{Key} only (etcd). */
+export function storedKeyValue(code: number, kv: KeyValue): Uint8Array {
+  return encodeKeyValue(codeIsTombstone(code) ? { ...kv, modRevision: 0 } : kv);
+}
+
+export class ValueStore {
+  readonly #backend: SyncReader;
+  /** Written and not yet in the backend, in code order (a Map keeps insertion order). */
+  readonly #overlay = new Map<number, KeyValue>();
+  readonly #cache: ValueCache;
+
+  constructor(backend: SyncReader, cacheBytes: number) {
+    this.#backend = backend;
+    this.#cache = new ValueCache(cacheBytes);
+  }
+
+  /** A revision just written by apply (its bytes are owned by kv). */
+  written(code: number, kv: KeyValue): void {
+    this.#overlay.set(code, kv);
+  }
+
+  /** Every revision with code ≤ upTo is now in the backend: move them from the overlay to the cache. */
+  flushed(upTo: number): void {
+    for (const [code, kv] of this.#overlay) {
+      if (code > upTo) break;
+      this.#overlay.delete(code);
+      if (!codeIsTombstone(code)) this.#cache.set(code, kv);
+    }
+  }
+
+  /** A revision removed by compaction: it will never be read again. */
+  dropped(code: number): void {
+    this.#cache.delete(code);
+  }
+
+  /**
+   * The KeyValue at a revision. A tombstone is the delete event's kv (key, modRevision); its key is read
+   * from the backend unless the caller knows it.
+   */
+  read(code: number, key?: Uint8Array): KeyValue {
+    if (key !== undefined && codeIsTombstone(code)) return tombstoneKv(key, codeMain(code));
+    const written = this.#overlay.get(code) ?? this.#cache.get(code);
+    if (written !== undefined) return written;
+    const kv = decodeKeyValue(this.raw(code));
+    if (codeIsTombstone(code)) return tombstoneKv(kv.key, codeMain(code));
+    this.#cache.set(code, kv);
+    return kv;
+  }
+
+  /** The stored bytes of a revision (HashKV hashes exactly these). */
+  raw(code: number): Uint8Array {
+    const written = this.#overlay.get(code);
+    if (written !== undefined) return storedKeyValue(code, written);
+    const raw = this.#backend.getSync('key', codeToBytes(code));
+    assert(raw !== undefined, `revision ${codeMain(code)}.${codeSub(code)} is in the index but not in the backend`);
+    return raw;
+  }
+
+  get overlaySize(): number {
+    return this.#overlay.size;
+  }
+
+  get cacheBytes(): number {
+    return this.#cache.bytes;
+  }
+}

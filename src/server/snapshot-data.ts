@@ -1,0 +1,87 @@
+/**
+ * Snapshot data on disk, outside the Raft log. A member's own snapshots carry no data: the backend is made
+ * durable up to the snapshot's index before the log releases anything (a marker, as etcd's backend is the
+ * snapshot). A snapshot received from the leader is streamed into `<data-dir>/member/snap/<term>-<index>.snap.db`
+ * (temp file, fsync, rename, directory fsync) before Raft sees it, restored from there into the backend,
+ * and deleted once the backend holding it is durable. A crash in between restarts the restore from the file.
+ */
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Message, SnapshotMeta } from '../raft/types.js';
+import type { SnapshotSink } from './transport/types.js';
+
+const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
+const suffix = '.snap.db';
+
+export function snapshotDataName(meta: Pick<SnapshotMeta, 'term' | 'index'>): string {
+  return `${hex16(meta.term)}-${hex16(meta.index)}${suffix}`;
+}
+
+export class SnapshotDataDir implements SnapshotSink {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    // Temp files are incomplete receives from before a crash.
+    for (const name of await readdir(this.dir)) if (name.endsWith('.tmp')) await rm(join(this.dir, name), { force: true });
+  }
+
+  #path(meta: Pick<SnapshotMeta, 'term' | 'index'>): string {
+    return join(this.dir, snapshotDataName(meta));
+  }
+
+  async open(message: Message): Promise<{ write(chunk: Uint8Array): Promise<void>; commit(): Promise<void>; abort(): Promise<void> }> {
+    const meta = message.snapshot!.meta;
+    const final = this.#path(meta);
+    const tmp = `${final}.tmp`;
+    const file: FileHandle = await open(tmp, 'w');
+    let closed = false;
+    const close = async (): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      await file.close();
+    };
+    return {
+      write: async (chunk) => {
+        await file.write(chunk);
+      },
+      commit: async () => {
+        await file.sync();
+        await close();
+        await rename(tmp, final);
+        await syncDir(this.dir);
+      },
+      abort: async () => {
+        await close().catch(() => {});
+        await rm(tmp, { force: true });
+      },
+    };
+  }
+
+  /** The received data for this snapshot, as a stream that can be read more than once; undefined when absent. */
+  async source(meta: Pick<SnapshotMeta, 'term' | 'index'>): Promise<(() => AsyncIterable<Uint8Array>) | undefined> {
+    const path = this.#path(meta);
+    const exists = await open(path, 'r').then(async (f) => (await f.close(), true), () => false);
+    if (!exists) return undefined;
+    return () => createReadStream(path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Uint8Array>;
+  }
+
+  /** Delete every received snapshot file (once the backend holding the newest is durable). */
+  async removeAll(): Promise<void> {
+    for (const name of await readdir(this.dir)) if (name.endsWith(suffix)) await rm(join(this.dir, name), { force: true });
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
