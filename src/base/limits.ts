@@ -26,12 +26,12 @@ export const leaseMinTtlSecondsFloor = 1;
 export const snapshotCountDefault = 10_000;
 /**
  * The Raft log is held in memory from the last snapshot on, so a snapshot is also due once this many entry
- * bytes were applied since the last one (large txns would otherwise keep unbounded log in memory). High,
- * because a snapshot exports the whole key space: snapshotting more often trades memory for CPU and disk.
+ * bytes were applied since the last one (large txns would otherwise keep unbounded log in memory). A
+ * snapshot is only an fsync of the backend (the backend is the snapshot), so it can be frequent.
  */
-export const raftLogBytesMax = 256 * 1024 * 1024;
+export const raftLogBytesMax = 16 * 1024 * 1024;
 /** Entry bytes (about) kept behind a snapshot for followers that are slightly behind. */
-export const catchUpBytesMax = 16 * 1024 * 1024;
+export const catchUpBytesMax = 4 * 1024 * 1024;
 /** etcd: DefaultSnapshotCatchUpEntries; entries kept behind a snapshot for slow followers. */
 export const snapshotCatchUpEntries = 5_000;
 /** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */
@@ -81,7 +81,7 @@ export const peerInboundConnectionsMax = 1024;
  * LevelDB). Small by default: the block cache and the OS page cache already hold hot data, and a 1 GiB board
  * runs a Kubernetes server beside us.
  */
-export const valueCacheBytesDefault = 16 * 1024 * 1024;
+export const valueCacheBytesDefault = 8 * 1024 * 1024;
 /** MVCC: a change's sub-revision must fit the in-memory revision code (see src/mvcc/rev-code.ts). */
 export const subRevisionsMax = 32_768;
 assert(subRevisionsMax > txnOpsMax, 'a txn of txnOpsMax puts must fit the sub-revision range');

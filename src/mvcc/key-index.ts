@@ -23,12 +23,13 @@ import { assert } from '../base/assert.js';
 import { codeIsTombstone, codeMain, firstCodeOf } from './rev-code.js';
 
 const noLease = 0n;
+const noRevs: number[] = Object.freeze([]) as unknown as number[];
 
 export class KeyIndex {
   /** Owned bytes (never a view into a request or a pooled buffer). */
   readonly key: Uint8Array;
   /** Revision codes, ascending; never empty while the key is in the tree. */
-  revs: number[] = [];
+  revs: number[] = noRevs;
   /** Of the latest put (meaningful while the key is live): etcd's generation.created and ver, and the lease. */
   createRevision = 0;
   version = 0;
@@ -45,7 +46,9 @@ export class KeyIndex {
     const tombstone = codeIsTombstone(code);
     assert(!(tombstone && (last === undefined || codeIsTombstone(last))), 'tombstone on a key that does not exist');
     assert(tombstone === (put === undefined), 'a put carries its metadata, a tombstone none');
-    this.revs.push(code);
+    // Most keys hold one revision: an exact-size literal (an empty array grows to 17 slots on its first push).
+    if (this.revs.length === 0) this.revs = [code];
+    else this.revs.push(code);
     if (put !== undefined) {
       this.createRevision = put.createRevision;
       this.version = put.version;

@@ -126,8 +126,9 @@ export class WriteTxn {
 
   #record(code: number, kv: KeyValue, event: Event): void {
     const core = this.#core;
-    core.buffer.put('key', codeToBytes(code), storedKeyValue(code, kv));
-    core.values.written(code, kv);
+    const stored = storedKeyValue(code, kv);
+    core.buffer.put('key', codeToBytes(code), stored);
+    core.values.written(code, stored);
     core.log.push(code);
     core.lastCode = code;
     this.#events.push(event);
@@ -147,7 +148,8 @@ export class WriteTxn {
       createRevision: prevCode === undefined ? main : ki.createRevision,
       modRevision: main,
       version: prevCode === undefined ? 1 : ki.version + 1,
-      value: ownedCopy(value),
+      // Not copied: the stored encoding below is the copy that lives on (the event kv is transient).
+      value,
       lease,
     };
     const code = revCode(main, this.#events.length, false);

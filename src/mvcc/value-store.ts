@@ -25,8 +25,11 @@ export function storedKeyValue(code: number, kv: KeyValue): Uint8Array {
 
 export class ValueStore {
   readonly #backend: SyncReader;
-  /** Written and not yet in the backend, in code order (a Map keeps insertion order). */
-  readonly #overlay = new Map<number, KeyValue>();
+  /**
+   * Written and not yet in the backend, in code order (a Map keeps insertion order): the stored bytes, the
+   * very buffer the backend batch will write, so a put costs no second copy of its value.
+   */
+  readonly #overlay = new Map<number, Uint8Array>();
   readonly #cache: ValueCache;
 
   constructor(backend: SyncReader, cacheBytes: number) {
@@ -34,17 +37,19 @@ export class ValueStore {
     this.#cache = new ValueCache(cacheBytes);
   }
 
-  /** A revision just written by apply (its bytes are owned by kv). */
-  written(code: number, kv: KeyValue): void {
-    this.#overlay.set(code, kv);
+  /** A revision just written by apply, with its stored bytes. */
+  written(code: number, stored: Uint8Array): void {
+    this.#overlay.set(code, stored);
   }
 
-  /** Every revision with code ≤ upTo is now in the backend: move them from the overlay to the cache. */
+  /**
+   * Every revision with code ≤ upTo is now in the backend. They are not moved to the cache: LevelDB's
+   * memtable answers recent reads as fast, and copying every write into the cache would churn it.
+   */
   flushed(upTo: number): void {
-    for (const [code, kv] of this.#overlay) {
+    for (const code of this.#overlay.keys()) {
       if (code > upTo) break;
       this.#overlay.delete(code);
-      if (!codeIsTombstone(code)) this.#cache.set(code, kv);
     }
   }
 
@@ -55,12 +60,12 @@ export class ValueStore {
 
   /**
    * The KeyValue at a revision. A tombstone is the delete event's kv (key, modRevision); its key is read
-   * from the backend unless the caller knows it.
+   * from the backend unless the caller knows it. Cached or decoded into owned bytes: never mutate it.
    */
   read(code: number, key?: Uint8Array): KeyValue {
     if (key !== undefined && codeIsTombstone(code)) return tombstoneKv(key, codeMain(code));
-    const written = this.#overlay.get(code) ?? this.#cache.get(code);
-    if (written !== undefined) return written;
+    const cached = this.#cache.get(code);
+    if (cached !== undefined) return cached;
     const kv = decodeKeyValue(this.raw(code));
     if (codeIsTombstone(code)) return tombstoneKv(kv.key, codeMain(code));
     this.#cache.set(code, kv);
@@ -70,7 +75,7 @@ export class ValueStore {
   /** The stored bytes of a revision (HashKV hashes exactly these). */
   raw(code: number): Uint8Array {
     const written = this.#overlay.get(code);
-    if (written !== undefined) return storedKeyValue(code, written);
+    if (written !== undefined) return written;
     const raw = this.#backend.getSync('key', codeToBytes(code));
     assert(raw !== undefined, `revision ${codeMain(code)}.${codeSub(code)} is in the index but not in the backend`);
     return raw;
