@@ -4,7 +4,8 @@
  * every run, the ratio etcetera/etcd and the issue's target. JSON goes to bench/results/<date>-<mode>.json.
  *
  *   --quick            short durations (a smoke run of the harness, ~3 min)
- *   --scenario a,b     only these (puts, slow-fsync, at-rest, sd-stalls, reads, memory)
+ *   --scenario a,b     only these (puts, slow-fsync, at-rest, sd-stalls, reads, memory, memory-1m,
+ *                      memory-kube, memory-cluster, memory-cgroup)
  *   --low-end          every server capped at half a core and 512 MiB, every fsync delayed 20 ms (SD card)
  *   --reps N           runs per system (default 2)
  *   --system s         only etcd or only etcetera (harness work, profiling)
@@ -23,10 +24,11 @@ import type { RunContext, Scenario } from './measure.js';
 import { makeCaps } from './proc.js';
 import { profileMarkdown, summarizeProfiles } from './profile.js';
 import { describeMachine, machineMarkdown, markdown, Results } from './report.js';
-import { memoryRestart, reads } from './scenarios-read.js';
+import { memoryScenarios } from './scenarios-memory.js';
+import { reads } from './scenarios-read.js';
 import { atRest, putsPlain, putsSlowFsync, sdStalls } from './scenarios-write.js';
 
-const all: Scenario[] = [putsPlain, putsSlowFsync, atRest, sdStalls, reads, memoryRestart];
+const all: Scenario[] = [putsPlain, putsSlowFsync, atRest, sdStalls, reads, ...memoryScenarios];
 
 const { values: args } = parseArgs({
   options: {

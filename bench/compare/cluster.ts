@@ -5,14 +5,17 @@
  * records its pid, joins the caps and execs the server, so the pid we read /proc of is the server itself,
  * whatever wraps it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { freePort, sleep } from '../../test/e2e/harness.js';
 import { RawClient } from './client.js';
 import { makeCaps, type Caps } from './proc.js';
 import { encodePut, encodeRange } from './wire.js';
+
+const execFileP = promisify(execFile);
 
 export type System = 'etcd' | 'etcetera';
 export const repoRoot = resolve(import.meta.dirname, '../..');
@@ -28,6 +31,8 @@ export interface ClusterOptions {
   /** Trace fsyncs to a log even without delay, to count them. */
   traceFsyncs?: boolean;
   lowEnd?: boolean;
+  /** Every server under a 512 MiB memory cgroup, no CPU quota (the memory scenarios). */
+  memoryCap?: boolean;
   /** etcetera only: write a V8 CPU profile per member into this directory on exit. */
   cpuProfDir?: string;
   heartbeatMs?: number;
@@ -124,7 +129,9 @@ export class Cluster {
 
   #spawn(m: Member, state: 'new' | 'existing'): void {
     const server = this.#serverArgs(m, state);
-    if (this.options.lowEnd && !m.caps) m.caps = makeCaps(`etcbench-${process.pid}-${this.system}-${m.name}-${seq++}`);
+    const capName = `etcbench-${process.pid}-${this.system}-${m.name}-${seq++}`;
+    if (this.options.lowEnd && !m.caps) m.caps = makeCaps(capName);
+    else if (this.options.memoryCap && !m.caps) m.caps = makeCaps(capName, { memoryOnly: true });
     const joinCaps = m.caps?.joinScript ?? '';
     const shell = ['sh', '-c', `echo $$ > ${m.pidFile} && ${joinCaps}exec "$@"`, 'sh', ...(m.caps?.prefix ?? []), ...server];
     let argv = shell;
@@ -225,6 +232,26 @@ export class Cluster {
     }, 10_000);
     await m.exited;
     clearTimeout(killer);
+  }
+
+  /**
+   * Adds a member the way an etcd operator does: `etcdctl member add` on the leader, then the new server starts
+   * with `--initial-cluster-state existing` and the whole cluster in `--initial-cluster`. Resolves once spawned.
+   */
+  async addMember(): Promise<Member> {
+    const leader = await this.leader();
+    const [c, p, mx] = [await freePort(), await freePort(), await freePort()];
+    const name = `m${this.members.length + 1}`;
+    const m: Member = {
+      name, dataDir: join(this.root, name), output: [], pidFile: join(this.root, `${name}.pid`),
+      clientUrl: `http://127.0.0.1:${c}`, peerUrl: `http://127.0.0.1:${p}`, metricsUrl: `http://127.0.0.1:${mx}`,
+    };
+    await execFileP('etcdctl', ['--endpoints', leader.clientUrl, 'member', 'add', name, `--peer-urls=${m.peerUrl}`], {
+      env: { ...process.env, ETCDCTL_API: '3' }, timeout: 20_000,
+    });
+    this.members.push(m);
+    this.#spawn(m, 'existing');
+    return m;
   }
 
   /** Restarts a stopped member on its data dir; resolves with ms from spawn until it answers a linearizable get. */

@@ -33,6 +33,15 @@ export const targets: Record<string, Target> = {
   'stall.elections': { kind: 'abs', max: 0, text: '0' },
   'stall.failed': { kind: 'abs', max: 0, text: '0' },
   'stall.rate': { kind: 'abs', min: 45, text: '≥ 45' },
+  // Issue 10 (bounded memory).
+  'mem1.peak': { kind: 'ratio', max: 1.0, text: '≤ 1.0× etcd' },
+  'mem1.rest': { kind: 'ratio', max: 1.0, text: '≤ 1.0× etcd' },
+  'mem1.restart': { kind: 'ratio', max: 1.0, text: '≤ 1.0× etcd' },
+  'mem1.bpp': { kind: 'ratio', max: 1.0, text: '≤ 1.0× etcd' },
+  'mem3.catchup': { kind: 'ratio', max: 2.0, text: '≤ 2.0× etcd' },
+  'mem3.catchup.rss': { kind: 'ratio', max: 1.2, text: '≤ 1.2× etcd' },
+  'cg.oom': { kind: 'abs', max: 0, text: '0' },
+  'cg.failed': { kind: 'abs', max: 0, text: '0' },
 };
 
 export function targetMet(t: Target, etcd: number, ours: number): boolean {

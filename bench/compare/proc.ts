@@ -13,6 +13,8 @@ export interface ProcSample {
   /** Bytes this process caused to be sent to the storage layer. */
   writeBytes: number;
   rssKb: number;
+  /** VmHWM: the highest RSS since the process started. */
+  peakRssKb: number;
   /** user + system CPU time. */
   cpuMs: number;
 }
@@ -33,6 +35,7 @@ export function sampleProc(pid: number): ProcSample | undefined {
       syscw: field(io, 'syscw'),
       writeBytes: field(io, 'write_bytes'),
       rssKb: field(status, 'VmRSS'),
+      peakRssKb: field(status, 'VmHWM'),
       cpuMs: (cpuTicks * 1000) / clockTicksPerSec,
     };
   } catch {
@@ -104,34 +107,34 @@ function tryWrite(path: string, value: string): boolean {
   }
 }
 
-function capsV1(name: string): Caps | undefined {
+function capsV1(name: string, withCpu: boolean): Caps | undefined {
   const cpu = join('/sys/fs/cgroup/cpu', name);
   const mem = join('/sys/fs/cgroup/memory', name);
+  const dirs = withCpu ? [cpu, mem] : [mem];
   try {
-    mkdirSync(cpu, { recursive: true });
-    mkdirSync(mem, { recursive: true });
+    for (const d of dirs) mkdirSync(d, { recursive: true });
   } catch {
     return undefined;
   }
-  const ok = tryWrite(join(cpu, 'cpu.cfs_period_us'), String(cpuPeriodUs)) && tryWrite(join(cpu, 'cpu.cfs_quota_us'), String(cpuQuotaUs)) &&
-    tryWrite(join(mem, 'memory.limit_in_bytes'), String(memoryCapBytes));
+  const cpuOk = !withCpu || (tryWrite(join(cpu, 'cpu.cfs_period_us'), String(cpuPeriodUs)) && tryWrite(join(cpu, 'cpu.cfs_quota_us'), String(cpuQuotaUs)));
+  const ok = cpuOk && tryWrite(join(mem, 'memory.limit_in_bytes'), String(memoryCapBytes));
   const cleanup = (): void => {
-    for (const d of [cpu, mem]) try { rmdirSync(d); } catch { /* still busy or gone */ }
+    for (const d of dirs) try { rmdirSync(d); } catch { /* still busy or gone */ }
   };
   if (!ok) {
     cleanup();
     return undefined;
   }
   return {
-    joinScript: `echo $$ > ${cpu}/cgroup.procs && echo $$ > ${mem}/cgroup.procs && `,
+    joinScript: dirs.map((d) => `echo $$ > ${d}/cgroup.procs && `).join(''),
     prefix: [],
-    describe: 'cgroups v1: cpu.cfs_quota_us 50000/100000 (half a core), memory.limit_in_bytes 512 MiB',
+    describe: `cgroups v1: ${withCpu ? 'cpu.cfs_quota_us 50000/100000 (half a core), ' : ''}memory.limit_in_bytes 512 MiB (counts page cache)`,
     oomKills: () => oomKillsIn(join(mem, 'memory.oom_control')),
     cleanup,
   };
 }
 
-function capsV2(name: string): Caps | undefined {
+function capsV2(name: string, withCpu: boolean): Caps | undefined {
   const root = '/sys/fs/cgroup';
   if (!existsSync(join(root, 'cgroup.controllers'))) return undefined;
   tryWrite(join(root, 'cgroup.subtree_control'), '+cpu +memory');
@@ -144,22 +147,26 @@ function capsV2(name: string): Caps | undefined {
   const cleanup = (): void => {
     try { rmdirSync(dir); } catch { /* still busy or gone */ }
   };
-  if (!tryWrite(join(dir, 'cpu.max'), `${cpuQuotaUs} ${cpuPeriodUs}`) || !tryWrite(join(dir, 'memory.max'), String(memoryCapBytes))) {
+  if ((withCpu && !tryWrite(join(dir, 'cpu.max'), `${cpuQuotaUs} ${cpuPeriodUs}`)) || !tryWrite(join(dir, 'memory.max'), String(memoryCapBytes))) {
     cleanup();
     return undefined;
   }
   return {
     joinScript: `echo $$ > ${dir}/cgroup.procs && `,
     prefix: [],
-    describe: 'cgroups v2: cpu.max 50000 100000 (half a core), memory.max 512 MiB',
+    describe: `cgroups v2: ${withCpu ? 'cpu.max 50000 100000 (half a core), ' : ''}memory.max 512 MiB (counts page cache)`,
     oomKills: () => oomKillsIn(join(dir, 'memory.events')),
     cleanup,
   };
 }
 
-/** Caps for one server process: cgroups when this machine lets us, else one core by taskset, no memory cap. */
-export function makeCaps(name: string): Caps {
-  const caps = capsV2(name) ?? capsV1(name);
+/**
+ * Caps for one server process: cgroups when this machine lets us, else one core by taskset, no memory cap.
+ * `memoryOnly`: the 512 MiB cap without the CPU quota (the memory scenarios measure what fits, not speed).
+ */
+export function makeCaps(name: string, o: { memoryOnly?: boolean } = {}): Caps {
+  const withCpu = !o.memoryOnly;
+  const caps = capsV2(name, withCpu) ?? capsV1(name, withCpu);
   if (caps) return caps;
   return {
     joinScript: '',

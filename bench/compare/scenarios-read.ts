@@ -1,6 +1,6 @@
 /**
  * Read scenarios of issue 6: (5) linearizable and serializable gets, a 1,000-key range, watch fan-out to 100
- * watchers; (6) memory after loading 100,000 keys of 1 KB, and the time a restarted member takes to serve.
+ * watchers. Memory scenarios are in scenarios-memory.ts.
  */
 import { performance } from 'node:perf_hooks';
 import { RawClient, type WatchStream } from './client.js';
@@ -9,28 +9,10 @@ import { closedLoop, paced, summarize } from './load.js';
 import { dur, mean, type Measure, type RunContext, type Scenario } from './measure.js';
 import { sampleProc } from './proc.js';
 import { connectionsFor, openConnections, withCluster } from './scenarios-write.js';
-import { encodePut, encodeRange, encodeTxnPuts, encodeWatchCreate } from './wire.js';
+import { bulkLoad } from './bulk.js';
+import { encodePut, encodeRange, encodeWatchCreate } from './wire.js';
 
 const timeoutMs = 10_000;
-
-/** Loads `count` keys `${prefix}${i}` of `valueBytes` through Txns of 100 puts, 8 in flight. */
-async function bulkLoad(conn: RawClient, prefix: string, count: number, valueBytes: number): Promise<number> {
-  const value = Buffer.alloc(valueBytes, 0x64);
-  const perTxn = 100;
-  const t0 = performance.now();
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      const from = next;
-      next = Math.min(count, next + perTxn);
-      const puts: [Buffer, Buffer][] = [];
-      for (let i = from; i < next; i++) puts.push([Buffer.from(`${prefix}${String(i).padStart(7, '0')}`), value]);
-      await conn.txn(encodeTxnPuts(puts), 60_000);
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
-  return (count / (performance.now() - t0)) * 1000;
-}
 
 async function readRun(ctx: RunContext, label: string, key: string, clients: number, endpoint: string, request: Buffer): Promise<Measure[]> {
   const conns = openConnections(endpoint, connectionsFor(clients));
@@ -117,7 +99,8 @@ export const reads: Scenario = {
       const leader = await cluster.leader();
       const loader = new RawClient(leader.clientUrl);
       try {
-        await bulkLoad(loader, 'range/', 1000, 256);
+        const r = await bulkLoad(loader, 'range/', 1000, 256, { constant: true });
+        if (r.error) throw new Error(`loading failed: ${r.error}`);
       } finally {
         loader.close();
       }
@@ -131,37 +114,6 @@ export const reads: Scenario = {
       out.push(...(await readRun(ctx, '1,000-key range (256 KB), 4 clients', 'range1k', 4, leader.clientUrl, all)));
       out.push(...(await watchFanOut(ctx, cluster)));
       return out;
-    });
-  },
-};
-
-export const memoryRestart: Scenario = {
-  name: 'memory',
-  title: '6. memory after 100,000 keys of 1 KB; restart time (3 members)',
-  seconds: (quick) => (quick ? 15 : 60),
-  async run(ctx) {
-    return withCluster(ctx, { size: 3 }, async (cluster) => {
-      const leader = await cluster.leader();
-      const loader = new RawClient(leader.clientUrl);
-      const keys = dur(ctx, 100_000, 10_000);
-      let loadRate: number;
-      try {
-        loadRate = await bulkLoad(loader, 'mem/', keys, 1024);
-      } finally {
-        loader.close();
-      }
-      await new Promise((r) => setTimeout(r, 2000));
-      const rss = cluster.members.map((m) => (sampleProc(cluster.pid(m) ?? -1)?.rssKb ?? NaN) / 1024);
-      const follower = cluster.members.find((m) => m !== leader)!;
-      await cluster.stopMember(follower);
-      const restartMs = await cluster.restartMember(follower);
-      ctx.log(`  ${cluster.describe()}: loaded ${keys} keys at ${loadRate.toFixed(0)} keys/s; RSS MB ${rss.map((x) => x.toFixed(0)).join(' ')}; follower restart ${restartMs.toFixed(0)} ms`);
-      return [
-        { key: 'mem.load', label: `bulk load (Txn of 100 puts of 1 KB)`, unit: 'keys/s', better: 'higher', value: loadRate },
-        { key: 'mem.rss', label: `RSS per member after ${keys.toLocaleString('en-US')} keys of 1 KB (largest)`, unit: 'MB', better: 'lower', value: Math.max(...rss) },
-        { key: 'mem.rss.mean', label: 'RSS per member (mean)', unit: 'MB', better: 'lower', value: mean(rss) },
-        { key: 'mem.restart', label: 'restarted follower serves a linearizable get after', unit: 'ms', better: 'lower', value: restartMs },
-      ];
     });
   },
 };

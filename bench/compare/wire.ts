@@ -217,6 +217,8 @@ export interface StatusResult {
   memberId: string;
   raftTerm: number;
   raftIndex: number;
+  /** Backend size on disk (etcd: the bbolt file; etcetera: LevelDB's live ranges). */
+  dbSize: number;
 }
 
 function decodeMemberIdHeader(r: Reader): string {
@@ -244,14 +246,15 @@ function readUint64String(r: Reader): string {
 
 export function decodeStatus(buf: Buffer): StatusResult {
   const r = new Reader(buf);
-  const out: StatusResult = { header: { revision: 0, raftTerm: 0 }, leader: '0', memberId: '0', raftTerm: 0, raftIndex: 0 };
+  const out: StatusResult = { header: { revision: 0, raftTerm: 0 }, leader: '0', memberId: '0', raftTerm: 0, raftIndex: 0, dbSize: 0 };
   while (!r.done()) {
     const [f, wt] = r.tag();
     if (f === 1 && wt === 2) {
       const sub = r.sub();
       out.header = decodeHeader(new Reader(sub.buf, sub.pos, sub.end));
       out.memberId = decodeMemberIdHeader(sub);
-    } else if (f === 4 && wt === 0) out.leader = readUint64String(r);
+    } else if (f === 3 && wt === 0) out.dbSize = r.varint();
+    else if (f === 4 && wt === 0) out.leader = readUint64String(r);
     else if (f === 5 && wt === 0) out.raftIndex = r.varint();
     else if (f === 6 && wt === 0) out.raftTerm = r.varint();
     else r.skip(wt);

@@ -1,0 +1,260 @@
+/**
+ * Memory scenarios of issue 10, each side by side with etcd: RSS while loading and at rest, bytes written per
+ * put over a large key space, restart to the first linearizable read, a kube-shaped history after compact +
+ * defrag, a 4th member catching up, and survival under a 512 MiB memory cgroup. Values are random bytes.
+ *
+ * Peak RSS is the kernel's VmHWM (exact, no sampling gaps); "during catch-up" RSS is sampled every 100 ms.
+ */
+import { execFile } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { promisify } from 'node:util';
+import { RawClient } from './client.js';
+import { bulkKey, bulkLoad } from './bulk.js';
+import type { Cluster, Member } from './cluster.js';
+import { dur, type Measure, type RunContext, type Scenario } from './measure.js';
+import { sampleProc } from './proc.js';
+import { withCluster } from './scenarios-write.js';
+import { encodePut, encodeRange } from './wire.js';
+
+const execFileP = promisify(execFile);
+const mb = (kb: number | undefined): number => (kb ?? NaN) / 1024;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function rssMb(cluster: Cluster, m: Member): number {
+  return mb(sampleProc(cluster.pid(m) ?? -1)?.rssKb);
+}
+
+function peakMb(cluster: Cluster, m: Member): number {
+  return mb(sampleProc(cluster.pid(m) ?? -1)?.peakRssKb);
+}
+
+async function load(ctx: RunContext, conn: RawClient, prefix: string, keys: number, valueBytes: number): Promise<number> {
+  const r = await bulkLoad(conn, prefix, keys, valueBytes);
+  if (r.error) throw new Error(`loading failed after ${r.loaded} keys: ${r.error}`);
+  ctx.log(`  loaded ${keys} × ${valueBytes} B at ${r.keysPerSec.toFixed(0)} keys/s`);
+  return r.keysPerSec;
+}
+
+async function etcdctl(endpoint: string, ...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('etcdctl', ['--endpoints', endpoint, '--command-timeout=120s', ...args], {
+    env: { ...process.env, ETCDCTL_API: '3' }, timeout: 180_000,
+  });
+  return stdout;
+}
+
+/** `count` puts of `valueBytes` to random keys among `space` loaded ones, 16 clients; bytes written per put. */
+async function bytesPerPut(cluster: Cluster, m: Member, prefix: string, space: number, count: number, valueBytes: number): Promise<number> {
+  const pid = cluster.pid(m) ?? -1;
+  const before = sampleProc(pid)!;
+  const conn = new RawClient(m.clientUrl);
+  let sent = 0;
+  try {
+    const worker = async (): Promise<void> => {
+      while (sent < count) {
+        sent++;
+        await conn.put(encodePut(bulkKey(prefix, randomInt(space)), Buffer.alloc(valueBytes, 0x61)), 10_000);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+  } finally {
+    conn.close();
+  }
+  // etcd commits its backend every 100 ms, etcetera flushes every 20 ms: both have written once this is over.
+  await sleep(1500);
+  const after = sampleProc(pid)!;
+  return (after.writeBytes - before.writeBytes) / count;
+}
+
+/** 1 member, 100,000 × 1 KB: peak and at-rest RSS, bytes written per small put, restart to first read. */
+export const memorySingle: Scenario = {
+  name: 'memory',
+  title: '6a. memory, 1 member, 100,000 keys × 1 KB (random): RSS, bytes per put, restart',
+  seconds: (quick) => (quick ? 30 : 110),
+  async run(ctx) {
+    return withCluster(ctx, { size: 1 }, async (cluster) => {
+      const m = cluster.members[0]!;
+      const keys = dur(ctx, 100_000, 20_000);
+      const conn = new RawClient(m.clientUrl);
+      let rate: number;
+      try {
+        rate = await load(ctx, conn, 'mem/', keys, 1024);
+      } finally {
+        conn.close();
+      }
+      const peak = peakMb(cluster, m);
+      const afterLoad = rssMb(cluster, m);
+      const restMs = dur(ctx, 60_000, 5_000);
+      await sleep(restMs);
+      const rest = rssMb(cluster, m);
+      const perPut = await bytesPerPut(cluster, m, 'mem/', keys, dur(ctx, 10_000, 2_000), 100);
+      await cluster.stopMember(m);
+      const restartMs = await cluster.restartMember(m);
+      ctx.log(`  ${cluster.describe()}: peak ${peak.toFixed(0)} MB, after load ${afterLoad.toFixed(0)} MB, at rest ${rest.toFixed(0)} MB; ${(perPut / 1024).toFixed(1)} KiB written per 100 B put; restart ${restartMs.toFixed(0)} ms`);
+      return [
+        { key: 'mem1.load', label: 'bulk load (Txn of 100 puts of 1 KB)', unit: 'keys/s', better: 'higher', value: rate },
+        { key: 'mem1.peak', label: `peak RSS while loading ${keys.toLocaleString('en-US')} × 1 KB`, unit: 'MB', better: 'lower', value: peak },
+        { key: 'mem1.rest', label: `RSS at rest ${restMs / 1000} s later`, unit: 'MB', better: 'lower', value: rest },
+        { key: 'mem1.bpp', label: 'bytes written per 100 B put over that key space', unit: 'KiB', better: 'lower', value: perPut / 1024 },
+        { key: 'mem1.restart', label: 'restart to first linearizable read', unit: 'ms', better: 'lower', value: restartMs },
+      ];
+    });
+  },
+};
+
+/** 1 member, 1,000,000 × 100 B: peak RSS and restart to first read. */
+export const memoryMillion: Scenario = {
+  name: 'memory-1m',
+  title: '6b. memory, 1 member, 1,000,000 keys × 100 B: peak RSS, restart',
+  seconds: (quick) => (quick ? 30 : 120),
+  async run(ctx) {
+    return withCluster(ctx, { size: 1 }, async (cluster) => {
+      const m = cluster.members[0]!;
+      const keys = dur(ctx, 1_000_000, 100_000);
+      const conn = new RawClient(m.clientUrl);
+      let rate: number;
+      try {
+        rate = await load(ctx, conn, 'small/', keys, 100);
+      } finally {
+        conn.close();
+      }
+      const peak = peakMb(cluster, m);
+      await cluster.stopMember(m);
+      const restartMs = await cluster.restartMember(m);
+      const restarted = rssMb(cluster, m);
+      ctx.log(`  ${cluster.describe()}: peak ${peak.toFixed(0)} MB; restart ${restartMs.toFixed(0)} ms, then ${restarted.toFixed(0)} MB`);
+      return [
+        { key: 'mem1m.load', label: 'bulk load (Txn of 100 puts of 100 B)', unit: 'keys/s', better: 'higher', value: rate },
+        { key: 'mem1m.peak', label: `peak RSS while loading ${keys.toLocaleString('en-US')} × 100 B`, unit: 'MB', better: 'lower', value: peak },
+        { key: 'mem1m.restart', label: 'restart to first linearizable read', unit: 'ms', better: 'lower', value: restartMs },
+        { key: 'mem1m.restarted', label: 'RSS right after the restart', unit: 'MB', better: 'lower', value: restarted },
+      ];
+    });
+  },
+};
+
+/** 1 member, 20,000 keys × 4 KB rewritten 6 times (kube-shaped history), then compact + defrag. */
+export const memoryKube: Scenario = {
+  name: 'memory-kube',
+  title: '6c. memory, 1 member, 20,000 keys × 4 KB × 6 revisions, after compact + defrag',
+  seconds: (quick) => (quick ? 30 : 90),
+  async run(ctx) {
+    return withCluster(ctx, { size: 1 }, async (cluster) => {
+      const m = cluster.members[0]!;
+      const keys = dur(ctx, 20_000, 4_000);
+      const conn = new RawClient(m.clientUrl);
+      try {
+        for (let round = 0; round < 6; round++) await load(ctx, conn, 'kube/', keys, 4096);
+        const before = await conn.status(5000);
+        await etcdctl(m.clientUrl, 'compact', String(before.header.revision), '--physical');
+        await etcdctl(m.clientUrl, 'defrag');
+        await sleep(2000);
+        const after = await conn.status(5000);
+        const rss = rssMb(cluster, m);
+        const peak = peakMb(cluster, m);
+        ctx.log(`  ${cluster.describe()}: db ${(before.dbSize / 2 ** 20).toFixed(0)} → ${(after.dbSize / 2 ** 20).toFixed(0)} MiB after compact + defrag; RSS ${rss.toFixed(0)} MB (peak ${peak.toFixed(0)} MB)`);
+        return [
+          { key: 'kube.rss', label: 'RSS after compact + defrag', unit: 'MB', better: 'lower', value: rss },
+          { key: 'kube.peak', label: 'peak RSS', unit: 'MB', better: 'lower', value: peak },
+          { key: 'kube.db.before', label: 'db size (Status) before compaction', unit: 'MiB', better: 'lower', value: before.dbSize / 2 ** 20 },
+          { key: 'kube.db.after', label: 'db size (Status) after compact + defrag', unit: 'MiB', better: 'lower', value: after.dbSize / 2 ** 20 },
+        ];
+      } finally {
+        conn.close();
+      }
+    });
+  },
+};
+
+/** 3 members, 100,000 × 1 KB: leader RSS; a 4th member added and caught up; a follower restarted. */
+export const memoryCluster: Scenario = {
+  name: 'memory-cluster',
+  title: '6d. memory, 3 members, 100,000 keys × 1 KB: leader RSS, a 4th member catching up, follower restart',
+  seconds: (quick) => (quick ? 40 : 100),
+  async run(ctx) {
+    return withCluster(ctx, { size: 3 }, async (cluster) => {
+      const leader = await cluster.leader();
+      const keys = dur(ctx, 100_000, 20_000);
+      const conn = new RawClient(leader.clientUrl);
+      let rate: number;
+      try {
+        rate = await load(ctx, conn, 'mem/', keys, 1024);
+      } finally {
+        conn.close();
+      }
+      await sleep(2000);
+      const leaderRss = rssMb(cluster, leader);
+      const target = (await cluster.client(leader).status(5000)).header.revision;
+      const last = encodeRange(bulkKey('mem/', keys - 1), { serializable: true });
+      let leaderCatchUpMb = leaderRss;
+      const t0 = performance.now();
+      const joiner = await cluster.addMember();
+      let caughtUpMs = NaN;
+      while (performance.now() - t0 < 120_000) {
+        leaderCatchUpMb = Math.max(leaderCatchUpMb, rssMb(cluster, leader));
+        if (!cluster.alive(joiner)) throw new Error(`${joiner.name} exited:\n${joiner.output.slice(-20).join('\n')}`);
+        try {
+          const r = await cluster.client(joiner).range(last, 1000);
+          if (r.kvs === 1 && r.header.revision >= target) {
+            caughtUpMs = performance.now() - t0;
+            break;
+          }
+        } catch { /* not serving yet */ }
+        await sleep(100);
+      }
+      if (Number.isNaN(caughtUpMs)) throw new Error(`${joiner.name} did not catch up within 120 s`);
+      const follower = cluster.members.find((m) => m !== leader && m !== joiner)!;
+      await cluster.stopMember(follower);
+      const restartMs = await cluster.restartMember(follower);
+      ctx.log(`  ${cluster.describe()}: leader ${leaderRss.toFixed(0)} MB, ${leaderCatchUpMb.toFixed(0)} MB during catch-up; 4th member caught up in ${caughtUpMs.toFixed(0)} ms; follower restart ${restartMs.toFixed(0)} ms`);
+      return [
+        { key: 'mem3.load', label: 'bulk load (Txn of 100 puts of 1 KB)', unit: 'keys/s', better: 'higher', value: rate },
+        { key: 'mem3.leader', label: `leader RSS after ${keys.toLocaleString('en-US')} × 1 KB`, unit: 'MB', better: 'lower', value: leaderRss },
+        { key: 'mem3.catchup', label: 'a 4th member added: caught up after', unit: 'ms', better: 'lower', value: caughtUpMs },
+        { key: 'mem3.catchup.rss', label: 'leader RSS during the catch-up (max)', unit: 'MB', better: 'lower', value: leaderCatchUpMb },
+        { key: 'mem3.restart', label: 'restarted follower serves a linearizable get after', unit: 'ms', better: 'lower', value: restartMs },
+      ];
+    });
+  },
+};
+
+/** 1 member under a 512 MiB memory cgroup (page cache counts): 100,000 × 1 KB, then 1,000,000 × 100 B. */
+export const memoryCgroup: Scenario = {
+  name: 'memory-cgroup',
+  title: '6e. 1 member under a 512 MiB memory cgroup: 100,000 × 1 KB, then 1,000,000 × 100 B',
+  seconds: (quick) => (quick ? 40 : 150),
+  async run(ctx) {
+    return withCluster(ctx, { size: 1, memoryCap: true }, async (cluster) => {
+      const m = cluster.members[0]!;
+      ctx.log(`  caps: ${m.caps?.describe ?? 'none'}`);
+      const conn = new RawClient(m.clientUrl);
+      let loaded = 0;
+      let failure = '';
+      try {
+        for (const [prefix, keys, bytes] of [['mem/', dur(ctx, 100_000, 20_000), 1024], ['small/', dur(ctx, 1_000_000, 100_000), 100]] as const) {
+          const r = await bulkLoad(conn, prefix, keys, bytes);
+          loaded += r.loaded;
+          if (r.error) {
+            failure = r.error;
+            break;
+          }
+        }
+      } finally {
+        conn.close();
+      }
+      await sleep(1500);
+      const oom = m.caps?.oomKills() ?? 0;
+      const alive = cluster.alive(m);
+      const peak = alive ? peakMb(cluster, m) : NaN;
+      ctx.log(`  ${cluster.describe()}: ${loaded} keys acked, ${alive ? 'alive' : 'DEAD'}, ${oom} OOM kills, peak RSS ${peak.toFixed(0)} MB${failure ? `; first failure: ${failure.slice(0, 200)}` : ''}`);
+      return [
+        { key: 'cg.keys', label: 'keys acked', unit: '', better: 'higher', value: loaded },
+        { key: 'cg.oom', label: 'OOM kills', unit: '', better: 'lower', value: oom },
+        { key: 'cg.failed', label: 'failed requests (loading stops at the first)', unit: '', better: 'lower', value: failure ? 1 : 0 },
+        { key: 'cg.peak', label: 'peak RSS', unit: 'MB', better: 'lower', value: peak },
+      ];
+    });
+  },
+};
+
+export const memoryScenarios: Scenario[] = [memorySingle, memoryMillion, memoryKube, memoryCluster, memoryCgroup];
