@@ -39,6 +39,18 @@ export class KeyIndex {
     this.key = key;
   }
 
+  /** A key's history as saved by an index checkpoint (index-checkpoint.ts). */
+  static restored(key: Uint8Array, revs: number[], createRevision: number, version: number, lease: bigint): KeyIndex {
+    assert(revs.length > 0, 'a restored key index has revisions');
+    for (let i = 1; i < revs.length; i++) assert(revs[i - 1]! < revs[i]!, 'restored key index revisions must increase');
+    const ki = new KeyIndex(key);
+    ki.revs = revs;
+    ki.createRevision = createRevision;
+    ki.version = version;
+    ki.lease = lease === 0n ? noLease : lease;
+    return ki;
+  }
+
   /** Record a put (createRevision/version/lease of the new current value) or a tombstone. */
   append(code: number, put?: { createRevision: number; version: number; lease: bigint }): void {
     const last = this.revs[this.revs.length - 1];

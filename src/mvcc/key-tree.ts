@@ -70,6 +70,16 @@ export class KeyTree {
     return ki;
   }
 
+  /** Adds a key greater than every key in the tree (loading a checkpoint, which is in key order). */
+  appendLast(ki: KeyIndex): void {
+    const last = this.#chunks[this.#chunks.length - 1];
+    assert(last === undefined || compareBytes(last[last.length - 1]!.key, ki.key) < 0, 'appendLast out of key order');
+    // Chunks are left three-quarters full, so later random inserts do not split every one of them at once.
+    if (last === undefined || last.length >= (chunkSizeMax * 3) >>> 2) this.#chunks.push([ki]);
+    else last.push(ki);
+    this.#size++;
+  }
+
   delete(key: Uint8Array): void {
     if (this.#chunks.length === 0) return;
     const c = this.#chunkFor(key);

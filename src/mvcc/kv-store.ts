@@ -14,6 +14,8 @@ import { compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax,
 import { buckets, WriteBuffer, type Backend, type BackendView, type BatchOp } from './backend.js';
 import { chunked, compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
 import { hashKV, type KvHash } from './hash.js';
+import { encodeIndexCheckpoint, IndexCheckpointError, IndexCheckpointReader } from './index-checkpoint.js';
+import { KeyIndex } from './key-index.js';
 import { decodeKeyValue } from './kv-codec.js';
 import { MvccCore, type WriteListener } from './kv-core.js';
 import { rangeRequest } from './kv-read.js';
@@ -34,6 +36,8 @@ export interface KvStoreOptions {
   leases?: LeaseHooks;
   /** Bytes of decoded values cached in memory (default valueCacheBytesDefault). */
   valueCacheBytes?: number;
+  /** A key index saved at the last clean stop (index-checkpoint.ts), used when it matches the backend. */
+  indexCheckpoint?: AsyncIterable<Uint8Array>;
 }
 
 const consistentIndexKey = new TextEncoder().encode('consistent_index');
@@ -122,6 +126,7 @@ export class KvStore {
   /** Bytes handed to the backend since #sizeBytes was measured (LevelDB's estimate misses its memtable). */
   #bytesSinceSize = 0;
   readonly #runningJobs = new Set<Promise<void>>();
+  #loadedFrom: { checkpoint: boolean; reason?: string } = { checkpoint: false, reason: 'none given' };
 
   private constructor(backend: Backend, options: KvStoreOptions) {
     this.#backend = backend;
@@ -130,18 +135,39 @@ export class KvStore {
     this.#quotaBytes = quota === 0 ? quotaBackendBytesDefault : quota < 0 ? Infinity : Math.min(quota, quotaBackendBytesMax);
   }
 
-  /** Load the store from the backend: the state exactly as of the persisted consistent index. */
+  /**
+   * Load the store from the backend: the state exactly as of the persisted consistent index. With an index
+   * checkpoint that matches the backend (written at the same consistent index and term), the key index comes
+   * from it and only revisions after it are scanned; otherwise every revision is scanned (and `loadedFrom`
+   * says why the checkpoint was not used).
+   */
   static async open(backend: Backend, options: KvStoreOptions = {}): Promise<KvStore> {
-    const store = new KvStore(backend, options);
-    const core = store.#core;
-    for await (const [k, v] of backend.scan('key')) {
-      const { rev, tombstone } = bytesToRevision(k);
-      core.load(revCode(rev.main, rev.sub, tombstone), tombstone, decodeKeyValue(v));
-    }
     const index = await backend.get('meta', consistentIndexKey);
-    store.#consistentIndex = index === undefined ? 0 : readU64(index);
-    const term = await backend.get('meta', termKey);
-    store.#term = term === undefined ? 0 : readU64(term);
+    const consistentIndex = index === undefined ? 0 : readU64(index);
+    const termBytes = await backend.get('meta', termKey);
+    const term = termBytes === undefined ? 0 : readU64(termBytes);
+    let store = new KvStore(backend, options);
+    let afterCode = -1;
+    if (options.indexCheckpoint !== undefined) {
+      try {
+        afterCode = await store.#loadCheckpoint(options.indexCheckpoint, consistentIndex, term);
+        store.#loadedFrom = { checkpoint: true };
+      } catch (err) {
+        if (!(err instanceof IndexCheckpointError)) throw err;
+        store = new KvStore(backend, options);
+        store.#loadedFrom = { checkpoint: false, reason: err.message };
+      }
+    }
+    const core = store.#core;
+    const scan = afterCode < 0 ? backend.scan('key') : backend.scan('key', { gte: codeToBytes(afterCode) });
+    for await (const [k, v] of scan) {
+      const { rev, tombstone } = bytesToRevision(k);
+      const code = revCode(rev.main, rev.sub, tombstone);
+      if (code <= afterCode) continue;
+      core.load(code, tombstone, decodeKeyValue(v));
+    }
+    store.#consistentIndex = consistentIndex;
+    store.#term = term;
     store.#flushedIndex = store.#consistentIndex;
     const scheduled = await backend.get('meta', scheduledCompactKey);
     if (scheduled !== undefined) {
@@ -157,6 +183,52 @@ export class KvStore {
     store.#sizeBytes = await backend.sizeBytes();
     if (options.leases !== undefined) store.setLeaseHooks(options.leases);
     return store;
+  }
+
+  /** Reads a checkpoint into this (empty) store; returns the last revision code it covers. */
+  async #loadCheckpoint(source: AsyncIterable<Uint8Array>, consistentIndex: number, term: number): Promise<number> {
+    const reader = new IndexCheckpointReader(source);
+    const header = await reader.header();
+    if (header.consistentIndex !== consistentIndex || header.term !== term) {
+      throw new IndexCheckpointError(`stale: written at index ${header.consistentIndex} (term ${header.term}), the backend is at ${consistentIndex} (term ${term})`);
+    }
+    const core = this.#core;
+    let codes = new Float64Array(Math.max(1024, header.keys));
+    let n = 0;
+    for await (const e of reader.entries()) {
+      core.tree.appendLast(KeyIndex.restored(e.key, e.revs, e.createRevision, e.version, e.lease));
+      if (n + e.revs.length > codes.length) {
+        const grown = new Float64Array(Math.max(codes.length * 2, n + e.revs.length));
+        grown.set(codes.subarray(0, n));
+        codes = grown;
+      }
+      for (const code of e.revs) codes[n++] = code;
+    }
+    const sorted = codes.subarray(0, n).sort();
+    if (n > 0 && sorted[n - 1] !== header.lastCode) throw new IndexCheckpointError('index checkpoint: last revision does not match its header');
+    core.log.loadSorted(n === codes.length ? sorted : sorted.slice());
+    core.currentRev = header.currentRev;
+    core.compactRev = header.compactRev;
+    core.lastCode = header.lastCode;
+    return header.lastCode;
+  }
+
+  /** How the last open found the key index (a checkpoint, or a scan and why). */
+  get loadedFrom(): { checkpoint: boolean; reason?: string } {
+    return this.#loadedFrom;
+  }
+
+  /**
+   * The key index as checkpoint frames (index-checkpoint.ts), for a member that has stopped applying and
+   * flushed: the checkpoint is only valid for a backend at exactly this consistent index.
+   */
+  indexCheckpoint(): Iterable<Uint8Array> {
+    const core = this.#core;
+    assert(this.#flushedIndex === this.#consistentIndex && core.values.overlaySize === 0, 'index checkpoint of a store with unflushed writes');
+    return encodeIndexCheckpoint({
+      consistentIndex: this.#consistentIndex, term: this.#term, currentRev: core.currentRev, compactRev: core.compactRev,
+      lastCode: core.lastCode, keys: core.tree.size,
+    }, core.tree.all());
   }
 
   /**

@@ -31,6 +31,15 @@ export class RevisionLog {
     this.#codes[this.#length++] = code;
   }
 
+  /** Replaces the contents with `codes`, which must be ascending (loading a checkpoint). */
+  loadSorted(codes: Float64Array<ArrayBuffer>): void {
+    assert(this.#length === 0, 'loadSorted on a non-empty revision log');
+    for (let i = 1; i < codes.length; i++) assert(codes[i - 1]! < codes[i]!, 'revision log must increase');
+    this.#codes = codes.length >= initialCapacity ? codes : new Float64Array(initialCapacity);
+    if (codes.length < initialCapacity) this.#codes.set(codes);
+    this.#length = codes.length;
+  }
+
   /** Position of the first revision with main ≥ `main`. */
   lowerBoundMain(main: number): number {
     const bound = firstCodeOf(main);

@@ -29,6 +29,7 @@ import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
 import { SnapshotDataDir } from './snapshot-data.js';
+import { openIndexCheckpoint, removeIndexCheckpoint, saveIndexCheckpoint } from './index-checkpoint-file.js';
 import { ServerState, type StateOptions } from './server-state.js';
 import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
 import { PeerTransport } from './transport/transport.js';
@@ -101,7 +102,9 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     quotaBackendBytes: o.quotaBackendBytes,
     minLeaseTtlSeconds: Math.ceil((3 * o.electionTimeoutMs) / 2 / 1000),
   };
-  let state = await ServerState.load(backend, stateOptions);
+  let state = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
+  await removeIndexCheckpoint(memberDir);
+  log.info('loaded the key index', { keys: state.store.keyCount, ...state.store.loadedFrom });
   // The snapshot's data is read only when the backend is behind it (a crash before the backend caught up);
   // otherwise the metadata is enough, and a large key space is not read at every start.
   if (walState.snapshot.index > state.store.consistentIndex) {
@@ -193,6 +196,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   const close = (): Promise<void> =>
     (closing ??= (async () => {
       await server.stop();
+      await saveIndexCheckpoint(memberDir, server.state.store, log);
       await grpc?.close(500);
       await metricsHttp?.close();
       await transport.close();

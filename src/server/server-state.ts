@@ -23,8 +23,9 @@ export class ServerState {
     readonly applier: Applier,
   ) {}
 
-  static async load(backend: Backend, options: StateOptions): Promise<ServerState> {
-    const store = await KvStore.open(backend, { quotaBackendBytes: options.quotaBackendBytes });
+  /** `indexCheckpoint`: the key index saved at the last clean stop, used when it matches the backend. */
+  static async load(backend: Backend, options: StateOptions, indexCheckpoint?: AsyncIterable<Uint8Array>): Promise<ServerState> {
+    const store = await KvStore.open(backend, { quotaBackendBytes: options.quotaBackendBytes, indexCheckpoint });
     return ServerState.#assemble(backend, store, options);
   }
 

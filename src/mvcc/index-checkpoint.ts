@@ -1,0 +1,216 @@
+/**
+ * The key index, saved when a member stops cleanly, so the next start loads it instead of scanning every
+ * revision in the backend (a scan reads every value: start time would grow with value bytes). It is only a
+ * cache of what the backend holds: valid exactly when the backend's consistent index and term are the ones it
+ * was written at (nothing was applied since), and a start that finds it stale, damaged or absent scans.
+ *
+ * Format: frames `[u32 payload length][u32 crc32c of payload][payload]`, little-endian. The first frame is
+ * the header; then frames of whole entries; the last frame is the trailer (the entry count again).
+ *   header:  magic "ETCIDX01", consistentIndex, term, currentRev, compactRev, lastCode, keys (f64 each)
+ *   entry:   u32 key length, key, u32 revision count, codes (f64 each), createRevision, version (f64), lease (i64)
+ *   trailer: magic "ETCIDXEND", keys (f64)
+ */
+import { assert } from '../base/assert.js';
+import { crc32c } from '../wal/crc32c.js';
+import type { KeyIndex } from './key-index.js';
+
+export interface IndexCheckpointHeader {
+  consistentIndex: number;
+  term: number;
+  currentRev: number;
+  compactRev: number;
+  lastCode: number;
+  keys: number;
+}
+
+export interface IndexCheckpointEntry {
+  key: Uint8Array;
+  revs: number[];
+  createRevision: number;
+  version: number;
+  lease: bigint;
+}
+
+/** A damaged or foreign checkpoint: the caller falls back to scanning the backend. */
+export class IndexCheckpointError extends Error {}
+
+const headerMagic = new TextEncoder().encode('ETCIDX01');
+const trailerMagic = new TextEncoder().encode('ETCIDXEND');
+const frameHeaderBytes = 8;
+/** Entries are packed into frames of about this size (one larger entry gets a frame of its own). */
+const frameBytesTarget = 1024 * 1024;
+/** A frame longer than this is corruption, not a frame (bounds the allocation a damaged length could ask). */
+const frameBytesMax = 64 * 1024 * 1024;
+
+function entryBytes(ki: KeyIndex): number {
+  return 4 + ki.key.length + 4 + 8 * ki.revs.length + 8 + 8 + 8;
+}
+
+class FrameWriter {
+  #buf: Uint8Array;
+  #view: DataView;
+  #pos = frameHeaderBytes;
+
+  constructor(capacity: number) {
+    this.#buf = new Uint8Array(frameHeaderBytes + capacity);
+    this.#view = new DataView(this.#buf.buffer);
+  }
+
+  get payloadBytes(): number {
+    return this.#pos - frameHeaderBytes;
+  }
+
+  room(): number {
+    return this.#buf.length - this.#pos;
+  }
+
+  bytes(b: Uint8Array): void {
+    this.#buf.set(b, this.#pos);
+    this.#pos += b.length;
+  }
+
+  u32(n: number): void {
+    this.#view.setUint32(this.#pos, n, true);
+    this.#pos += 4;
+  }
+
+  f64(n: number): void {
+    this.#view.setFloat64(this.#pos, n, true);
+    this.#pos += 8;
+  }
+
+  i64(n: bigint): void {
+    this.#view.setBigInt64(this.#pos, n, true);
+    this.#pos += 8;
+  }
+
+  finish(): Uint8Array {
+    const frame = this.#buf.subarray(0, this.#pos);
+    this.#view.setUint32(0, this.#pos - frameHeaderBytes, true);
+    this.#view.setUint32(4, crc32c(frame, 0, frameHeaderBytes), true);
+    return frame;
+  }
+}
+
+/** The checkpoint as frames; `index` must not change while this is read (the member has stopped applying). */
+export function* encodeIndexCheckpoint(header: IndexCheckpointHeader, index: Iterable<KeyIndex>): Generator<Uint8Array> {
+  const head = new FrameWriter(headerMagic.length + 6 * 8);
+  head.bytes(headerMagic);
+  for (const n of [header.consistentIndex, header.term, header.currentRev, header.compactRev, header.lastCode, header.keys]) head.f64(n);
+  yield head.finish();
+  let frame = new FrameWriter(frameBytesTarget);
+  let count = 0;
+  for (const ki of index) {
+    const need = entryBytes(ki);
+    if (need > frame.room()) {
+      if (frame.payloadBytes > 0) yield frame.finish();
+      frame = new FrameWriter(Math.max(frameBytesTarget, need));
+    }
+    frame.u32(ki.key.length);
+    frame.bytes(ki.key);
+    frame.u32(ki.revs.length);
+    for (const code of ki.revs) frame.f64(code);
+    frame.f64(ki.createRevision);
+    frame.f64(ki.version);
+    frame.i64(ki.lease);
+    count++;
+  }
+  if (frame.payloadBytes > 0) yield frame.finish();
+  assert(count === header.keys, `index checkpoint: ${count} keys written, header says ${header.keys}`);
+  const tail = new FrameWriter(trailerMagic.length + 8);
+  tail.bytes(trailerMagic);
+  tail.f64(count);
+  yield tail.finish();
+}
+
+function startsWith(b: Uint8Array, magic: Uint8Array): boolean {
+  if (b.length < magic.length) return false;
+  for (let i = 0; i < magic.length; i++) if (b[i] !== magic[i]) return false;
+  return true;
+}
+
+/**
+ * Reads a checkpoint stream (chunks of any size). The header is returned first so the caller can decide
+ * whether the checkpoint is current before reading the rest; then entries, in key order.
+ */
+export class IndexCheckpointReader {
+  readonly #chunks: AsyncIterator<Uint8Array>;
+  #pending: Uint8Array = new Uint8Array(0);
+  #header: IndexCheckpointHeader | undefined;
+
+  constructor(chunks: AsyncIterable<Uint8Array>) {
+    this.#chunks = chunks[Symbol.asyncIterator]();
+  }
+
+  async #fill(n: number): Promise<boolean> {
+    while (this.#pending.length < n) {
+      const next = await this.#chunks.next();
+      if (next.done) return false;
+      const joined = new Uint8Array(this.#pending.length + next.value.length);
+      joined.set(this.#pending);
+      joined.set(next.value, this.#pending.length);
+      this.#pending = joined;
+    }
+    return true;
+  }
+
+  async #frame(): Promise<DataView> {
+    if (!(await this.#fill(frameHeaderBytes))) throw new IndexCheckpointError('index checkpoint ends before its trailer');
+    const head = new DataView(this.#pending.buffer, this.#pending.byteOffset, frameHeaderBytes);
+    const length = head.getUint32(0, true);
+    const crc = head.getUint32(4, true);
+    if (length > frameBytesMax) throw new IndexCheckpointError(`index checkpoint frame of ${length} bytes`);
+    if (!(await this.#fill(frameHeaderBytes + length))) throw new IndexCheckpointError('index checkpoint frame cut short');
+    const payload = this.#pending.subarray(frameHeaderBytes, frameHeaderBytes + length);
+    if (crc32c(payload) !== crc) throw new IndexCheckpointError('index checkpoint frame checksum mismatch');
+    this.#pending = this.#pending.subarray(frameHeaderBytes + length);
+    return new DataView(payload.buffer, payload.byteOffset, payload.length);
+  }
+
+  async header(): Promise<IndexCheckpointHeader> {
+    const v = await this.#frame();
+    const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+    if (!startsWith(bytes, headerMagic) || v.byteLength !== headerMagic.length + 6 * 8) throw new IndexCheckpointError('not an index checkpoint');
+    const f = (i: number): number => v.getFloat64(headerMagic.length + 8 * i, true);
+    this.#header = { consistentIndex: f(0), term: f(1), currentRev: f(2), compactRev: f(3), lastCode: f(4), keys: f(5) };
+    return this.#header;
+  }
+
+  /** Every entry, then checks the trailer. Keys are copied out (entries own their bytes). */
+  async *entries(): AsyncIterable<IndexCheckpointEntry> {
+    assert(this.#header !== undefined, 'read the header first');
+    let count = 0;
+    for (;;) {
+      const v = await this.#frame();
+      const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+      if (startsWith(bytes, trailerMagic) && v.byteLength === trailerMagic.length + 8) {
+        const keys = v.getFloat64(trailerMagic.length, true);
+        if (keys !== count || keys !== this.#header.keys) throw new IndexCheckpointError(`index checkpoint holds ${count} keys, trailer says ${keys}`);
+        return;
+      }
+      let pos = 0;
+      const need = (n: number): void => {
+        if (pos + n > v.byteLength) throw new IndexCheckpointError('index checkpoint entry cut short');
+      };
+      while (pos < v.byteLength) {
+        need(4);
+        const keyLength = v.getUint32(pos, true);
+        need(4 + keyLength + 4);
+        const key = bytes.slice(pos + 4, pos + 4 + keyLength);
+        pos += 4 + keyLength;
+        const n = v.getUint32(pos, true);
+        pos += 4;
+        need(8 * n + 24);
+        const revs = new Array<number>(n);
+        for (let i = 0; i < n; i++) revs[i] = v.getFloat64(pos + 8 * i, true);
+        pos += 8 * n;
+        const createRevision = v.getFloat64(pos, true);
+        const version = v.getFloat64(pos + 8, true);
+        const lease = v.getBigInt64(pos + 16, true);
+        pos += 24;
+        count++;
+        yield { key, revs, createRevision, version, lease };
+      }
+    }
+  }
+}
