@@ -36,6 +36,16 @@ async function load(ctx: RunContext, conn: RawClient, prefix: string, keys: numb
   return r.keysPerSec;
 }
 
+/** Loads through a connection of its own to `m`. */
+async function loadInto(ctx: RunContext, m: Member, prefix: string, keys: number, valueBytes: number): Promise<number> {
+  const conn = new RawClient(m.clientUrl);
+  try {
+    return await load(ctx, conn, prefix, keys, valueBytes);
+  } finally {
+    conn.close();
+  }
+}
+
 async function etcdctl(endpoint: string, ...args: string[]): Promise<string> {
   const { stdout } = await execFileP('etcdctl', ['--endpoints', endpoint, '--command-timeout=120s', ...args], {
     env: { ...process.env, ETCDCTL_API: '3' }, timeout: 180_000,
@@ -75,13 +85,7 @@ export const memorySingle: Scenario = {
     return withCluster(ctx, { size: 1 }, async (cluster) => {
       const m = cluster.members[0]!;
       const keys = dur(ctx, 100_000, 20_000);
-      const conn = new RawClient(m.clientUrl);
-      let rate: number;
-      try {
-        rate = await load(ctx, conn, 'mem/', keys, 1024);
-      } finally {
-        conn.close();
-      }
+      const rate = await loadInto(ctx, m, 'mem/', keys, 1024);
       const peak = peakMb(cluster, m);
       const afterLoad = rssMb(cluster, m);
       const restMs = dur(ctx, 60_000, 5_000);
@@ -111,13 +115,7 @@ export const memoryMillion: Scenario = {
     return withCluster(ctx, { size: 1 }, async (cluster) => {
       const m = cluster.members[0]!;
       const keys = dur(ctx, 1_000_000, 100_000);
-      const conn = new RawClient(m.clientUrl);
-      let rate: number;
-      try {
-        rate = await load(ctx, conn, 'small/', keys, 100);
-      } finally {
-        conn.close();
-      }
+      const rate = await loadInto(ctx, m, 'small/', keys, 100);
       const peak = peakMb(cluster, m);
       await cluster.stopMember(m);
       const restartMs = await cluster.restartMember(m);
@@ -175,13 +173,7 @@ export const memoryCluster: Scenario = {
     return withCluster(ctx, { size: 3 }, async (cluster) => {
       const leader = await cluster.leader();
       const keys = dur(ctx, 100_000, 20_000);
-      const conn = new RawClient(leader.clientUrl);
-      let rate: number;
-      try {
-        rate = await load(ctx, conn, 'mem/', keys, 1024);
-      } finally {
-        conn.close();
-      }
+      const rate = await loadInto(ctx, leader, 'mem/', keys, 1024);
       await sleep(2000);
       const leaderRss = rssMb(cluster, leader);
       const target = (await cluster.client(leader).status(5000)).header.revision;
