@@ -127,6 +127,9 @@ export class KvStore {
   #bytesSinceSize = 0;
   readonly #runningJobs = new Set<Promise<void>>();
   #loadedFrom: { checkpoint: boolean; reason?: string } = { checkpoint: false, reason: 'none given' };
+  /** Revisions compaction dropped since the backend last rewrote its tables (reclaim() has work only then). */
+  #droppedSinceReclaim = 0;
+  #reclaiming: Promise<void> | undefined;
 
   private constructor(backend: Backend, options: KvStoreOptions) {
     this.#backend = backend;
@@ -330,6 +333,7 @@ export class KvStore {
     if (revision <= core.compactRev) throw new MvccError('compacted');
     if (revision > core.currentRev) throw new MvccError('futureRev');
     const codes = compactInMemory(core, revision);
+    this.#droppedSinceReclaim += codes.length;
     core.buffer.put('meta', scheduledCompactKey, revisionToBytes({ main: revision, sub: 0 }));
     let job!: PhysicalJob;
     const physicalDone = new Promise<void>((resolve, reject) => {
@@ -446,6 +450,28 @@ export class KvStore {
     });
   }
 
+  /**
+   * Called before a write is refused for the quota. Deleted data stays in LevelDB's tables until LevelDB
+   * compacts the tables holding it, so when compaction dropped revisions since the last reclaim, the
+   * compaction's deletes are written, the tables rewritten (writes go on meanwhile) and the size measured
+   * again. Concurrent callers share one reclaim; with nothing dropped since the last, it returns at once, so
+   * a store full of live data refuses without rewriting anything.
+   */
+  reclaim(): Promise<void> {
+    if (this.#reclaiming !== undefined) return this.#reclaiming;
+    if (this.#droppedSinceReclaim === 0) return Promise.resolve();
+    this.#droppedSinceReclaim = 0;
+    this.#reclaiming = (async () => {
+      await this.flush();
+      await Promise.all([...this.#runningJobs]);
+      await this.#backend.defragment();
+      await this.#enqueue(() => this.#measureSize());
+    })().finally(() => {
+      this.#reclaiming = undefined;
+    });
+    return this.#reclaiming;
+  }
+
   hashKV(revision: number): KvHash {
     return hashKV(this.#core, revision);
   }
@@ -456,8 +482,8 @@ export class KvStore {
   }
 
   /**
-   * The backend's size as last measured plus the bytes written since and those still buffered (LevelDB's
-   * estimate lags behind its memtable). It goes down when compaction's deletes and defragmentation shrink the files. Drives NOSPACE.
+   * The backend's size on disk as last measured, plus the bytes written since and those still buffered. It
+   * goes down when LevelDB's compactions (or defragment, or a reclaim) drop deleted data. Drives NOSPACE.
    */
   dbSizeBytes(): number {
     return this.#sizeBytes + Math.max(0, this.#bytesSinceSize) + this.#core.buffer.bytes;

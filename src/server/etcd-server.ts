@@ -472,8 +472,14 @@ export class EtcdServer implements EtcdApi {
     return { revision: this.#state.store.revision };
   }
 
-  /** etcd's quota check before proposing: over the quota, raise NOSPACE (once) and refuse. */
+  /**
+   * etcd's quota check before proposing: over the quota, raise NOSPACE (once) and refuse. First the store
+   * may reclaim what compaction deleted (bbolt reuses freed pages at once; LevelDB frees them when it
+   * compacts its tables), so rewriting compacted keys never fills the quota.
+   */
   async #checkQuota(bytes: number): Promise<void> {
+    if (!this.#state.store.overQuota(bytes)) return;
+    await this.#state.store.reclaim();
     const state = this.#state;
     if (!state.store.overQuota(bytes)) return;
     if (!state.alarms.list().some((a) => a.alarm === 'NOSPACE' && a.memberId === this.memberId)) {
