@@ -10,9 +10,17 @@
  * Invariants (asserted): firstIndex-1 ≤ committed ≤ lastIndex; applied ≤ committedHandedOut ≤
  * min(committed, stable) (apart from a restored snapshot, whose index is applied by restoring it);
  * a truncation never reaches at or below committed; stable and handedOut never exceed lastIndex.
+ *
+ * Rewrites and acknowledgements. The driver writes Readies in order but acknowledges each one later, so when
+ * Ready k's ack arrives, the writes of later Readies may already be on disk, partly or wholly, without being
+ * durable. An ack therefore vouches only for indexes below the lowest index any later Ready rewrote (raft-rs's
+ * first_update_index). Checking the ack's (index, term) against the log is not enough (A-B-A): Ready 1 writes
+ * 5–7 at term 2, Ready 2 overwrites them at term 3, Ready 3 rewrites them at term 2. Ready 1's ack matches
+ * (7, 2) again, yet a crash before Ready 3 is durable can leave term 3 at 5–7 on disk. Here Ready 1's ack
+ * counts for nothing above 4 (Ready 2 rewrote from 5); Ready 3's ack makes 7 stable.
  */
 import { assert } from '../base/assert.js';
-import type { Entry, Snapshot, SnapshotMeta } from './types.js';
+import type { Entry, PersistAck, Snapshot, SnapshotMeta } from './types.js';
 
 /** Per-entry framing counted against byte limits, so empty entries are not free. */
 const entryOverheadBytes = 16;
@@ -45,6 +53,13 @@ export class RaftLog {
   handedOut: number;
   /** Committed entries up to here have been handed out for applying. */
   committedHandedOut: number;
+  /** The lowest index rewritten (truncated or replaced by a snapshot) since the last hand-out; Infinity if none. */
+  #rewriteFrom = Infinity;
+  /**
+   * Rewrites handed out in Readies not yet acknowledged, oldest first. One entry per Ready that carried a
+   * rewrite, and rewrites come only with a change of leader, so the queue stays a few entries long.
+   */
+  #rewritesInFlight: { readySeq: number; from: number }[] = [];
 
   constructor(snapshot: SnapshotMeta, entries: Entry[], commit: number, applied: number) {
     this.#snapshotMeta = snapshot;
@@ -179,6 +194,7 @@ export class RaftLog {
       this.#entries.length = first - this.#firstIndex;
       this.handedOut = Math.min(this.handedOut, first - 1);
       this.stable = Math.min(this.stable, first - 1);
+      this.#rewriteFrom = Math.min(this.#rewriteFrom, first);
     }
     assert(first === this.lastIndex + 1, `gap appending ${first} after ${this.lastIndex}`);
     for (let i = from; i < entries.length; i++) this.#entries.push(entries[i]!);
@@ -217,8 +233,10 @@ export class RaftLog {
     this.pendingSnapshot = snapshot;
     this.committed = index;
     this.handedOut = index;
-    // Not durable until acknowledged: keep stable below the snapshot point.
+    // Not durable until acknowledged: keep stable below the snapshot point. The snapshot replaces the
+    // whole log on disk, so no earlier Ready's ack counts any more.
     this.stable = Math.min(this.stable, index - 1);
+    this.#rewriteFrom = 1;
     this.committedHandedOut = index;
   }
 
@@ -237,8 +255,14 @@ export class RaftLog {
     this.#firstIndex = releaseTo + 1;
   }
 
-  /** Entries not yet handed to any Ready; marks them handed out. */
-  takeUnhanded(): Entry[] {
+  /** Entries not yet handed to any Ready, for Ready `readySeq`; marks them handed out. */
+  takeUnhanded(readySeq: number): Entry[] {
+    if (this.#rewriteFrom !== Infinity) {
+      const last = this.#rewritesInFlight.at(-1);
+      assert(last === undefined || last.readySeq < readySeq, `Ready ${readySeq} handed out twice`);
+      this.#rewritesInFlight.push({ readySeq, from: this.#rewriteFrom });
+      this.#rewriteFrom = Infinity;
+    }
     if (this.handedOut >= this.lastIndex) return [];
     const out = this.#entries.slice(this.handedOut + 1 - this.#firstIndex);
     this.handedOut = this.lastIndex;
@@ -278,13 +302,18 @@ export class RaftLog {
   }
 
   /**
-   * The driver made the log durable up to (index, term). Ignored when the log no longer holds `term` at
-   * `index` (the suffix was overwritten after that Ready was handed out: it must not count as stable).
+   * The driver made Ready `ack.readySeq` durable, the log up to (index, term) included. The log becomes
+   * stable up to that index, but not past an index rewritten after that Ready (see the header).
    */
-  stableTo(index: number, term: number): boolean {
-    if (index <= this.stable || index > this.handedOut) return false;
-    if (this.term(index) !== term) return false;
-    this.stable = index;
+  stableTo(ack: PersistAck): boolean {
+    const inFlight = this.#rewritesInFlight;
+    while (inFlight.length > 0 && inFlight[0]!.readySeq <= ack.readySeq) inFlight.shift();
+    let to = Math.min(ack.index, this.handedOut, this.#rewriteFrom - 1);
+    for (const w of inFlight) to = Math.min(to, w.from - 1);
+    if (to <= this.stable) return false;
+    // Nothing at or below `to` changed since that Ready was handed out, so the log still holds what it wrote.
+    assert(to < ack.index || this.term(to) === ack.term, `ack of ${ack.index}@${ack.term} does not match the log`);
+    this.stable = to;
     return true;
   }
 

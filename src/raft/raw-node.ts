@@ -181,7 +181,7 @@ export class RawNode {
     }
     const seq = ++this.#readySeq;
     const rd: Ready = {
-      entries: log.takeUnhanded(),
+      entries: log.takeUnhanded(seq),
       committedEntries: log.takeCommitted(r.cfg.maxMsgBytes),
       messages: r.msgs,
       messagesAfterPersist: r.msgsAfterPersist,
@@ -220,7 +220,7 @@ export class RawNode {
     if (ack.readySeq <= this.#lastAckSeq) return;
     this.#lastAckSeq = ack.readySeq;
     const r = this.#r;
-    r.log.stableTo(ack.index, ack.term);
+    r.log.stableTo(ack);
     const snap = this.#snapshotHanded;
     if (snap !== undefined && ack.readySeq >= snap.seq) {
       this.#snapshotHanded = undefined;

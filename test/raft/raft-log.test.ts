@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AssertionError } from '../../src/base/assert.js';
 import { RaftLog } from '../../src/raft/raft-log.js';
 import { EntryType } from '../../src/raft/types.js';
-import type { Entry, Snapshot } from '../../src/raft/types.js';
+import type { Entry, PersistAck, Snapshot } from '../../src/raft/types.js';
 
 const e = (index: number, term: number, data = ''): Entry => ({
   index,
@@ -14,6 +14,8 @@ const ents = (...terms: number[]): Entry[] => terms.map((t, i) => e(i + 1, t));
 const noConf = { voters: [], learners: [] };
 const fresh = (entries: Entry[], commit = 0): RaftLog =>
   new RaftLog({ index: 0, term: 0, confState: noConf }, entries, commit, 0);
+/** Ready `readySeq` is durable, the log up to (index, term) included. */
+const ack = (index: number, term: number, readySeq: number): PersistAck => ({ index, term, readySeq });
 const snap = (index: number, term: number): Snapshot => ({
   meta: { index, term, confState: noConf },
   data: new Uint8Array(0),
@@ -72,19 +74,45 @@ describe('RaftLog', () => {
     log.maybeAppend(2, 1, 0, [e(3, 2)]);
     expect(log.stable).toBe(2);
     expect(log.handedOut).toBe(2);
-    expect(log.takeUnhanded().map((x) => x.index)).toEqual([3]);
+    expect(log.takeUnhanded(1).map((x) => x.index)).toEqual([3]);
   });
 
-  it('ignores a persistence ack for an overwritten suffix', () => {
+  it('counts a persistence ack only below a suffix overwritten after its Ready', () => {
     const log = fresh([]);
     log.maybeAppend(0, 0, 0, ents(1, 1, 1));
-    log.takeUnhanded();
+    log.takeUnhanded(1);
     log.maybeAppend(1, 1, 0, [e(2, 2)]);
-    expect(log.stableTo(3, 1)).toBe(false);
-    expect(log.stable).toBe(0);
-    log.takeUnhanded();
-    expect(log.stableTo(2, 2)).toBe(true);
+    expect(log.stableTo(ack(3, 1, 1))).toBe(true);
+    expect(log.stable).toBe(1);
+    log.takeUnhanded(2);
+    expect(log.stableTo(ack(2, 2, 2))).toBe(true);
     expect(log.stable).toBe(2);
+  });
+
+  it('ignores an early ack once a later Ready rewrote from below it, and counts the later ack in full', () => {
+    const log = fresh(ents(1), 1);
+    log.maybeAppend(1, 1, 1, [e(2, 2), e(3, 2)]);
+    log.takeUnhanded(1);
+    log.maybeAppend(1, 1, 1, [e(2, 3)]);
+    log.takeUnhanded(2);
+    log.maybeAppend(1, 1, 1, [e(2, 2), e(3, 2)]);
+    log.takeUnhanded(3);
+    expect(log.stableTo(ack(3, 2, 1))).toBe(false);
+    expect(log.stableTo(ack(2, 3, 2))).toBe(false);
+    expect(log.stable).toBe(1);
+    expect(log.stableTo(ack(3, 2, 3))).toBe(true);
+    expect(log.stable).toBe(3);
+  });
+
+  it('a restored snapshot voids every ack of a Ready before the one that carries it', () => {
+    const log = fresh([]);
+    log.maybeAppend(0, 0, 0, ents(1, 1));
+    log.takeUnhanded(1);
+    log.restore(snap(2, 1));
+    log.takeUnhanded(2);
+    expect(log.stableTo(ack(2, 1, 1))).toBe(false);
+    expect(log.stable).toBe(0);
+    expect(log.stableTo(ack(2, 1, 2))).toBe(true);
   });
 
   it('hands out committed entries only when durable, once, in order, bounded in bytes', () => {
@@ -92,12 +120,12 @@ describe('RaftLog', () => {
     const big = 'x'.repeat(100);
     log.maybeAppend(0, 0, 3, [e(1, 1, big), e(2, 1, big), e(3, 1, big)]);
     expect(log.takeCommitted(1 << 20)).toEqual([]);
-    log.takeUnhanded();
-    log.stableTo(2, 1);
+    log.takeUnhanded(1);
+    log.stableTo(ack(2, 1, 1));
     expect(log.takeCommitted(150).map((x) => x.index)).toEqual([1]);
     expect(log.takeCommitted(150).map((x) => x.index)).toEqual([2]);
     expect(log.takeCommitted(150)).toEqual([]);
-    log.stableTo(3, 1);
+    log.stableTo(ack(3, 1, 1));
     expect(log.takeCommitted(1 << 20).map((x) => x.index)).toEqual([3]);
   });
 
@@ -125,7 +153,7 @@ describe('RaftLog', () => {
 
   it('compacts behind a snapshot, keeping entries for slow followers', () => {
     const log = fresh(ents(1, 1, 2, 2, 3, 3), 6);
-    log.stableTo(6, 3);
+    log.stableTo(ack(6, 3, 1));
     log.takeCommitted(1 << 20);
     log.appliedTo(6);
     log.compact(snap(5, 3), 2);
@@ -146,7 +174,8 @@ describe('RaftLog', () => {
     expect(log.committed).toBe(10);
     expect(log.pendingSnapshot?.meta.index).toBe(10);
     expect(log.stable).toBeLessThan(10);
-    expect(log.stableTo(10, 4)).toBe(true);
+    log.takeUnhanded(1);
+    expect(log.stableTo(ack(10, 4, 1))).toBe(true);
     expect(log.maybeAppend(10, 4, 11, [e(11, 4)])).toBe(11);
   });
 
