@@ -147,12 +147,9 @@ export type MvccErrorCode =
   | 'leaseNotFound' // etcdserver: requested lease not found
   | 'leaseExists' // etcdserver: lease already exists
   | 'leaseTtlTooLarge' // etcdserver: too large lease TTL
-  | 'duplicateKey' // etcdserver: duplicate key given in txn request
-  | 'tooManyOps' // etcdserver: too many operations in txn request
-  | 'emptyKey' // etcdserver: key is not provided
-  | 'valueProvided' // etcdserver: value is provided (ignore_value with a value)
-  | 'leaseProvided' // etcdserver: lease is provided (ignore_lease with a lease)
   | 'noSpace'; // etcdserver: mvcc: database space exceeded
+// Malformed requests (empty key, too many txn ops, ...) are refused before they reach the store, by the
+// server's validator (src/server/validate.ts), with EtcdError.
 
 export class MvccError extends Error {
   override name = 'MvccError';

@@ -1,10 +1,9 @@
 /**
  * The boundary between the gRPC layer (src/server/grpc) and the server core (src/server/etcd-server.ts).
  *
- * The gRPC services decode and validate the wire request as etcd's api/v3rpc does (empty key, sort options,
- * txn op count and duplicate keys, request size, require-leader), call exactly one method here, and encode
- * the answer, filling every response header from `header()`. The core never sees protobuf; the gRPC layer
- * never sees Raft, the WAL or the store.
+ * The gRPC services decode the wire request and check require-leader as etcd's api/v3rpc does, call exactly
+ * one method here, and encode the answer, filling every response header from `header()`. The core never sees
+ * protobuf; the gRPC layer never sees Raft, the WAL or the store.
  *
  * Errors: methods reject with EtcdError (src/server/errors.ts), MvccError (src/mvcc/types.ts) or anything
  * else (→ UNKNOWN). Each method lists the refusals a client may observe. Common to every method that goes
@@ -152,6 +151,8 @@ export interface EtcdApi {
   isLearner?(): boolean;
 
   // ---- KV ----
+  // Every KV method first runs etcd's request checks (src/server/validate.ts), whoever calls it: emptyKey,
+  // invalidSortOption, valueProvided, leaseProvided, tooManyOps, duplicateKey, requestTooLarge.
   /**
    * Linearizable (ReadIndex) unless `serializable`. Errors: compacted, futureRev, plus the common ones (not
    * tooManyRequests for serializable reads). `revision` in the result is the store's current revision.

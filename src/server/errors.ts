@@ -134,11 +134,6 @@ const mvccToEtcd: Record<MvccErrorCode, EtcdErrorCode> = {
   leaseNotFound: 'leaseNotFound',
   leaseExists: 'leaseExist',
   leaseTtlTooLarge: 'leaseTtlTooLarge',
-  duplicateKey: 'duplicateKey',
-  tooManyOps: 'tooManyOps',
-  emptyKey: 'emptyKey',
-  valueProvided: 'valueProvided',
-  leaseProvided: 'leaseProvided',
   noSpace: 'noSpace',
 };
 

@@ -36,6 +36,7 @@ import { AutoCompactor, type AutoCompaction } from './auto-compactor.js';
 import { droppedWatchResponseOrdinal, type TestFault } from './test-faults.js';
 import { checkCorruption, corruptCheckIntervalMs, type HashAt } from './corruption-check.js';
 import type { ServerMetrics } from './server-metrics.js';
+import { checkDeleteRange, checkPut, checkRange, checkTxn } from './validate.js';
 
 export const etcdVersion = '3.5.17';
 
@@ -436,23 +437,27 @@ export class EtcdServer implements EtcdApi {
   // ---- KV ----
 
   async range(req: RangeRequest, ctx: RequestContext): Promise<RangeResponse> {
+    checkRange(req);
     if (!req.serializable) await this.linearizableBarrier(ctx);
     else this.#checkAlive(ctx);
     return this.#state.store.range(req);
   }
 
   async put(req: PutRequest, ctx: RequestContext): Promise<PutResponse> {
+    checkPut(req);
     await this.#awaitLeader(ctx);
     await this.#checkQuota(req.key.length + req.value.length);
     return (await this.#proposer.propose({ kind: 'put', put: req })) as PutResponse;
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse> {
+    checkDeleteRange(req);
     await this.#awaitLeader(ctx);
     return (await this.#proposer.propose({ kind: 'deleteRange', deleteRange: req })) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
+    checkTxn(req);
     await this.#awaitLeader(ctx);
     if (isReadOnlyTxn(req)) {
       // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.

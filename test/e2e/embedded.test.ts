@@ -4,8 +4,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { startEtcetera, type Etcetera } from '../../src/index.js';
+import { requestBytesMax } from '../../src/base/limits.js';
+import { startEtcetera, type Etcetera, type PutRequest } from '../../src/index.js';
 import { freePort, removeDir, tempDir, waitFor } from './harness.js';
+
+const putOf = (key: string, value: string | Uint8Array): PutRequest => ({
+  key: Buffer.from(key), value: typeof value === 'string' ? Buffer.from(value) : value, lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false,
+});
 
 describe('an embedded member', () => {
   let member: Etcetera;
@@ -53,6 +58,30 @@ describe('an embedded member', () => {
     await waitFor('events', async () => (seen.length === 2 ? seen : undefined));
     expect(seen).toEqual(['w/1', 'w/2']);
     w.cancel();
+  });
+
+  it("refuses a value over the request limit with etcd's error, and keeps serving", async () => {
+    const tooLarge = 'etcdserver: request is too large';
+    // Past the WAL's record limit too: unchecked, it would reach the log and fail-stop the member.
+    await expect(member.client.put('big', new Uint8Array(17 * 1024 * 1024))).rejects.toThrow(tooLarge);
+    await expect(member.client.put('big', new Uint8Array(requestBytesMax))).rejects.toThrow(tooLarge);
+    const half = new Uint8Array(requestBytesMax / 2 + 1);
+    const twoPuts = { compare: [], success: [{ put: putOf('a', half) }, { put: putOf('b', half) }], failure: [] };
+    await expect(member.client.txn(twoPuts)).rejects.toThrow(tooLarge);
+    const stopped = await Promise.race([member.stopped, Promise.resolve('running')]);
+    expect(stopped).toBe('running');
+    await member.client.put('after-big', 'small');
+    expect(await grpcClient.get('after-big').string()).toBe('small');
+    expect((await member.client.get('big')).kvs).toEqual([]);
+  });
+
+  it("refuses an empty key with etcd's error, as gRPC does", async () => {
+    const noKey = 'etcdserver: key is not provided';
+    await expect(member.client.put('', 'v')).rejects.toThrow(noKey);
+    await expect(member.client.get('')).rejects.toThrow(noKey);
+    await expect(member.client.delete('')).rejects.toThrow(noKey);
+    await expect(member.client.txn({ compare: [], success: [{ put: putOf('', 'v') }], failure: [] })).rejects.toThrow(noKey);
+    await expect(grpcClient.put('').value('v')).rejects.toThrow(noKey);
   });
 
   it('grants leases in process and reports the leader', async () => {

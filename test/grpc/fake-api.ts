@@ -1,7 +1,8 @@
 /**
  * A single-member EtcdApi for the gRPC tests, built on src/mvcc without Raft: KvStore on a MemoryBackend,
  * the real Lessor (primary) and WatchHub, plus a member list and alarms. "Linearizable" and "serializable"
- * reads are the same. Knobs for tests: `leader` (false: no leader), `snapshotBytes`.
+ * reads are the same. KV methods run the server's request validator first, as the EtcdApi contract says.
+ * Knobs for tests: `leader` (false: no leader), `snapshotBytes`.
  */
 import { KvStore } from '../../src/mvcc/kv-store.js';
 import { Lessor } from '../../src/mvcc/lessor.js';
@@ -24,6 +25,7 @@ import type {
   WatchStream,
 } from '../../src/server/api.js';
 import { EtcdError } from '../../src/server/errors.js';
+import { checkDeleteRange, checkPut, checkRange, checkTxn } from '../../src/server/validate.js';
 
 export const fakeClusterId = 0x1234_5678_9abc_def0n;
 export const fakeMemberId = 0x8e9e_05c5_2164_694dn;
@@ -85,18 +87,22 @@ export class FakeApi implements EtcdApi {
   }
 
   async range(req: Parameters<EtcdApi['range']>[0], ctx: RequestContext) {
+    checkRange(req);
     this.#enter('range', ctx);
     return this.store.range(req);
   }
   async put(req: Parameters<EtcdApi['put']>[0], ctx: RequestContext) {
+    checkPut(req);
     this.#enter('put', ctx);
     return this.store.put(req);
   }
   async deleteRange(req: Parameters<EtcdApi['deleteRange']>[0], ctx: RequestContext) {
+    checkDeleteRange(req);
     this.#enter('deleteRange', ctx);
     return this.store.deleteRange(req);
   }
   async txn(req: Parameters<EtcdApi['txn']>[0], ctx: RequestContext) {
+    checkTxn(req);
     this.#enter('txn', ctx);
     return this.store.txn(req);
   }

@@ -58,6 +58,14 @@ describe('KV validation, as etcd api/v3rpc/key.go', () => {
     expect(res.succeeded).toBe(true);
   });
 
+  it('lets a txn put a key next to a from-key delete (etcd takes the "\\0" end literally)', async () => {
+    // In the else branch, which a txn without compares never runs: validated, not applied.
+    const res = await call<{ succeeded: boolean }>(kv, 'Txn', {
+      failure: [{ requestPut: { key: b('fk/b') } }, { requestDeleteRange: { key: b('fk/a'), rangeEnd: Buffer.from([0]) } }],
+    });
+    expect(res.succeeded).toBe(true);
+  });
+
   it('treats negative limit and revision as none / current, as etcd', async () => {
     await call(kv, 'Put', { key: b('neg'), value: b('v') });
     const res = await call<{ kvs: unknown[]; count: { toString(): string } }>(kv, 'Range', { key: b('neg'), limit: -5, revision: -3 });

@@ -23,6 +23,7 @@ import type {
   TxnResponse,
 } from '../../mvcc/types.js';
 import type { Member, ResponseHeader } from '../api.js';
+import { EtcdError } from '../errors.js';
 import type { Wire } from './proto.js';
 
 interface LongLike {
@@ -219,7 +220,11 @@ function decodeCompare(m: Wire): Compare {
   };
 }
 
-/** Call only after validation (validate.ts): an op with no request set was refused there. */
+/**
+ * An op with no request set is refused here, with etcd's answer (checkRequestOp: key not found), as no domain
+ * request can express it; every other check is the validator's (src/server/validate.ts). etcd checks ops in
+ * in order, so a txn holding an empty op gets this error even where etcd would first report another one.
+ */
 export function decodeRequestOp(m: Wire): RequestOp {
   switch (m.request as string | undefined) {
     case 'requestRange':
@@ -228,8 +233,10 @@ export function decodeRequestOp(m: Wire): RequestOp {
       return { put: decodePut(m.requestPut) };
     case 'requestDeleteRange':
       return { deleteRange: decodeDeleteRange(m.requestDeleteRange) };
-    default:
+    case 'requestTxn':
       return { txn: decodeTxn(m.requestTxn) };
+    default:
+      throw new EtcdError('keyNotFound');
   }
 }
 

@@ -1,6 +1,8 @@
-/** etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (etcd's api/v3rpc/key.go). */
+/**
+ * etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (etcd's api/v3rpc/key.go). Requests are validated
+ * behind the EtcdApi (src/server/validate.ts), for every front end alike.
+ */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { txnOpsMax } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import { EtcdError } from '../errors.js';
 import { unary } from './call.js';
@@ -16,34 +18,23 @@ import {
   num,
 } from './codec.js';
 import { encodeRangeResponse } from './fast-encode.js';
-import { checkDeleteRange, checkIntervals, checkPut, checkRange, checkSize, checkTxn } from './validate.js';
 
 export function kvService(api: EtcdApi): UntypedServiceImplementation {
   return {
     Range: unary(api, async (m, ctx) => {
-      checkRange(m);
       const r = await api.range(decodeRange(m), ctx);
       return encodeRangeResponse(r, api.header(r.revision));
     }, (m) => m.serializable === true),
     Put: unary(api, async (m, ctx) => {
-      checkPut(m);
-      checkSize(m);
       const r = await api.put(decodePut(m), ctx);
       return encodePut(r, encodeHeader(api.header(r.revision)));
     }),
     DeleteRange: unary(api, async (m, ctx) => {
-      checkDeleteRange(m);
-      checkSize(m);
       const r = await api.deleteRange(decodeDeleteRange(m), ctx);
       return encodeDeleteRange(r, encodeHeader(api.header(r.revision)));
     }),
     Txn: unary(api, async (m, ctx) => {
-      checkTxn(m, txnOpsMax);
-      const req = decodeTxn(m);
-      checkIntervals(req.success);
-      checkIntervals(req.failure);
-      checkSize(m);
-      const r = await api.txn(req, ctx);
+      const r = await api.txn(decodeTxn(m), ctx);
       return encodeTxn(r, encodeHeader(api.header(r.revision)));
     }),
     Compact: unary(api, async (m, ctx) => {

@@ -1,13 +1,14 @@
 /** Requests etcd refuses in its API layer (api/v3rpc/key.go), with the error it reports first. */
-import type { MvccErrorCode, RequestOp } from '../../src/mvcc/types.js';
-import { b, delReq, putReq, rangeReq, txnReq } from './helpers.js';
+import type { RequestOp } from '../../src/mvcc/types.js';
+import type { EtcdErrorCode } from '../../src/server/errors.js';
+import { b, delReq, putReq, rangeReq, txnReq } from '../mvcc/helpers.js';
 
 const put = (k: string, o = {}): RequestOp => ({ put: putReq(k, 'v', o) });
 const del = (k: string, end = ''): RequestOp => ({ deleteRange: delReq(k, end) });
 const txn = (success: RequestOp[], failure: RequestOp[] = []): RequestOp => ({ txn: txnReq({ success, failure }) });
 const many = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
 
-export const validationCases: { name: string; op: RequestOp; error: MvccErrorCode | null }[] = [
+export const validationCases: { name: string; op: RequestOp; error: EtcdErrorCode | null }[] = [
   { name: 'range with an empty key', op: { range: rangeReq('') }, error: 'emptyKey' },
   { name: 'put with an empty key', op: put(''), error: 'emptyKey' },
   { name: 'delete with an empty key', op: del(''), error: 'emptyKey' },
