@@ -138,14 +138,19 @@ export class RaftLog {
     const start = lo - this.#firstIndex;
     const n = this.#entries.length;
     if (start >= n) return [];
+    return this.#entries.slice(start, this.#boundedEnd(start, n, maxBytes));
+  }
+
+  /** Where a run of entries from position `start` (before `stop`) ends: at most `maxBytes`, but ≥ 1 entry. */
+  #boundedEnd(start: number, stop: number, maxBytes: number): number {
     let end = start;
     let bytes = 0;
-    while (end < n) {
+    while (end < stop) {
       bytes += entryBytes(this.#entries[end]!);
       if (bytes > maxBytes && end > start) break;
       end++;
     }
-    return this.#entries.slice(start, end);
+    return end;
   }
 
   /** Entries in [lo, hi] that are still held (used for rare scans such as pending conf changes). */
@@ -289,14 +294,7 @@ export class RaftLog {
     const lo = this.committedHandedOut + 1;
     assert(lo >= this.#firstIndex, `committed entry ${lo} already released`);
     const start = lo - this.#firstIndex;
-    const stop = hi - this.#firstIndex + 1;
-    let end = start;
-    let bytes = 0;
-    while (end < stop) {
-      bytes += entryBytes(this.#entries[end]!);
-      if (bytes > maxBytes && end > start) break;
-      end++;
-    }
+    const end = this.#boundedEnd(start, hi - this.#firstIndex + 1, maxBytes);
     this.committedHandedOut = lo + (end - start) - 1;
     return this.#entries.slice(start, end);
   }

@@ -5,6 +5,7 @@
  * Fields are public so the role handlers (free functions) can work on them; nothing outside src/raft sees them.
  */
 import { assert } from '../base/assert.js';
+import { equalBytes } from '../base/bytes.js';
 import { MemberConfig, decodeConfChange } from './conf.js';
 import { ReadOnlyQueue } from './read-only.js';
 import { RaftLog } from './raft-log.js';
@@ -285,7 +286,7 @@ export class Raft {
   #acceptHigherTerm(m: Message): boolean {
     const isVote = m.type === MessageType.Vote || m.type === MessageType.PreVote;
     if (isVote) {
-      const force = m.context !== undefined && sameBytes(m.context, transferContext);
+      const force = m.context !== undefined && equalBytes(m.context, transferContext);
       // Leader lease for votes: while we hear from a live leader, a disruptive candidate is ignored. Always for
       // pre-votes ("no leader heard within the election timeout"); for real votes only with CheckQuorum, as etcd.
       const leaseApplies = this.cfg.checkQuorum || m.type === MessageType.PreVote;
@@ -350,10 +351,4 @@ export class Raft {
 
 function needsPersist(m: Message): boolean {
   return (m.type === MessageType.AppResp || m.type === MessageType.VoteResp) && !m.reject;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

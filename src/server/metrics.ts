@@ -5,7 +5,8 @@
  * Values that live elsewhere (transport counters, Raft status) are pulled at scrape time through
  * `registry.onCollect(fn)`, so hot paths never touch the registry.
  */
-import { assert } from '../base/index.js';
+import { assert } from '../base/assert.js';
+import { Histogram as Buckets, assertBounds } from '../base/histogram.js';
 
 export type Labels = Readonly<Record<string, string>>;
 
@@ -123,23 +124,15 @@ export class Gauge extends Metric {
   }
 }
 
-interface HistogramSeries {
-  counts: number[];
-  sum: number;
-  count: number;
-}
-
 export class Histogram extends Metric {
   readonly type = 'histogram';
   readonly buckets: readonly number[];
-  #series = new Map<string, HistogramSeries>();
+  /** One bucket histogram per label set. */
+  #series = new Map<string, Buckets>();
 
   constructor(options: HistogramOptions) {
     super(options);
-    assert(options.buckets.length > 0, `histogram ${options.name} needs buckets`);
-    for (let i = 1; i < options.buckets.length; i++) {
-      assert((options.buckets[i] as number) > (options.buckets[i - 1] as number), `buckets of ${options.name} must increase`);
-    }
+    assertBounds(options.buckets, `histogram ${options.name}`);
     this.buckets = [...options.buckets];
   }
 
@@ -147,31 +140,24 @@ export class Histogram extends Metric {
     const key = this.key(labels);
     let series = this.#series.get(key);
     if (series === undefined) {
-      series = { counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+      series = new Buckets(this.buckets);
       this.#series.set(key, series);
     }
-    // Counts are stored per bucket and made cumulative when rendered.
-    const index = this.buckets.findIndex((upper) => value <= upper);
-    if (index >= 0) series.counts[index] = (series.counts[index] as number) + 1;
-    series.sum += value;
-    series.count += 1;
+    series.observe(value);
   }
 
   render(): string[] {
     const lines: string[] = [];
-    const all = this.#series.size === 0 && this.labelNames.length === 0
-      ? new Map([['[]', { counts: this.buckets.map(() => 0), sum: 0, count: 0 }]])
-      : this.#series;
+    const all = this.#series.size === 0 && this.labelNames.length === 0 ? new Map([['[]', new Buckets(this.buckets)]]) : this.#series;
     for (const [key, series] of all) {
       const labels = this.labelsOf(key);
-      let cumulative = 0;
+      const { cumulative, sum, count } = series.snapshot();
       this.buckets.forEach((upper, i) => {
-        cumulative += series.counts[i] as number;
-        lines.push(sample(`${this.name}_bucket`, { ...labels, le: formatValue(upper) }, cumulative));
+        lines.push(sample(`${this.name}_bucket`, { ...labels, le: formatValue(upper) }, cumulative[i]!));
       });
-      lines.push(sample(`${this.name}_bucket`, { ...labels, le: '+Inf' }, series.count));
-      lines.push(sample(`${this.name}_sum`, labels, series.sum));
-      lines.push(sample(`${this.name}_count`, labels, series.count));
+      lines.push(sample(`${this.name}_bucket`, { ...labels, le: '+Inf' }, count));
+      lines.push(sample(`${this.name}_sum`, labels, sum));
+      lines.push(sample(`${this.name}_count`, labels, count));
     }
     return lines;
   }

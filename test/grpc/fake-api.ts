@@ -188,9 +188,8 @@ export class FakeApi implements EtcdApi {
     this.#alarms = this.#alarms.filter((a) => !matches(a));
     return gone;
   }
-  async status(ctx: RequestContext): Promise<StatusResult> {
+  async status(_ctx: RequestContext): Promise<StatusResult> {
     this.calls.push('status');
-    void ctx;
     return {
       dbSizeBytes: 20480,
       dbSizeInUseBytes: 16384,

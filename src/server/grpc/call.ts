@@ -71,12 +71,12 @@ export function checkLeader(api: EtcdApi, ctx: RequestContext): void {
   if (ctx.requireLeader && !api.hasLeader()) throw new EtcdError('noLeader');
 }
 
-/** Resolves to a wire-shaped object, or to bytes already encoded (fast-encode.ts). */
 /** etcd's interceptors: a learner serves only what `allowed` says (Status, serializable Range, Snapshot). */
 export function checkLearner(api: EtcdApi, allowed: boolean): void {
   if (!allowed && api.isLearner?.() === true) throw new EtcdError('notSupportedForLearner');
 }
 
+/** Resolves to a wire-shaped object, or to bytes already encoded (fast-encode.ts). */
 export type UnaryHandler = (req: Wire, ctx: RequestContext) => Promise<Wire | Buffer>;
 
 /** `learnerAllowed`: whether a learner may serve this request (etcd's isRPCSupportedForLearner); default no. */
