@@ -7,7 +7,8 @@
 import { decodeKeyValue } from './kv-codec.js';
 import type { MvccCore } from './kv-core.js';
 import { Crc32c } from './kv-codec.js';
-import { codeMain, codeToBytes } from './rev-code.js';
+import { bytesToRevision } from './revision.js';
+import { codeToBytes, firstCodeOf, revCode } from './rev-code.js';
 import { MvccError } from './types.js';
 
 export interface KvHash {
@@ -17,12 +18,22 @@ export interface KvHash {
   hashRevision: number;
 }
 
-export function hashKV(core: MvccCore, revision: number): KvHash {
+/** What one hash covers, fixed when it starts. */
+export interface HashBounds {
+  rev: number;
+  compactRev: number;
+  /** etcd's keep(rev) is, per key, its live entry at rev; only its emptiness and membership matter here. */
+  keepNonEmpty: boolean;
+  /** The 'key' bucket key every hashed revision sorts below. */
+  end: Uint8Array;
+}
+
+/** Checks the revision (etcd's errors) and fixes the bounds of a hash at it (0: the current revision). */
+export function hashBounds(core: MvccCore, revision: number): HashBounds {
   const compactRev = core.compactRev;
   if (revision > 0 && revision < compactRev) throw new MvccError('compacted');
   if (revision > 0 && revision > core.currentRev) throw new MvccError('futureRev');
   const rev = revision === 0 ? core.currentRev : revision;
-  // etcd's keep(rev) is, per key, its live entry at rev; only its emptiness and membership matter here.
   let keepNonEmpty = false;
   for (const ki of core.tree.all()) {
     if (ki.get(rev) !== undefined) {
@@ -30,13 +41,27 @@ export function hashKV(core: MvccCore, revision: number): KvHash {
       break;
     }
   }
+  return { rev, compactRev, keepNonEmpty, end: codeToBytes(firstCodeOf(rev + 1)) };
+}
+
+/**
+ * The hash over stored entries (the 'key' bucket's keys and values, in order, below `bounds.end`). Entries
+ * compaction already dropped from the index but not yet from the backend are skipped, as are those at or
+ * below the compact revision that compaction at rev would not keep.
+ */
+export async function hashEntries(core: MvccCore, bounds: HashBounds, entries: AsyncIterable<[Uint8Array, Uint8Array]>): Promise<KvHash> {
+  const { rev, compactRev, keepNonEmpty } = bounds;
   const crc = new Crc32c().update(new TextEncoder().encode('key'));
-  for (const code of core.log) {
-    const main = codeMain(code);
-    if (main > rev) break;
-    const raw = core.values.raw(code);
-    if (main <= compactRev && keepNonEmpty && core.tree.get(decodeKeyValue(raw).key)?.get(rev) !== code) continue;
-    crc.update(codeToBytes(code));
+  for await (const [key, raw] of entries) {
+    const { rev: r, tombstone } = bytesToRevision(key);
+    if (r.main > rev) break;
+    if (r.main <= compactRev) {
+      const code = revCode(r.main, r.sub, tombstone);
+      const ki = core.tree.get(decodeKeyValue(raw).key);
+      if (ki === undefined || !ki.has(code)) continue;
+      if (keepNonEmpty && ki.get(rev) !== code) continue;
+    }
+    crc.update(key);
     crc.update(raw);
   }
   return { hash: crc.sum(), compactRevision: compactRev, hashRevision: rev };

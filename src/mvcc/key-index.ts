@@ -99,6 +99,13 @@ export class KeyIndex {
     return code === undefined || codeIsTombstone(code) ? undefined : code;
   }
 
+  /** Whether `code` is one of this key's revisions. */
+  has(code: number): boolean {
+    const i = this.#latestAt(codeMain(code));
+    for (let j = i; j >= 0 && codeMain(this.revs[j]!) === codeMain(code); j--) if (this.revs[j] === code) return true;
+    return false;
+  }
+
   /** The revision just before `code` in this key's history (undefined at the first). */
   before(code: number): number | undefined {
     const i = this.revs.indexOf(code);

@@ -13,7 +13,7 @@ import { assert, assertSafeInteger } from '../base/assert.js';
 import { compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax, valueCacheBytesDefault } from '../base/limits.js';
 import { buckets, WriteBuffer, type Backend, type BackendView, type BatchOp } from './backend.js';
 import { chunked, compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
-import { hashKV, type KvHash } from './hash.js';
+import { hashBounds, hashEntries, type KvHash } from './hash.js';
 import { encodeIndexCheckpoint, IndexCheckpointError, IndexCheckpointReader } from './index-checkpoint.js';
 import { KeyIndex } from './key-index.js';
 import { decodeKeyValue } from './kv-codec.js';
@@ -71,6 +71,25 @@ function latin1(b: Uint8Array): string {
 async function* chunksOf(source: SnapshotSource): AsyncIterable<Uint8Array> {
   if (source instanceof Uint8Array) yield source;
   else yield* source();
+}
+
+/**
+ * Backend entries merged with unflushed ones, by revision: an unflushed revision the backend already has
+ * (a flush that landed after the view was taken is not in it; one that landed before is in both) once.
+ */
+async function* withUnflushed(stored: AsyncIterable<[Uint8Array, Uint8Array]>, unflushed: [number, Uint8Array][]): AsyncIterable<[Uint8Array, Uint8Array]> {
+  let next = 0;
+  for await (const entry of stored) {
+    const { rev, tombstone } = bytesToRevision(entry[0]);
+    const code = revCode(rev.main, rev.sub, tombstone);
+    while (next < unflushed.length && unflushed[next]![0] < code) {
+      const [c, raw] = unflushed[next++]!;
+      yield [codeToBytes(c), raw];
+    }
+    if (next < unflushed.length && unflushed[next]![0] === code) next++;
+    yield entry;
+  }
+  for (; next < unflushed.length; next++) yield [codeToBytes(unflushed[next]![0]), unflushed[next]![1]];
 }
 
 async function* streamView(view: BackendView): AsyncIterable<Uint8Array> {
@@ -472,13 +491,30 @@ export class KvStore {
     return this.#reclaiming;
   }
 
-  hashKV(revision: number): KvHash {
-    return hashKV(this.#core, revision);
+  /**
+   * etcd's HashKV at `revision` (0: the current one). Streamed from a consistent backend view merged with the
+   * writes not yet flushed, so hashing a large store never blocks apply or reads (the event loop turns
+   * between backend batches). A compaction that lands while it runs changes what the hash covers: it starts
+   * over then.
+   */
+  async hashKV(revision: number): Promise<KvHash> {
+    const core = this.#core;
+    for (;;) {
+      const bounds = hashBounds(core, revision);
+      const view = this.#backend.view();
+      const unflushed = core.values.unflushed();
+      try {
+        const h = await hashEntries(core, bounds, withUnflushed(view.scan('key', { lt: bounds.end }), unflushed));
+        if (core.compactRev === bounds.compactRev) return h;
+      } finally {
+        await view.close();
+      }
+    }
   }
 
   /** HashKV at the current revision. */
-  hash(): KvHash {
-    return hashKV(this.#core, 0);
+  hash(): Promise<KvHash> {
+    return this.hashKV(0);
   }
 
   /**

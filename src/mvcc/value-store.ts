@@ -81,6 +81,11 @@ export class ValueStore {
     return raw;
   }
 
+  /** The unflushed revisions, ascending: [code, stored bytes] (a copy of the list; the bytes are shared). */
+  unflushed(): [number, Uint8Array][] {
+    return [...this.#overlay];
+  }
+
   get overlaySize(): number {
     return this.#overlay.size;
   }

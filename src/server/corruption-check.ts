@@ -18,7 +18,7 @@ export interface CorruptionHost {
   memberId: bigint;
   members(): Member[];
   /** This member's HashKV at `revision`. */
-  localHash(revision: number): HashAt;
+  localHash(revision: number): Promise<HashAt>;
   currentRevision(): number;
   /** Ask a peer for its HashKV at `revision` (undefined: unreachable or not there yet). */
   peerHash(member: Member, revision: number): Promise<HashAt | undefined>;
@@ -34,7 +34,7 @@ export async function checkCorruption(h: CorruptionHost): Promise<bigint[]> {
   const revision = h.currentRevision();
   let mine: HashAt;
   try {
-    mine = h.localHash(revision);
+    mine = await h.localHash(revision);
   } catch {
     return []; // compacted meanwhile: try next time
   }

@@ -560,10 +560,8 @@ export class EtcdServer implements EtcdApi {
       case 'leaseKeepAlive':
         if (!this.#isLeader) throw new EtcdError('notLeader');
         return this.#state.lessor.renew(payload.id, performance.now());
-      case 'hashKV': {
-        const h = this.#state.store.hashKV(payload.revision);
-        return { hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision };
-      }
+      case 'hashKV':
+        return this.#state.store.hashKV(payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
       case 'leaseTimeToLive':
         if (!this.#isLeader) throw new EtcdError('notLeader');
         return this.#state.lessor.timeToLive(payload.id, performance.now(), payload.keys);
@@ -651,13 +649,13 @@ export class EtcdServer implements EtcdApi {
 
   async hash(ctx: RequestContext): Promise<HashResult> {
     void ctx;
-    const h = this.#state.store.hash();
+    const h = await this.#state.store.hash();
     return { hash: h.hash, revision: h.hashRevision };
   }
 
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
     void ctx;
-    const h = this.#state.store.hashKV(revision);
+    const h = await this.#state.store.hashKV(revision);
     return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
 
@@ -718,8 +716,8 @@ export class EtcdServer implements EtcdApi {
       isLeader: () => this.#isLeader,
       memberId: this.memberId,
       members: () => this.#state.membership.list(),
-      localHash: (revision) => {
-        const h = this.#state.store.hashKV(revision);
+      localHash: async (revision) => {
+        const h = await this.#state.store.hashKV(revision);
         return { hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision };
       },
       currentRevision: () => this.#state.store.revision,

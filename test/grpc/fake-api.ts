@@ -207,12 +207,12 @@ export class FakeApi implements EtcdApi {
   }
   async hash(ctx: RequestContext) {
     this.#enter('hash', ctx);
-    const h = this.store.hash();
+    const h = await this.store.hash();
     return { hash: h.hash, revision: h.hashRevision };
   }
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
     this.#enter('hashKV', ctx);
-    const h = this.store.hashKV(revision);
+    const h = await this.store.hashKV(revision);
     return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {

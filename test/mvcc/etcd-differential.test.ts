@@ -186,13 +186,25 @@ async function etcdResult(f: () => Promise<unknown>): Promise<unknown> {
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */
 
+function errorResult(err: unknown): unknown {
+  if (err instanceof MvccError) return { err: etcdMessages[err.code] ?? err.code };
+  if (err instanceof EtcdError) return { err: err.message };
+  throw err;
+}
+
 function ourResult(f: () => unknown): unknown {
   try {
     return { ok: f() };
   } catch (err) {
-    if (err instanceof MvccError) return { err: etcdMessages[err.code] ?? err.code };
-    if (err instanceof EtcdError) return { err: err.message };
-    throw err;
+    return errorResult(err);
+  }
+}
+
+async function ourResultAsync(f: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return { ok: await f() };
+  } catch (err) {
+    return errorResult(err);
   }
 }
 
@@ -240,8 +252,8 @@ async function runDifferential(seed: number, steps: number): Promise<void> {
       const at = gen.rev();
       // etcd 3.4 refuses HashKV at exactly the compact revision; 3.5 (which we follow) allows it.
       if (at === store.compactRevision) continue;
-      const ours = ourResult(() => {
-        const h = store.hashKV(at);
+      const ours = await ourResultAsync(async () => {
+        const h = await store.hashKV(at);
         return { hash: h.hash, compactRevision: h.compactRevision };
       });
       const theirs = await etcdResult(async () => {

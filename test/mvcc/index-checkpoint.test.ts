@@ -31,10 +31,10 @@ async function history(): Promise<{ backend: MemoryBackend; store: KvStore }> {
   return { backend, store };
 }
 
-function snapshotOf(store: KvStore): unknown {
+async function snapshotOf(store: KvStore): Promise<unknown> {
   const all = store.range(rangeReq(b('\0'), { rangeEnd: b('\0') }));
   const old = store.range(rangeReq(b('\0'), { rangeEnd: b('\0'), revision: 250 }));
-  return { all: all.kvs, count: all.count, old: old.kvs, rev: store.revision, compact: store.compactRevision, hash: store.hashKV(0), keys: store.keyCount };
+  return { all: all.kvs, count: all.count, old: old.kvs, rev: store.revision, compact: store.compactRevision, hash: await store.hashKV(0), keys: store.keyCount };
 }
 
 describe('index checkpoint', () => {
@@ -45,7 +45,7 @@ describe('index checkpoint', () => {
     for (const chunk of [7, 4096, 1 << 20]) {
       const loaded = await KvStore.open(backend, { indexCheckpoint: stream(frames, chunk) });
       expect(loaded.loadedFrom).toEqual({ checkpoint: true });
-      expect(snapshotOf(loaded)).toEqual(snapshotOf(scanned));
+      expect(await snapshotOf(loaded)).toEqual(await snapshotOf(scanned));
       // Still a working store: writes continue from the same revision.
       expect(loaded.put(putReq('k/3', 'next')).revision).toBe(scanned.revision + 1);
     }
@@ -74,13 +74,13 @@ describe('index checkpoint', () => {
   it('refuses a damaged checkpoint and scans', async () => {
     const { backend, store } = await history();
     const all = Buffer.concat([...store.indexCheckpoint()]);
-    const expected = snapshotOf(await KvStore.open(backend));
+    const expected = await snapshotOf(await KvStore.open(backend));
     for (const damage of [(x: Buffer) => { x[x.length >>> 1]! ^= 0x40; }, (x: Buffer) => x.subarray(0, x.length - 9)]) {
       const copy = Buffer.from(all);
       const damaged = damage(copy) ?? copy;
       const loaded = await KvStore.open(backend, { indexCheckpoint: stream([damaged]) });
       expect(loaded.loadedFrom.checkpoint).toBe(false);
-      expect(snapshotOf(loaded)).toEqual(expected);
+      expect(await snapshotOf(loaded)).toEqual(expected);
     }
   });
 

@@ -105,7 +105,7 @@ describe('compaction and persistence', () => {
     expect(() => reopened.range(rangeReq('k1', { revision: 1999 }))).toThrow(new MvccError('compacted'));
     // Put i made revision i + 2: at 2000 the latest k9 is i = 1989.
     expect(s(reopened.range(rangeReq('k9', { revision: 2000 })).kvs[0]!.value)).toBe('1989');
-    expect(reopened.hash()).toEqual({ ...st.hashKV(2501) });
+    expect(await reopened.hash()).toEqual({ ...(await st.hashKV(2501)) });
   });
 
   it('keeps the revision when compaction removed every entry', async () => {

@@ -185,7 +185,7 @@ describe('corruption check', () => {
       isLeader: () => true,
       memberId: 1n,
       members: () => [member(1n), member(2n), member(3n), member(4n), member(5n), member(6n, true)],
-      localHash: () => ({ hash: 111, compactRevision: 5, revision: 50 }),
+      localHash: async () => ({ hash: 111, compactRevision: 5, revision: 50 }),
       currentRevision: () => 50,
       peerHash: async (m) => hashes.get(m.id),
       raiseCorrupt: async (id) => void raised.push(id),
