@@ -77,7 +77,23 @@ export function encodeKeyValue(kv: KeyValue): Uint8Array {
 export function decodeKeyValue(b: Uint8Array): KeyValue {
   const kv: KeyValue = { key: new Uint8Array(0), createRevision: 0, modRevision: 0, version: 0, value: new Uint8Array(0), lease: 0n };
   let pos = 0;
-  const readVarint = (): bigint => {
+  // Revisions, versions, tags and lengths fit a double exactly (< 2^53); only the lease needs 64 bits.
+  // Decoding every stored revision at start made BigInt arithmetic a visible cost.
+  const readNumber = (): number => {
+    let result = 0;
+    let scale = 1;
+    for (;;) {
+      assert(pos < b.length && scale < 2 ** 56, 'truncated varint in KeyValue');
+      const byte = b[pos++]!;
+      result += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        assert(Number.isSafeInteger(result), 'KeyValue varint beyond 2^53');
+        return result;
+      }
+      scale *= 128;
+    }
+  };
+  const readBig = (): bigint => {
     let result = 0n;
     let shift = 0n;
     for (;;) {
@@ -89,21 +105,21 @@ export function decodeKeyValue(b: Uint8Array): KeyValue {
     }
   };
   const readBytes = (): Uint8Array => {
-    const len = Number(readVarint());
+    const len = readNumber();
     assert(pos + len <= b.length, 'truncated bytes in KeyValue');
     const out = b.slice(pos, pos + len);
     pos += len;
     return out;
   };
   while (pos < b.length) {
-    const tag = Number(readVarint());
+    const tag = readNumber();
     switch (tag) {
       case 0x0a: kv.key = readBytes(); break;
-      case 0x10: kv.createRevision = Number(readVarint()); break;
-      case 0x18: kv.modRevision = Number(readVarint()); break;
-      case 0x20: kv.version = Number(readVarint()); break;
+      case 0x10: kv.createRevision = readNumber(); break;
+      case 0x18: kv.modRevision = readNumber(); break;
+      case 0x20: kv.version = readNumber(); break;
       case 0x2a: kv.value = readBytes(); break;
-      case 0x30: kv.lease = BigInt.asIntN(64, readVarint()); break;
+      case 0x30: kv.lease = BigInt.asIntN(64, readBig()); break;
       default: assert(false, `unexpected KeyValue field tag ${tag}`);
     }
   }

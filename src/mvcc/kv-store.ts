@@ -188,9 +188,17 @@ export class KvStore {
       if (code <= afterCode) continue;
       core.load(code, tombstone, decodeKeyValue(v));
     }
-    store.#consistentIndex = consistentIndex;
-    store.#term = term;
-    store.#flushedIndex = store.#consistentIndex;
+    await store.#finishOpen(consistentIndex, term, options);
+    return store;
+  }
+
+  /** After the key index is loaded: the meta the store keeps, a compaction to finish, the size, leases. */
+  async #finishOpen(consistentIndex: number, term: number, options: KvStoreOptions): Promise<void> {
+    const backend = this.#backend;
+    const core = this.#core;
+    this.#consistentIndex = consistentIndex;
+    this.#term = term;
+    this.#flushedIndex = consistentIndex;
     const scheduled = await backend.get('meta', scheduledCompactKey);
     if (scheduled !== undefined) {
       const rev = bytesToRevision(scheduled).rev.main;
@@ -199,12 +207,11 @@ export class KvStore {
       if (core.currentRev < rev) core.currentRev = rev;
       const finished = await backend.get('meta', finishedCompactKey);
       if (codes.length > 0 || finished === undefined || bytesToRevision(finished).rev.main !== rev) {
-        store.#startPhysical({ revision: rev, codes, resolve: () => {}, reject: () => {} });
+        this.#startPhysical({ revision: rev, codes, resolve: () => {}, reject: () => {} });
       }
     }
-    store.#sizeBytes = await backend.sizeBytes();
-    if (options.leases !== undefined) store.setLeaseHooks(options.leases);
-    return store;
+    this.#sizeBytes = await backend.sizeBytes();
+    if (options.leases !== undefined) this.setLeaseHooks(options.leases);
   }
 
   /** Reads a checkpoint into this (empty) store; returns the last revision code it covers. */
@@ -264,13 +271,29 @@ export class KvStore {
     for await (const chunk of chunksOf(source)) check.push(chunk);
     check.end();
     await backend.clear();
+    // The key index is built from the records as they are written: reading the backend back would read
+    // every value a second time.
+    const store = new KvStore(backend, options);
+    const core = store.#core;
     const decoder = new SnapshotDecoder();
     let batch: BatchOp[] = [];
     let last: BatchOp[] = [];
+    let consistentIndex = 0;
+    let term = 0;
     for await (const chunk of chunksOf(source)) {
       for (const op of decoder.push(chunk)) {
-        if (op.bucket === 'meta' && latin1(op.key) === 'consistent_index') last = [op];
-        else batch.push(op);
+        assert(op.type === 'put', 'a snapshot holds puts only');
+        if (op.bucket === 'key') {
+          const { rev, tombstone } = bytesToRevision(op.key);
+          core.load(revCode(rev.main, rev.sub, tombstone), tombstone, decodeKeyValue(op.value));
+        }
+        if (op.bucket === 'meta' && latin1(op.key) === 'consistent_index') {
+          last = [op];
+          consistentIndex = readU64(op.value);
+        } else {
+          if (op.bucket === 'meta' && latin1(op.key) === 'term') term = readU64(op.value);
+          batch.push(op);
+        }
         if (batch.length >= importBatchOpsMax) {
           await backend.write(batch);
           batch = [];
@@ -279,7 +302,8 @@ export class KvStore {
     }
     decoder.end();
     await backend.write(batch.concat(last));
-    return KvStore.open(backend, options);
+    await store.#finishOpen(consistentIndex, term, options);
+    return store;
   }
 
   get revision(): number {

@@ -20,6 +20,8 @@ export function snapshotDataName(meta: Pick<SnapshotMeta, 'term' | 'index'>): st
 
 export class SnapshotDataDir implements SnapshotSink {
   readonly dir: string;
+  /** Receives in progress get temp files of their own: a leader may send the same snapshot again while the first send is still arriving. */
+  #receives = 0;
 
   constructor(dir: string) {
     this.dir = dir;
@@ -38,8 +40,8 @@ export class SnapshotDataDir implements SnapshotSink {
   async open(message: Message): Promise<{ write(chunk: Uint8Array): Promise<void>; commit(): Promise<void>; abort(): Promise<void> }> {
     const meta = message.snapshot!.meta;
     const final = this.#path(meta);
-    const tmp = `${final}.tmp`;
-    const file: FileHandle = await open(tmp, 'w');
+    const tmp = `${final}.${++this.#receives}.tmp`;
+    const file: FileHandle = await open(tmp, 'wx');
     let closed = false;
     const close = async (): Promise<void> => {
       if (closed) return;
