@@ -583,6 +583,23 @@ export class KvStore {
     return events;
   }
 
+  /**
+   * What the store's retained byte arrays hold against what their backing buffers occupy (index keys,
+   * unflushed values, cached values). A kept view into a pooled or shared buffer (a request's decode buffer,
+   * msgpackr's pack buffer) shows as backing ≫ bytes. For tests; walks the whole index.
+   */
+  retainedBytes(): { bytes: number; backing: number } {
+    let bytes = 0;
+    let backing = 0;
+    const count = (b: Uint8Array): void => {
+      bytes += b.byteLength;
+      backing += b.buffer.byteLength;
+    };
+    for (const ki of this.#core.tree.all()) count(ki.key);
+    for (const b of this.#core.values.retained()) count(b);
+    return { bytes, backing };
+  }
+
   /** Keys currently live (for tests and metrics). */
   get keyCount(): number {
     let n = 0;

@@ -29,6 +29,11 @@ export class ValueCache {
     return this.#entries.size;
   }
 
+  /** Every cached KeyValue (for the retained-bytes guard). */
+  values(): IterableIterator<KeyValue> {
+    return this.#entries.values();
+  }
+
   get(code: number): KeyValue | undefined {
     const kv = this.#entries.get(code);
     if (kv !== undefined) {

@@ -86,6 +86,15 @@ export class ValueStore {
     return [...this.#overlay];
   }
 
+  /** Every byte array this store keeps (unflushed stored bytes, cached keys and values). */
+  *retained(): IterableIterator<Uint8Array> {
+    yield* this.#overlay.values();
+    for (const kv of this.#cache.values()) {
+      yield kv.key;
+      yield kv.value;
+    }
+  }
+
   get overlaySize(): number {
     return this.#overlay.size;
   }

@@ -11,7 +11,7 @@ import { MessageType, type Message } from '../../src/raft/types.js';
 import { removeDir, tempDir } from '../e2e/harness.js';
 
 const meta = { index: 42, term: 3, confState: { voters: [1n], learners: [] } };
-const message = { type: MessageType.MsgSnap, from: 1n, to: 2n, term: 3, snapshot: { meta, data: new Uint8Array(0) } } as unknown as Message;
+const message = { type: MessageType.Snap, from: 1n, to: 2n, term: 3, snapshot: { meta, data: new Uint8Array(0) } } as unknown as Message;
 
 describe('SnapshotDataDir', () => {
   it('keeps concurrent receives of the same snapshot apart', async () => {
