@@ -6,10 +6,11 @@
  * consistent index 0, so the first start applies the membership and then serves the imported data with
  * `etcetera server --data-dir D` (no other flag needed).
  *
+ * `<data-dir>/token` is the cluster token, the secret the restored members' peers authenticate with.
  * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
  * leaves something that looks like a member.
  */
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { BatchOp } from '../mvcc/backend.js';
@@ -88,6 +89,10 @@ export async function importRevisions(
     await wal.close();
   }
   await writeIdentity(work, { memberId: self.id, clusterId, name: extras.cluster.name, joinPeers: [] });
+  // Peers authenticate with the join token; a static bootstrap uses the cluster token, and so must every
+  // member restored together (whatever flags they are later started with).
+  const tokenFile = join(dataDir, 'token');
+  if (!(await exists(tokenFile))) await writeFile(tokenFile, `${extras.cluster.clusterToken}\n`, { mode: 0o600 });
   await rename(work, memberDir);
   await syncDir(dataDir);
   return { ...result, memberId: self.id, clusterId };
