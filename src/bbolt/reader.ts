@@ -13,6 +13,8 @@ import {
 
 /** Deeper than any real tree (250-way fan-out): a cycle in a damaged file ends here. */
 const treeDepthMax = 32;
+/** Bytes read at once when a page is not in the current window. */
+const readAheadBytes = 1024 * 1024;
 const pageSizeCandidates = [4096, 8192, 16384, 32768, 65536, 512, 1024, 2048];
 
 export interface LeafEntry {
@@ -28,6 +30,7 @@ interface Page extends PageHeader {
 export class BboltReader {
   readonly #file: FileHandle;
   readonly meta: Meta;
+  #window: { start: number; bytes: Uint8Array } | undefined;
 
   private constructor(file: FileHandle, meta: Meta) {
     this.#file = file;
@@ -55,7 +58,7 @@ export class BboltReader {
 
   /** Top-level buckets, by name in key order, with their header value (for `entries`). */
   async *buckets(): AsyncIterable<{ name: Uint8Array; header: Uint8Array }> {
-    for await (const e of this.#walk(this.meta.rootPgid, 0)) if (e.bucket) yield { name: e.key, header: e.value };
+    for await (const e of this.#walk(this.meta.rootPgid)) if (e.bucket) yield { name: e.key, header: e.value };
   }
 
   /** The value of a top-level bucket's header, or undefined when the bucket does not exist. */
@@ -74,7 +77,7 @@ export class BboltReader {
   bucketEntries(header: Uint8Array): AsyncIterable<LeafEntry> {
     if (header.length < bucketHeaderBytes) throw new BboltFormatError('truncated bucket header');
     const root = readPgid(new DataView(header.buffer, header.byteOffset, header.byteLength), 0);
-    if (root !== 0) return this.#walk(root, 0);
+    if (root !== 0) return this.#walk(root);
     const inline = header.subarray(bucketHeaderBytes);
     const page = { ...readPageHeader(inline), bytes: inline };
     if (page.flags !== leafPageFlag) throw new BboltFormatError('inline bucket without a leaf page');
@@ -83,34 +86,64 @@ export class BboltReader {
     })();
   }
 
-  async *#walk(pgid: number, depth: number): AsyncIterable<LeafEntry> {
-    if (depth > treeDepthMax) throw new BboltFormatError('bucket tree deeper than any valid file (a cycle?)');
-    const page = await this.#page(pgid);
-    if (page.flags === leafPageFlag) {
-      yield* leafEntries(page);
-      return;
+  /** Depth first, with an explicit stack (one generator, however deep the tree). */
+  async *#walk(rootPgid: number): AsyncIterable<LeafEntry> {
+    const stack: Array<{ children: number[]; next: number }> = [];
+    let pgid: number | undefined = rootPgid;
+    while (pgid !== undefined) {
+      const page = await this.#page(pgid);
+      if (page.flags === leafPageFlag) {
+        yield* leafEntries(page);
+      } else if (page.flags === branchPageFlag) {
+        if (stack.length >= treeDepthMax) throw new BboltFormatError('bucket tree deeper than any valid file (a cycle?)');
+        checkElements(page);
+        const dv = new DataView(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength);
+        const children: number[] = [];
+        for (let i = 0; i < page.count; i++) children.push(readPgid(dv, pageHeaderBytes + i * elementBytes + 8));
+        stack.push({ children, next: 0 });
+      } else {
+        throw new BboltFormatError(`page ${pgid}: expected a branch or leaf page, found flags 0x${page.flags.toString(16)}`);
+      }
+      pgid = undefined;
+      while (stack.length > 0 && pgid === undefined) {
+        const top = stack[stack.length - 1]!;
+        if (top.next < top.children.length) pgid = top.children[top.next++];
+        else stack.pop();
+      }
     }
-    if (page.flags !== branchPageFlag) throw new BboltFormatError(`page ${pgid}: expected a branch or leaf page, found flags 0x${page.flags.toString(16)}`);
-    // Child ids first, so the parent's bytes are not kept while a child's subtree streams.
-    const children: number[] = [];
-    const dv = new DataView(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength);
-    checkElements(page);
-    for (let i = 0; i < page.count; i++) children.push(readPgid(dv, pageHeaderBytes + i * elementBytes + 8));
-    for (const child of children) yield* this.#walk(child, depth + 1);
   }
 
   /** Page `pgid` with its overflow pages, checked against the high-water mark. */
   async #page(pgid: number): Promise<Page> {
     const size = this.meta.pageBytes;
     if (pgid < 2 || pgid >= this.meta.pgid) throw new BboltFormatError(`page ${pgid} outside the database (high-water mark ${this.meta.pgid})`);
-    let bytes = await readExactly(this.#file, pgid * size, size);
+    let bytes = await this.#read(pgid, 1);
     const header = readPageHeader(bytes);
     if (header.id !== pgid) throw new BboltFormatError(`page ${pgid}: header says page ${header.id}`);
     if (header.overflow > 0) {
       if (pgid + header.overflow >= this.meta.pgid) throw new BboltFormatError(`page ${pgid}: overflow past the high-water mark`);
-      bytes = await readExactly(this.#file, pgid * size, (header.overflow + 1) * size);
+      bytes = await this.#read(pgid, header.overflow + 1);
     }
     return { ...header, bytes };
+  }
+
+  /**
+   * Pages [pgid, pgid + pages), through a read-ahead window: a bucket's pages mostly lie in file order
+   * (always in files we write, largely in etcd's), so one read serves many pages.
+   */
+  async #read(pgid: number, pages: number): Promise<Uint8Array> {
+    const size = this.meta.pageBytes;
+    const start = pgid * size;
+    const length = pages * size;
+    const w = this.#window;
+    if (w !== undefined && start >= w.start && start + length <= w.start + w.bytes.length) {
+      return w.bytes.slice(start - w.start, start - w.start + length);
+    }
+    if (length >= readAheadBytes) return readExactly(this.#file, start, length);
+    const windowPages = Math.min(readAheadBytes / size, this.meta.pgid - pgid);
+    const bytes = await readExactly(this.#file, start, Math.max(windowPages * size, length));
+    this.#window = { start, bytes };
+    return bytes.slice(0, length);
   }
 
   /** Page ids on the freelist (empty when it is not persisted). */
