@@ -37,7 +37,7 @@ export interface EtcdProcess {
 }
 
 /** Start etcd; `dataDir` given: on that (restored) directory, with the name it was restored as. */
-export async function startEtcd(o: { name?: string; dataDir?: string; peerPort?: number } = {}): Promise<EtcdProcess> {
+export async function startEtcd(o: { name?: string; dataDir?: string; peerPort?: number; args?: string[] } = {}): Promise<EtcdProcess> {
   const name = o.name ?? 'ref';
   const dataDir = o.dataDir ?? (await mkdtemp(join(tmpdir(), 'etcetera-etcd-')));
   const client = await freePort();
@@ -49,6 +49,7 @@ export async function startEtcd(o: { name?: string; dataDir?: string; peerPort?:
     '--listen-client-urls', endpoint, '--advertise-client-urls', endpoint,
     '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl,
     '--initial-cluster', `${name}=${peerUrl}`,
+    ...(o.args ?? []),
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
