@@ -81,11 +81,15 @@ export interface SnapshotExporter {
   exportSnapshot(): Promise<SnapshotExport>;
 }
 
+/** A running server (its current store: a Raft snapshot install replaces it), or a store. */
+export type SnapshotHandle = SnapshotExporter | { readonly state: { readonly store: SnapshotExporter } };
+
 /**
- * A consistent etcd-format snapshot of a running store into `path` (written as `path.part`, fsynced,
- * renamed), with the SHA-256 trailer: the file `etcdctl snapshot save` would have written.
+ * A consistent etcd-format snapshot of a running server or store into `path` (written as `path.part`,
+ * fsynced, renamed), with the SHA-256 trailer: the file `etcdctl snapshot save` would have written.
  */
-export async function saveSnapshotFile(store: SnapshotExporter, path: string, options: Omit<WriteEtcdSnapshotOptions, 'trailer'> = {}): Promise<EtcdSnapshotResult> {
+export async function saveSnapshotFile(handle: SnapshotHandle, path: string, options: Omit<WriteEtcdSnapshotOptions, 'trailer'> = {}): Promise<EtcdSnapshotResult> {
+  const store = 'state' in handle ? handle.state.store : handle;
   const exported = await store.exportSnapshot();
   const part = `${path}.part`;
   try {

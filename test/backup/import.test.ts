@@ -129,7 +129,7 @@ describe('snapshot files', () => {
     const { state, close } = await openState(src);
     const file = join(src, 'snap.db');
     try {
-      const r = await saveSnapshotFile(state.store, file);
+      const r = await saveSnapshotFile({ state }, file); // a server handle: its current store
       expect((await stat(file)).size).toBe(r.dbBytes + 32);
     } finally {
       await close();
