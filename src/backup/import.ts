@@ -116,11 +116,16 @@ async function writeData(
   extras: ImportExtras,
 ): Promise<Omit<ImportResult, 'memberId' | 'clusterId'>> {
   let batch: BatchOp[] = [];
+  // One batch in flight while the next is gathered: LevelDB writes on its own thread meanwhile.
+  let inFlight: Promise<void> = Promise.resolve();
   const put = async (op: BatchOp): Promise<void> => {
     batch.push(op);
     if (batch.length >= importBatchOpsMax) {
-      await backend.write(batch);
+      const full = batch;
       batch = [];
+      await inFlight;
+      inFlight = backend.write(full);
+      inFlight.catch(() => {}); // awaited before the next batch or at the end; never left unhandled meanwhile
     }
   };
   let count = 0;
@@ -148,6 +153,7 @@ async function writeData(
     await put({ type: 'put', bucket: 'meta', key: utf8(metaKeys.finishedCompact), value: rev });
   }
   for await (const op of extras.raw ?? []) await put(op);
+  await inFlight;
   await backend.write(batch);
   return { revision: Math.max(lastMain, compact, 1), records: count, leases };
 }
