@@ -20,6 +20,7 @@ export type { EtcdApi } from './server/api.js';
 export { EmbeddedClient } from './server/embedded-client.js';
 export { EtcdError } from './server/errors.js';
 export * from './mvcc/types.js';
+export * from './backup/index.js';
 
 export interface Etcetera {
   readonly memberId: bigint;

@@ -4,11 +4,14 @@
  *
  *   etcetera server [flags]     run a member (etcd's flag names; k3s's --cluster-init/--server/--token)
  *   etcetera version            print versions
+ *   etcetera snapshot ...       save/status/restore etcd-format snapshots (src/backup/snapshot-cli.ts)
+ *   etcetera migrate ...        restore a live etcd's data into a new data directory
  *
  * Signals: SIGTERM/SIGINT stop gracefully (a leader hands leadership over first, everything is flushed); a
  * second signal exits at once. A member removed from the cluster stops and says so.
  */
 import { readFileSync } from 'node:fs';
+import { migrateCommand, snapshotCommand } from '../backup/snapshot-cli.js';
 import { ConfigError, parseConfig } from './config.js';
 import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
@@ -20,6 +23,8 @@ const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 
 Usage:
   etcetera server [flags]    run a member (see \`etcetera server --help\`)
   etcetera version           print the version
+  etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
+  etcetera migrate --from-etcd URL --data-dir DIR
 `;
 
 function packageVersion(): string {
@@ -41,6 +46,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`etcetera ${packageVersion()}\netcd API ${etcdVersion}\nnode ${process.version}\n`);
     return 0;
   }
+  if (command === 'snapshot') return snapshotCommand(rest, process);
+  if (command === 'migrate') return migrateCommand(rest, process);
   if (command !== 'server') {
     process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);
     return 2;

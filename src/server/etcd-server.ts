@@ -22,6 +22,8 @@ import { AppliedWait } from './applied-wait.js';
 import { ClusterOps } from './cluster-ops.js';
 import { decodeConfChange } from '../raft/conf.js';
 import { EtcdError } from './errors.js';
+import { maintenanceSnapshot } from '../backup/maintenance.js';
+import { tmpdir } from 'node:os';
 import type { Logger } from './log.js';
 import { LeaderLoops } from './leader-loops.js';
 import { Proposer } from './proposer.js';
@@ -60,6 +62,8 @@ export interface EtcdServerParts {
   snapshotCount: number;
   autoCompaction?: AutoCompaction;
   unsafeTestFaults?: Set<TestFault>;
+  /** Where Maintenance.Snapshot builds its file (default the OS temp dir); `*.tmp` there is removed at start. */
+  snapshotTempDir?: string;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
   /** Received snapshot data (snapshot-data.ts): read to restore, removed once the backend holds it durably. */
@@ -661,25 +665,8 @@ export class EtcdServer implements EtcdApi {
 
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
     this.#checkAlive(ctx);
-    const exported = await this.#state.store.exportSnapshot();
-    try {
-      // Two passes over the same consistent view: the size first (the stream announces it), then the bytes.
-      let sizeBytes = 0;
-      for await (const chunk of exported.chunks()) sizeBytes += chunk.length;
-      return {
-        sizeBytes,
-        chunks: (async function* () {
-          try {
-            yield* exported.chunks();
-          } finally {
-            await exported.view.close();
-          }
-        })(),
-      };
-    } catch (err) {
-      await exported.view.close();
-      throw err;
-    }
+    // etcd's own format (a bbolt file), so etcdctl's snapshot status/restore and etcd itself read it.
+    return maintenanceSnapshot(this.#state.store, this.#p.snapshotTempDir ?? tmpdir(), etcdVersion);
   }
 
   async moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {

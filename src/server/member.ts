@@ -222,6 +222,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
     // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
     snapshotData,
+    snapshotTempDir: snapshotData.dir,
     saveSnapshot: (s) =>
       o.unsafeTestFaults?.has('ack-before-persist') === true
         ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
@@ -393,16 +394,9 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
       return { identity: { memberId, clusterId, name: o.name, joinPeers: [] }, entries: bootstrapEntries([self]) };
     }
     case 'static': {
-      const members: Member[] = b.initialCluster.map((m) => ({
-        id: idFrom(...[...m.peerUrls].sort(), b.clusterToken),
-        name: m.name,
-        peerUrls: m.peerUrls,
-        clientUrls: [],
-        isLearner: false,
-      }));
+      const { members, clusterId } = staticCluster(b.initialCluster, b.clusterToken);
       const self = members.find((m) => m.name === o.name);
       if (self === undefined) throw new Error(`--initial-cluster has no member named ${JSON.stringify(o.name)}`);
-      const clusterId = idFrom(...members.map((m) => m.id.toString(16)).sort(), b.clusterToken);
       if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name, joinPeers: [] }, entries: bootstrapEntries(members) };
       // existing: the member was added with `member add`; find its id by its peer URLs.
       const found = await askCluster(o, token, b.initialCluster.flatMap((m) => m.peerUrls), 'members', {});
@@ -466,8 +460,20 @@ function peerUrlOf(serverUrl: string): string {
   return u.toString().replace(/\/$/, '');
 }
 
+/** Member and cluster ids of a static bootstrap (`--initial-cluster`, `--initial-cluster-token`); also used by restore. */
+export function staticCluster(initialCluster: Array<{ name: string; peerUrls: string[] }>, clusterToken: string): { members: Member[]; clusterId: bigint } {
+  const members: Member[] = initialCluster.map((m) => ({
+    id: idFrom(...[...m.peerUrls].sort(), clusterToken),
+    name: m.name,
+    peerUrls: m.peerUrls,
+    clientUrls: [],
+    isLearner: false,
+  }));
+  return { members, clusterId: idFrom(...members.map((m) => m.id.toString(16)).sort(), clusterToken) };
+}
+
 /** The log of a new cluster: one committed addVoter entry per initial member, carrying its attributes. */
-function bootstrapEntries(members: Member[]): Entry[] {
+export function bootstrapEntries(members: Member[]): Entry[] {
   return members.map((member, i) => ({
     term: 1,
     index: i + 1,
@@ -513,7 +519,7 @@ async function readIdentity(memberDir: string): Promise<Identity | undefined> {
   };
 }
 
-async function writeIdentity(memberDir: string, id: Identity): Promise<void> {
+export async function writeIdentity(memberDir: string, id: Identity): Promise<void> {
   const text = JSON.stringify({
     memberId: hex(id.memberId),
     clusterId: hex(id.clusterId),

@@ -21,6 +21,16 @@ function idKey(prefix: number, id: bigint): Uint8Array {
   return key;
 }
 
+/** One entry of the 'members' bucket (also read by the etcd snapshot export). */
+export function decodeMembersEntry(key: Uint8Array, value: Uint8Array):
+  { kind: 'member'; member: Member } | { kind: 'removed'; id: bigint } | { kind: 'unknown' } {
+  if (key.length !== 9) return { kind: 'unknown' };
+  const id = new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1);
+  if (key[0] === memberPrefix) return { kind: 'member', member: unpack<Member>(value) };
+  if (key[0] === removedPrefix) return { kind: 'removed', id };
+  return { kind: 'unknown' };
+}
+
 export class Membership {
   #members = new Map<bigint, Member>();
   #removed = new Set<bigint>();
@@ -28,9 +38,9 @@ export class Membership {
   static async load(backend: Backend): Promise<Membership> {
     const m = new Membership();
     for await (const [key, value] of backend.scan('members')) {
-      const id = new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1);
-      if (key[0] === memberPrefix) m.#members.set(id, unpack<Member>(value));
-      else if (key[0] === removedPrefix) m.#removed.add(id);
+      const entry = decodeMembersEntry(key, value);
+      if (entry.kind === 'member') m.#members.set(entry.member.id, entry.member);
+      else if (entry.kind === 'removed') m.#removed.add(entry.id);
     }
     return m;
   }

@@ -79,7 +79,8 @@ export class SnapshotDataDir implements SnapshotSink {
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
+/** fsync a directory, so the names created or renamed in it survive a crash. */
+export async function syncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();

@@ -1,0 +1,95 @@
+/**
+ * `etcdctl snapshot save` as a library: stream Maintenance.Snapshot from one endpoint (ours or a real etcd)
+ * into `path.part`, check what etcdctl checks (size % 512 == 32: pages then their SHA-256) and the digest
+ * itself, fsync, rename to `path`. Nothing is held in memory beyond one message.
+ */
+import { readFile, rename, rm, open } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import { serviceDefinition, type Wire } from '../server/grpc/proto.js';
+import type { Progress } from './progress.js';
+import { hasHashTrailer, verifySnapshotHash } from './snapshot-file.js';
+import { RestoreError } from './import.js';
+
+export interface EndpointTls {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
+
+export interface FetchOptions {
+  tls?: EndpointTls;
+  progress?: Progress;
+  /** Give up when no message arrives for this long (default 60 s). */
+  idleTimeoutMs?: number;
+}
+
+/** "host:port", "http://host:port" or "https://host:port" → grpc target and whether TLS is used. */
+function target(endpoint: string): { address: string; secure: boolean } {
+  const m = /^(https?):\/\/([^/]+)\/?$/.exec(endpoint);
+  if (m !== null) return { address: m[2]!, secure: m[1] === 'https' };
+  return { address: endpoint, secure: false };
+}
+
+async function credentials(secure: boolean, tls: EndpointTls | undefined): Promise<grpc.ChannelCredentials> {
+  if (!secure && tls?.caFile === undefined && tls?.certFile === undefined) return grpc.credentials.createInsecure();
+  const read = (f: string | undefined): Promise<Buffer | null> => (f === undefined ? Promise.resolve(null) : readFile(f));
+  return grpc.credentials.createSsl(await read(tls?.caFile), await read(tls?.keyFile), await read(tls?.certFile));
+}
+
+function toNumber(n: unknown): number {
+  return n === undefined || n === null ? 0 : Number(String(n));
+}
+
+/** Resolves with the saved file's size (database plus trailer). */
+export async function fetchSnapshot(endpoint: string, path: string, options: FetchOptions = {}): Promise<{ sizeBytes: number }> {
+  const { address, secure } = target(endpoint);
+  const Client = grpc.makeGenericClientConstructor(serviceDefinition('etcdserverpb.Maintenance'), 'Maintenance');
+  const client = new Client(address, await credentials(secure, options.tls), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  const part = `${path}.part`;
+  const file = await open(part, 'w', 0o600);
+  let received = 0;
+  try {
+    const call = (client as unknown as { Snapshot(req: Wire): grpc.ClientReadableStream<Wire> }).Snapshot({});
+    const idleMs = options.idleTimeoutMs ?? 60_000;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => call.cancel(), idleMs);
+    };
+    arm();
+    try {
+      for await (const msg of call as AsyncIterable<Wire>) {
+        arm();
+        const blob = msg.blob as Uint8Array | undefined;
+        if (blob !== undefined && blob.length > 0) {
+          await file.write(blob);
+          received += blob.length;
+        }
+        if (options.progress !== undefined) {
+          options.progress.total = received + toNumber(msg.remainingBytes);
+          options.progress.update(received);
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    await file.sync();
+  } catch (err) {
+    await file.close();
+    await rm(part, { force: true });
+    throw new RestoreError(`snapshot from ${endpoint} failed: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    client.close();
+  }
+  await file.close();
+  options.progress?.done(received);
+  try {
+    if (!hasHashTrailer(received)) throw new RestoreError(`sha256 checksum not found [bytes: ${received}]`);
+    await verifySnapshotHash(part);
+  } catch (err) {
+    await rm(part, { force: true });
+    throw err;
+  }
+  await rename(part, path);
+  return { sizeBytes: received };
+}

@@ -1,0 +1,163 @@
+/**
+ * Build a fresh data directory from revision records, like `etcdctl snapshot restore`: the store holds every
+ * record at its own revision (lease ids and the compaction kept), and the member belongs to a new cluster
+ * made from `--initial-cluster` (ids derived as a static bootstrap derives them, so every member restored
+ * with the same flags agrees). The log holds the committed bootstrap entries and the backend is at
+ * consistent index 0, so the first start applies the membership and then serves the imported data with
+ * `etcetera server --data-dir D` (no other flag needed).
+ *
+ * `<data-dir>/token` is the cluster token, the secret the restored members' peers authenticate with.
+ * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
+ * leaves something that looks like a member.
+ */
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { assert } from '../base/assert.js';
+import type { BatchOp } from '../mvcc/backend.js';
+import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
+import { LevelBackend } from '../mvcc/level-backend.js';
+import { revisionToBytes } from '../mvcc/revision.js';
+import { bootstrapEntries, staticCluster, writeIdentity } from '../server/member.js';
+import { syncDir } from '../server/snapshot-data.js';
+import { Wal } from '../wal/wal.js';
+import { utf8 } from '../base/bytes.js';
+import { metaKeys } from './etcd-schema.js';
+import { recordToEntry, type RevisionRecord } from './revision-record.js';
+
+/** Backend ops per batch while importing. */
+const importBatchOpsMax = 1000;
+
+export interface RestoreCluster {
+  /** This member's name (etcd's --name, default "default"). */
+  name: string;
+  /** Every member of the new cluster (etcd's --initial-cluster). */
+  initialCluster: Array<{ name: string; peerUrls: string[] }>;
+  /** etcd's --initial-cluster-token (default "etcd-cluster"). */
+  clusterToken: string;
+  /** etcd's --initial-advertise-peer-urls: must be this member's URLs in initialCluster when given. */
+  initialAdvertisePeerUrls?: string[];
+}
+
+export interface ImportExtras {
+  cluster: RestoreCluster;
+  leases?: Iterable<LeaseRecord> | AsyncIterable<LeaseRecord>;
+  /** The compaction the source had done (scheduled = finished); 0 or absent: none. */
+  compactRevision?: number;
+  /** Other backend entries to carry over as they are (buckets an importer knows how to translate). */
+  raw?: AsyncIterable<BatchOp & { type: 'put' }>;
+  /** Called every 10,000 records with the count so far. */
+  onProgress?: (records: number) => void;
+}
+
+export interface ImportResult {
+  memberId: bigint;
+  clusterId: bigint;
+  /** The highest revision imported (the store's revision once served). */
+  revision: number;
+  records: number;
+  leases: number;
+}
+
+export class RestoreError extends Error {
+  override name = 'RestoreError';
+}
+
+export async function importRevisions(
+  dataDir: string,
+  records: Iterable<RevisionRecord> | AsyncIterable<RevisionRecord>,
+  extras: ImportExtras,
+): Promise<ImportResult> {
+  const { members, clusterId, self } = newCluster(extras.cluster);
+  const memberDir = join(dataDir, 'member');
+  if (await exists(memberDir)) throw new RestoreError(`data-dir ${JSON.stringify(dataDir)} exists (it holds a member already)`);
+  const work = join(dataDir, 'member.restoring');
+  await rm(work, { recursive: true, force: true });
+  await mkdir(work, { recursive: true, mode: 0o700 });
+  const backend = await LevelBackend.open(join(work, 'db'));
+  let result: Omit<ImportResult, 'memberId' | 'clusterId'>;
+  try {
+    result = await writeData(backend, records, extras);
+    await backend.write([], { sync: true });
+  } finally {
+    await backend.close();
+  }
+  const { wal } = await Wal.open(join(work, 'wal'), { profile: 'ssd' });
+  try {
+    const entries = bootstrapEntries(members);
+    await wal.save({ hardState: { term: 1, vote: 0n, commit: entries.length }, entries });
+  } finally {
+    await wal.close();
+  }
+  await writeIdentity(work, { memberId: self.id, clusterId, name: extras.cluster.name, joinPeers: [] });
+  // Peers authenticate with the join token; a static bootstrap uses the cluster token, and so must every
+  // member restored together (whatever flags they are later started with).
+  const tokenFile = join(dataDir, 'token');
+  if (!(await exists(tokenFile))) await writeFile(tokenFile, `${extras.cluster.clusterToken}\n`, { mode: 0o600 });
+  await rename(work, memberDir);
+  await syncDir(dataDir);
+  return { ...result, memberId: self.id, clusterId };
+}
+
+function newCluster(c: RestoreCluster): ReturnType<typeof staticCluster> & { self: ReturnType<typeof staticCluster>['members'][number] } {
+  if (c.initialCluster.length === 0) throw new RestoreError('--initial-cluster is empty');
+  const { members, clusterId } = staticCluster(c.initialCluster, c.clusterToken);
+  const self = members.find((m) => m.name === c.name);
+  if (self === undefined) throw new RestoreError(`--initial-cluster has no member named ${JSON.stringify(c.name)}`);
+  const advertised = c.initialAdvertisePeerUrls;
+  if (advertised !== undefined && advertised.length > 0 && [...advertised].sort().join(',') !== [...self.peerUrls].sort().join(',')) {
+    throw new RestoreError(`--initial-advertise-peer-urls (${advertised.join(',')}) do not match the URLs of ${c.name} in --initial-cluster (${self.peerUrls.join(',')})`);
+  }
+  return { members, clusterId, self };
+}
+
+async function writeData(
+  backend: LevelBackend,
+  records: Iterable<RevisionRecord> | AsyncIterable<RevisionRecord>,
+  extras: ImportExtras,
+): Promise<Omit<ImportResult, 'memberId' | 'clusterId'>> {
+  let batch: BatchOp[] = [];
+  // One batch in flight while the next is gathered: LevelDB writes on its own thread meanwhile.
+  let inFlight: Promise<void> = Promise.resolve();
+  const put = async (op: BatchOp): Promise<void> => {
+    batch.push(op);
+    if (batch.length >= importBatchOpsMax) {
+      const full = batch;
+      batch = [];
+      await inFlight;
+      inFlight = backend.write(full);
+      inFlight.catch(() => {}); // awaited before the next batch or at the end; never left unhandled meanwhile
+    }
+  };
+  let count = 0;
+  let lastMain = 0;
+  let sub = 0;
+  for await (const r of records) {
+    if (!Number.isSafeInteger(r.modRevision) || r.modRevision < 1) throw new RestoreError(`record with a bad revision ${r.modRevision}`);
+    if (r.modRevision < lastMain) throw new RestoreError(`records out of order: revision ${r.modRevision} after ${lastMain}`);
+    sub = r.modRevision === lastMain ? sub + 1 : 0;
+    lastMain = r.modRevision;
+    const [key, value] = recordToEntry(r, sub);
+    await put({ type: 'put', bucket: 'key', key, value });
+    if (++count % 10_000 === 0) extras.onProgress?.(count);
+  }
+  let leases = 0;
+  for await (const l of extras.leases ?? []) {
+    assert(l.id !== 0n, 'lease id 0 is not a lease');
+    await put({ type: 'put', bucket: 'lease', key: leaseKey(l.id), value: encodeLeaseRecord(l) });
+    leases++;
+  }
+  const compact = extras.compactRevision ?? 0;
+  if (compact > 0) {
+    const rev = revisionToBytes({ main: compact, sub: 0 });
+    await put({ type: 'put', bucket: 'meta', key: utf8(metaKeys.scheduledCompact), value: rev });
+    await put({ type: 'put', bucket: 'meta', key: utf8(metaKeys.finishedCompact), value: rev });
+  }
+  for await (const op of extras.raw ?? []) await put(op);
+  await inFlight;
+  await backend.write(batch);
+  return { revision: Math.max(lastMain, compact, 1), records: count, leases };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false);
+}

@@ -1,0 +1,207 @@
+/**
+ * `etcetera snapshot save|status|restore` and `etcetera migrate --from-etcd`, with etcdctl's flag names and
+ * output, so scripts written for etcdctl work with either tool:
+ *
+ *   etcetera snapshot save FILE [--endpoints 127.0.0.1:2379] [--cacert F --cert F --key F]
+ *   etcetera snapshot status FILE [-w table|json]
+ *   etcetera snapshot restore FILE --data-dir D [--name N --initial-cluster C --initial-cluster-token T
+ *            --initial-advertise-peer-urls U --skip-hash-check]
+ *   etcetera migrate --from-etcd URL --data-dir D [the restore flags]
+ *
+ * Returns the exit code; messages go to the given streams (the CLI passes process.stdout/stderr).
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { BboltFormatError } from '../bbolt/format.js';
+import { ConfigError } from '../server/config.js';
+import { parseInitialCluster } from '../server/config-validate.js';
+import { fetchSnapshot, type EndpointTls } from './fetch-snapshot.js';
+import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
+import { humanBytes, Progress, type ProgressOutput } from './progress.js';
+import { restoreSnapshotFile, snapshotStatus } from './snapshot-file.js';
+
+export interface CliStreams {
+  stdout: ProgressOutput;
+  stderr: ProgressOutput;
+}
+
+const snapshotUsage = `Usage:
+  etcetera snapshot save FILE [--endpoints HOST:PORT] [--cacert F] [--cert F] [--key F]
+  etcetera snapshot status FILE [-w table|json]
+  etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
+           [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--skip-hash-check]
+  etcetera migrate --from-etcd URL --data-dir DIR [the restore flags]
+
+Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads ours and we read etcd's.
+`;
+
+const valueFlags = new Set([
+  'endpoints', 'cacert', 'cert', 'key', 'write-out', 'data-dir', 'name', 'initial-cluster', 'initial-cluster-token',
+  'initial-advertise-peer-urls', 'from-etcd',
+]);
+const boolFlags = new Set(['skip-hash-check']);
+
+interface Args {
+  positional: string[];
+  flags: Map<string, string>;
+}
+
+function parseArgs(argv: string[]): Args {
+  const positional: string[] = [];
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '-w') {
+      flags.set('write-out', argv[++i] ?? '');
+      continue;
+    }
+    if (!arg.startsWith('--')) {
+      positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    if (boolFlags.has(name)) {
+      flags.set(name, eq < 0 ? 'true' : arg.slice(eq + 1));
+    } else if (valueFlags.has(name)) {
+      const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
+      if (value === undefined) throw new ConfigError(`flag --${name} needs a value`);
+      flags.set(name, value);
+    } else {
+      throw new ConfigError(`unknown flag --${name}`);
+    }
+  }
+  return { positional, flags };
+}
+
+function restoreCluster(a: Args): RestoreCluster {
+  const name = a.flags.get('name') ?? 'default';
+  const advertise = (a.flags.get('initial-advertise-peer-urls') ?? 'http://127.0.0.1:2380').split(',').filter((u) => u !== '');
+  const clusterText = a.flags.get('initial-cluster') ?? advertise.map((u) => `${name}=${u}`).join(',');
+  return {
+    name,
+    initialCluster: parseInitialCluster(clusterText),
+    clusterToken: a.flags.get('initial-cluster-token') ?? 'etcd-cluster',
+    initialAdvertisePeerUrls: advertise,
+  };
+}
+
+function tlsOf(a: Args): EndpointTls {
+  return {
+    ...(a.flags.has('cacert') ? { caFile: a.flags.get('cacert')! } : {}),
+    ...(a.flags.has('cert') ? { certFile: a.flags.get('cert')! } : {}),
+    ...(a.flags.has('key') ? { keyFile: a.flags.get('key')! } : {}),
+  };
+}
+
+function oneFile(a: Args, verb: string): string {
+  if (a.positional.length !== 1) throw new ConfigError(`snapshot ${verb} expects one argument (the snapshot file)`);
+  return a.positional[0]!;
+}
+
+function dataDirOf(a: Args): string {
+  const dir = a.flags.get('data-dir');
+  if (dir === undefined || dir === '') throw new ConfigError('--data-dir is required');
+  return dir;
+}
+
+async function restore(file: string, a: Args, io: CliStreams, skipHashCheck: boolean): Promise<ImportResult> {
+  const progress = new Progress('restore', io.stderr, 'records');
+  const r = await restoreSnapshotFile(file, dataDirOf(a), {
+    cluster: restoreCluster(a),
+    skipHashCheck,
+    onProgress: (n) => progress.update(n),
+  });
+  progress.done(r.records);
+  return r;
+}
+
+function restored(r: ImportResult, dataDir: string): string {
+  return `restored snapshot: revision ${r.revision}, ${r.records} revisions, ${r.leases} leases; member ${r.memberId.toString(16)} ` +
+    `of cluster ${r.clusterId.toString(16)} in ${dataDir} (start it with \`etcetera server --data-dir ${dataDir}\`)\n`;
+}
+
+export async function snapshotCommand(argv: string[], io: CliStreams): Promise<number> {
+  const [verb, ...rest] = argv;
+  return runReporting(io, async () => {
+    if (verb === undefined || verb === 'help' || verb === '--help') {
+      io.stdout.write(snapshotUsage);
+      return verb === undefined ? 2 : 0;
+    }
+    const a = parseArgs(rest);
+    switch (verb) {
+      case 'save': {
+        const file = oneFile(a, 'save');
+        const endpoint = (a.flags.get('endpoints') ?? '127.0.0.1:2379').split(',')[0]!;
+        const { sizeBytes } = await fetchSnapshot(endpoint, file, { tls: tlsOf(a), progress: new Progress('snapshot save', io.stderr) });
+        io.stdout.write(`Snapshot saved at ${file} (${humanBytes(sizeBytes)})\n`);
+        return 0;
+      }
+      case 'status': {
+        const s = await snapshotStatus(oneFile(a, 'status'));
+        const format = a.flags.get('write-out') ?? 'simple';
+        if (format === 'json') io.stdout.write(`${JSON.stringify(s)}\n`);
+        else if (format === 'table') io.stdout.write(statusTable(s));
+        else if (format === 'simple') io.stdout.write(`${s.hash.toString(16)}, ${s.revision}, ${s.totalKey}, ${humanBytes(s.totalSize)}\n`);
+        else throw new ConfigError(`unknown output format ${JSON.stringify(format)} (table, json, simple)`);
+        return 0;
+      }
+      case 'restore': {
+        const file = oneFile(a, 'restore');
+        const r = await restore(file, a, io, a.flags.get('skip-hash-check') === 'true');
+        io.stdout.write(restored(r, dataDirOf(a)));
+        return 0;
+      }
+      default:
+        throw new ConfigError(`unknown snapshot command ${JSON.stringify(verb)}\n\n${snapshotUsage}`);
+    }
+  });
+}
+
+/** `etcetera migrate --from-etcd URL --data-dir D`: a live etcd's snapshot, verified, restored. */
+export async function migrateCommand(argv: string[], io: CliStreams): Promise<number> {
+  return runReporting(io, async () => {
+    const a = parseArgs(argv);
+    const from = a.flags.get('from-etcd');
+    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL\n\n${snapshotUsage}`);
+    const dataDir = dataDirOf(a);
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const file = join(resolve(dataDir), 'migrate-from-etcd.db');
+    try {
+      await fetchSnapshot(from.split(',')[0]!, file, { tls: tlsOf(a), progress: new Progress('fetch snapshot', io.stderr) });
+      const r = await restore(file, a, io, false);
+      io.stdout.write(restored(r, dataDir));
+    } finally {
+      await rm(file, { force: true });
+    }
+    return 0;
+  });
+}
+
+function statusTable(s: { hash: number; revision: number; totalKey: number; totalSize: number }): string {
+  const cells = [s.hash.toString(16), String(s.revision), String(s.totalKey), humanBytes(s.totalSize)];
+  const heads = ['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE'];
+  const widths = heads.map((h, i) => Math.max(h.length, cells[i]!.length) + 2);
+  const line = `+${widths.map((w) => '-'.repeat(w)).join('+')}+\n`;
+  const center = (x: string, w: number): string => x.padStart(Math.floor((w + x.length) / 2)).padEnd(w);
+  const head = `|${heads.map((h, i) => ` ${center(h, widths[i]! - 2)} `).join('|')}|\n`;
+  const row = `|${cells.map((x, i) => ` ${x.padStart(widths[i]! - 2)} `).join('|')}|\n`;
+  return line + head + line + row + line;
+}
+
+/** Expected failures (bad flags, a damaged or mismatched file, an unreachable endpoint) as one line, exit 1. */
+async function runReporting(io: CliStreams, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof RestoreError || err instanceof BboltFormatError || isFsError(err)) {
+      io.stderr.write(`Error: ${(err as Error).message}\n`);
+      return err instanceof ConfigError ? 2 : 1;
+    }
+    throw err;
+  }
+}
+
+function isFsError(err: unknown): boolean {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^E[A-Z]+$/.test((err as NodeJS.ErrnoException).code!);
+}
