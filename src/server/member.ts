@@ -27,6 +27,7 @@ import { EtcdServer, electionTicksOf } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
+import { staticClusterIds } from './etcd-ids.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
 import { SnapshotDataDir } from './snapshot-data.js';
 import { openIndexCheckpoint, removeIndexCheckpoint, saveIndexCheckpoint } from './index-checkpoint-file.js';
@@ -393,8 +394,9 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
       return { identity: { memberId, clusterId, name: o.name, joinPeers: [] }, entries: bootstrapEntries([self]) };
     }
     case 'static': {
+      const ids = staticClusterIds(b.initialCluster, b.clusterToken);
       const members: Member[] = b.initialCluster.map((m) => ({
-        id: idFrom(...[...m.peerUrls].sort(), b.clusterToken),
+        id: ids.memberIds.get(m.name)!,
         name: m.name,
         peerUrls: m.peerUrls,
         clientUrls: [],
@@ -402,7 +404,7 @@ async function bootstrapIdentity(o: MemberOptions, token: string): Promise<{ ide
       }));
       const self = members.find((m) => m.name === o.name);
       if (self === undefined) throw new Error(`--initial-cluster has no member named ${JSON.stringify(o.name)}`);
-      const clusterId = idFrom(...members.map((m) => m.id.toString(16)).sort(), b.clusterToken);
+      const clusterId = ids.clusterId;
       if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name, joinPeers: [] }, entries: bootstrapEntries(members) };
       // existing: the member was added with `member add`; find its id by its peer URLs.
       const found = await askCluster(o, token, b.initialCluster.flatMap((m) => m.peerUrls), 'members', {});
