@@ -45,6 +45,8 @@ const confStateKey = new TextEncoder().encode('confState');
 const latin1ConfStateKey = 'confState';
 
 export interface EtcdServerParts {
+  /** etcd --max-request-bytes and --max-txn-ops (default: etcd's defaults). */
+  requestLimits?: { requestBytesMax: number; txnOpsMax: number };
   memberId: bigint;
   clusterId: bigint;
   name: string;
@@ -444,20 +446,20 @@ export class EtcdServer implements EtcdApi {
   }
 
   async put(req: PutRequest, ctx: RequestContext): Promise<PutResponse> {
-    checkPut(req);
+    checkPut(req, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     await this.#checkQuota(req.key.length + req.value.length);
     return (await this.#proposer.propose({ kind: 'put', put: req })) as PutResponse;
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse> {
-    checkDeleteRange(req);
+    checkDeleteRange(req, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     return (await this.#proposer.propose({ kind: 'deleteRange', deleteRange: req })) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
-    checkTxn(req);
+    checkTxn(req, this.#p.requestLimits?.txnOpsMax, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     if (isReadOnlyTxn(req)) {
       // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.

@@ -28,6 +28,9 @@ import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
 import { staticClusterIds } from './etcd-ids.js';
+import { withAutoTls } from './auto-tls.js';
+import { grpcOptionsOf, initialCheckHost, noFsyncPort, peerTlsOf } from './member-etcd-options.js';
+import { initialCorruptCheck } from './initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
 import { SnapshotDataDir } from './snapshot-data.js';
 import { openIndexCheckpoint, removeIndexCheckpoint, saveIndexCheckpoint } from './index-checkpoint-file.js';
@@ -62,15 +65,17 @@ export interface RunningMember {
   close(): Promise<void>;
 }
 
-export async function startMember(o: MemberOptions): Promise<RunningMember> {
+export async function startMember(options: MemberOptions): Promise<RunningMember> {
+  const o = await withAutoTls(options);
   const log = o.logger;
   const memberDir = join(o.dataDir, 'member');
   await mkdir(memberDir, { recursive: true, mode: 0o700 });
   let fatal: (error: unknown) => void = (error) => {
     throw error;
   };
-  const { wal, state: walState } = await Wal.open(join(memberDir, 'wal'), {
+  const { wal, state: walState } = await Wal.open(o.walDir ?? join(memberDir, 'wal'), {
     profile: o.storageProfile,
+    ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
     logger: (line) => log.info(line),
     onFatal: (error) => fatal(error),
   });
@@ -134,7 +139,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
       id: identity.memberId,
       electionTicks: electionTicksOf(o.electionTimeoutMs, o.heartbeatIntervalMs),
       heartbeatTicks: 1,
-      preVote: true,
+      preVote: o.preVote ?? true,
       checkQuorum: true,
       maxMsgBytes: raftMsgBytesMax,
       maxInflightMsgs: raftInflightMsgsMax,
@@ -156,7 +161,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     clusterId: identity.clusterId,
     token,
     listenUrl: o.listenPeerUrls[0]!,
-    tls: o.peerTls,
+    tls: peerTlsOf(o),
     logger: log.child({ component: 'transport' }),
     onMessages: (msgs: Message[]) => driver?.step(msgs),
     onRequest: async (req) => {
@@ -182,6 +187,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? 'the member was removed from the cluster' : undefined),
   });
   const { port: peerPort } = await transport.start();
+  if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
   const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
 
   const peerRequest = async (url: string, method: string, payload: unknown): Promise<unknown> => {
@@ -219,6 +225,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     heartbeatMs: o.heartbeatIntervalMs,
     electionMs: o.electionTimeoutMs,
     snapshotCount: o.snapshotCount,
+    ...(o.grpcLimits !== undefined ? { requestLimits: o.grpcLimits } : {}),
     ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
     ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
     // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
@@ -256,6 +263,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     listenUrls: o.listenClientUrls,
     leaderCheckIntervalMs: o.electionTimeoutMs,
     ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
+    ...grpcOptionsOf(o),
   });
   const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
   metrics.walFsync = () => wal.metrics.syncSeconds;
@@ -431,7 +439,7 @@ async function askCluster(o: MemberOptions, token: string, urls: string[], metho
     selfId: randomBytes(8).readBigUInt64BE(0) | 1n,
     token,
     listenUrl: '127.0.0.1:0',
-    tls: o.peerTls,
+    tls: peerTlsOf(o),
     logger: o.logger.child({ component: 'bootstrap' }),
     onMessages: () => {},
   });

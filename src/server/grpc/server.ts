@@ -10,8 +10,11 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { handOver } from './authority-fix.js';
-import { grpcMessageBytesMax } from '../../base/limits.js';
+import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
+import type { Logger } from '../log.js';
+import type { GrpcLimits, TlsPolicy } from '../member-options.js';
+import { logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
 import { clusterService } from './cluster-service.js';
 import { kvService } from './kv-service.js';
 import { leaderStreams } from './leader-streams.js';
@@ -29,6 +32,8 @@ export interface GrpcTlsOptions {
   trustedCaFile?: string;
   /** Require and verify a client certificate (etcd --client-cert-auth); needs trustedCaFile. */
   clientCertAuth?: boolean;
+  /** etcd --client-crl-file. */
+  crlFile?: string;
 }
 
 export interface GrpcServerOptions {
@@ -38,6 +43,11 @@ export interface GrpcServerOptions {
   tls?: GrpcTlsOptions;
   /** How often require-leader streams are checked (etcd: one election timeout). */
   leaderCheckIntervalMs?: number;
+  /** etcd's --max-request-bytes, --max-txn-ops, --max-concurrent-streams, --grpc-keepalive-*; default etcd's. */
+  limits?: GrpcLimits;
+  tlsPolicy?: TlsPolicy;
+  /** Logs refused TLS handshakes (etcd's "rejected connection"). */
+  logger?: Logger;
 }
 
 export interface GrpcServerHandle {
@@ -47,7 +57,7 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger']);
 
 function checkOptions(options: GrpcServerOptions): void {
   for (const key of Object.keys(options)) {
@@ -60,7 +70,7 @@ function checkOptions(options: GrpcServerOptions): void {
   }
 }
 
-async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
+async function tlsContext(tlsOptions: GrpcTlsOptions, policy: TlsPolicy | undefined): Promise<tls.TlsOptions> {
   const [cert, key, ca] = await Promise.all([
     readFile(tlsOptions.certFile),
     readFile(tlsOptions.keyFile),
@@ -74,6 +84,7 @@ async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
     requestCert: clientCertAuth,
     rejectUnauthorized: clientCertAuth,
     ALPNProtocols: ['h2'],
+    ...tlsPolicyOptions(policy, tlsOptions.crlFile),
   };
 }
 
@@ -83,16 +94,21 @@ async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
  */
 async function listen(
   url: URL,
-  tlsOptions: GrpcTlsOptions | undefined,
+  options: GrpcServerOptions,
   accept: (socket: net.Socket) => void,
 ): Promise<net.Server> {
+  const tlsOptions = options.tls;
   let server: net.Server;
   if (url.protocol === 'http:') server = net.createServer(accept);
   else if (url.protocol === 'https:') {
     if (!tlsOptions) throw new TypeError(`startGrpcServer: ${url.href} needs tls options`);
-    server = tls.createServer(await tlsContext(tlsOptions));
+    server = tls.createServer(await tlsContext(tlsOptions, options.tlsPolicy));
     server.on('secureConnection', accept);
-    server.on('tlsClientError', () => {}); // a failed handshake only concerns that client
+    // A failed handshake only concerns that client; it is logged, as etcd does.
+    const logger = options.logger;
+    server.on('tlsClientError', (error: Error, socket: tls.TLSSocket) => {
+      if (logger !== undefined) logRejectedHandshake(logger, error, socket);
+    });
   } else throw new TypeError(`startGrpcServer: unsupported scheme in ${url.href}`);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   await new Promise<void>((resolve, reject) => {
@@ -105,11 +121,26 @@ async function listen(
   return server;
 }
 
+/**
+ * etcd's keepalive server parameters: server pings every interval (0: never), waits timeout for the answer.
+ * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting and is not enforced.
+ */
+function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
+  return {
+    ...(l.keepAliveIntervalMs > 0 ? { 'grpc.keepalive_time_ms': l.keepAliveIntervalMs } : {}),
+    ...(l.keepAliveTimeoutMs > 0 ? { 'grpc.keepalive_timeout_ms': l.keepAliveTimeoutMs } : {}),
+    // etcd's default is unlimited (math.MaxUint32), which is also HTTP/2's; set only a real limit.
+    ...(l.concurrentStreamsMax < 2 ** 32 - 1 ? { 'grpc.max_concurrent_streams': l.concurrentStreamsMax } : {}),
+  };
+}
+
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServerHandle> {
   checkOptions(options);
   const { api } = options;
+  const limits = options.limits;
   const server = new grpc.Server({
-    'grpc.max_receive_message_length': grpcMessageBytesMax,
+    'grpc.max_receive_message_length': limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
+    ...(limits !== undefined ? keepAliveOptions(limits) : {}),
     'grpc.max_send_message_length': -1,
     // channelz keeps per-call statistics on every call; we expose our own metrics instead.
     'grpc.enable_channelz': 0,
@@ -134,7 +165,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   };
   const listeners: net.Server[] = [];
   try {
-    for (const raw of options.listenUrls) listeners.push(await listen(new URL(raw), options.tls, accept));
+    for (const raw of options.listenUrls) listeners.push(await listen(new URL(raw), options, accept));
   } catch (err) {
     for (const l of listeners) l.close();
     server.forceShutdown();

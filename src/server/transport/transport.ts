@@ -20,6 +20,7 @@ import {
 } from '../../base/index.js';
 import { MessageType, type Message, type NodeId } from '../../raft/types.js';
 import type { Logger } from '../log.js';
+import { logRejectedHandshake } from '../tls-policy.js';
 import { FramedConnection, type TlsMaterial, dial, loadTls, parsePeerUrl } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
 import { type HandshakeIdentity, acceptHandshake, hex, offerHandshake } from './handshake.js';
@@ -86,11 +87,11 @@ export class PeerTransport {
       material === undefined
         ? net.createServer(onSocket)
         : tls.createServer(
-            { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: material.clientCertAuth },
+            { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: material.clientCertAuth, ...material.policy },
             onSocket,
           );
     this.#server = server;
-    server.on('tlsClientError', (err: Error) => this.#logger.warn('peer TLS handshake failed', { error: err.message }));
+    server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => logRejectedHandshake(this.#logger, err, socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(address.port, address.host, () => {

@@ -1,4 +1,5 @@
 /** Public types of the peer transport. */
+import type { TlsPolicy } from '../member-options.js';
 import type { Message, NodeId, Snapshot } from '../../raft/types.js';
 import type { Logger } from '../log.js';
 
@@ -24,6 +25,10 @@ export interface PeerTlsOptions {
   trustedCaFile?: string;
   /** Require and verify a client certificate on inbound connections (needs trustedCaFile). */
   clientCertAuth?: boolean;
+  /** etcd --peer-crl-file. */
+  crlFile?: string;
+  /** etcd --cipher-suites, --tls-min-version, --tls-max-version. */
+  policy?: TlsPolicy;
 }
 
 /**
