@@ -65,6 +65,7 @@ const rows: Row[] = [
   ['experimental-stop-grpc-service-on-defrag', 'bool', 'false', noEffect('defragmentation does not stop the gRPC service')],
   ['experimental-bootstrap-defrag-threshold-megabytes', 'uint', '0', noEffect('LevelDB compacts itself; there is no bootstrap defragmentation')],
   ['experimental-snapshot-catchup-entries', 'uint', '5000', noEffect('5000 entries are kept behind a snapshot for slow followers')],
+  ['next-cluster-version-compatible', 'bool', 'false', noEffect('downgrades are not supported')],
   ['discovery-fallback', 'string', 'proxy', noEffect('discovery is not supported')],
   ['discovery-srv-name', 'string', '', noEffect('discovery is not supported')],
   // etcd's own ignored legacy flags (etcdmain/config.go `ignored`), boolean there.

@@ -106,6 +106,7 @@ function build(o: Typed, warnings: string[]): ServerConfig {
   const configFile = o.string('config-file');
   const walDir = o.string('wal-dir');
   const logLevel = o.enumValue<LogLevel | 'panic'>('log-level');
+  o.enumValue('logger'); // only etcd's zap, which is what we write
   if (o.bool('unsafe-no-fsync')) warnings.push('--unsafe-no-fsync: the log is never synced; a crash or power loss loses acknowledged writes');
   return {
     name,
