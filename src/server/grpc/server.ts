@@ -14,7 +14,7 @@ import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import type { Logger } from '../log.js';
 import type { GrpcLimits, TlsPolicy } from '../member-options.js';
-import { logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
+import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
 import { clusterService } from './cluster-service.js';
 import { kvService } from './kv-service.js';
 import { leaderStreams } from './leader-streams.js';
@@ -82,7 +82,8 @@ async function tlsContext(tlsOptions: GrpcTlsOptions, policy: TlsPolicy | undefi
     key,
     ...(ca ? { ca } : {}),
     requestCert: clientCertAuth,
-    rejectUnauthorized: clientCertAuth,
+    // Verified after the handshake (acceptVerifiedClient), so a refusal is logged with its reason.
+    rejectUnauthorized: false,
     ALPNProtocols: ['h2'],
     ...tlsPolicyOptions(policy, tlsOptions.crlFile),
   };
@@ -103,9 +104,12 @@ async function listen(
   else if (url.protocol === 'https:') {
     if (!tlsOptions) throw new TypeError(`startGrpcServer: ${url.href} needs tls options`);
     server = tls.createServer(await tlsContext(tlsOptions, options.tlsPolicy));
-    server.on('secureConnection', accept);
-    // A failed handshake only concerns that client; it is logged, as etcd does.
     const logger = options.logger;
+    const verify = tlsOptions.clientCertAuth === true;
+    server.on('secureConnection', (socket: tls.TLSSocket) => {
+      if (!verify || acceptVerifiedClient(socket, logger)) accept(socket);
+    });
+    // A failed handshake only concerns that client; it is logged, as etcd does.
     server.on('tlsClientError', (error: Error, socket: tls.TLSSocket) => {
       if (logger !== undefined) logRejectedHandshake(logger, error, socket);
     });

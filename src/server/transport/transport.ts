@@ -20,7 +20,7 @@ import {
 } from '../../base/index.js';
 import { MessageType, type Message, type NodeId } from '../../raft/types.js';
 import type { Logger } from '../log.js';
-import { logRejectedHandshake } from '../tls-policy.js';
+import { acceptVerifiedClient, logRejectedHandshake } from '../tls-policy.js';
 import { FramedConnection, type TlsMaterial, dial, loadTls, parsePeerUrl } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
 import { type HandshakeIdentity, acceptHandshake, hex, offerHandshake } from './handshake.js';
@@ -87,8 +87,11 @@ export class PeerTransport {
       material === undefined
         ? net.createServer(onSocket)
         : tls.createServer(
-            { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: material.clientCertAuth, ...material.policy },
-            onSocket,
+            // Client certificates are verified after the handshake, so a refusal is logged with its reason.
+            { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: false, ...material.policy },
+            (socket: tls.TLSSocket) => {
+              if (!material.clientCertAuth || acceptVerifiedClient(socket, this.#logger)) onSocket(socket);
+            },
           );
     this.#server = server;
     server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => logRejectedHandshake(this.#logger, err, socket));
