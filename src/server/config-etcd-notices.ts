@@ -59,7 +59,7 @@ const rows: Row[] = [
   ['experimental-compaction-sleep-interval', 'duration', '10ms', noEffect('compaction batches are not paced')],
   ['experimental-watch-progress-notify-interval', 'duration', '10m0s', noEffect('progress notifications go out every 10 minutes, and on request')],
   ['experimental-downgrade-check-time', 'duration', '5s', noEffect('downgrades are not supported')],
-  ['experimental-warning-apply-duration', 'duration', '100ms', noEffect('slow applies are counted in etcd_server_slow_apply_total at 100 ms')],
+  ['experimental-warning-apply-duration', 'duration', '100ms', noEffect('slow applies are not reported')],
   ['experimental-memory-mlock', 'bool', 'false', noEffect('memory is not locked')],
   ['experimental-txn-mode-write-with-shared-buffer', 'bool', 'true', noEffect('reads in write transactions always see the in-memory index')],
   ['experimental-stop-grpc-service-on-defrag', 'bool', 'false', noEffect('defragmentation does not stop the gRPC service')],

@@ -3,6 +3,11 @@
  * root) so its hooks stay one line each: peer TLS with the shared TLS policy, the gRPC server's limits,
  * --unsafe-no-fsync's file system, and the initial corruption check's view of this member.
  */
+import type { Backend } from '../mvcc/backend.js';
+import { timeBackendCommits } from './backend-timing.js';
+import { type GrpcMetrics, registerGrpcMetrics } from './grpc-metrics.js';
+import { registerBackendCommitHistogram } from './member-metrics.js';
+import type { Registry } from './metrics.js';
 import { NodeFsPort, type FilePort, type FsPort } from '../wal/fs-port.js';
 import type { MemberOptions } from './member-options.js';
 import type { ServerState } from './server-state.js';
@@ -12,6 +17,12 @@ import type { HashAt } from './corruption-check.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors } from './errors.js';
 import type { PeerTransport } from './transport/transport.js';
 import type { PeerTlsOptions } from './transport/types.js';
+
+/** The metrics measured around the backend and the gRPC server; returns the gRPC server's. */
+export function instrumentMember(registry: Registry, backend: Backend): GrpcMetrics {
+  timeBackendCommits(backend, registerBackendCommitHistogram(registry));
+  return registerGrpcMetrics(registry);
+}
 
 export function peerTlsOf(o: MemberOptions): PeerTlsOptions | undefined {
   if (o.peerTls === undefined) return undefined;

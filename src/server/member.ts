@@ -14,7 +14,7 @@ import { mkdir, readFile, rename, writeFile, open as openFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import { Prng } from '../base/prng.js';
-import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
+import { quotaBackendBytesDefault, raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
 import { LevelBackend } from '../mvcc/level-backend.js';
 import { encodeConfChange } from '../raft/conf.js';
 import { RawNode } from '../raft/raw-node.js';
@@ -29,7 +29,8 @@ import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
 import { staticClusterIds } from './etcd-ids.js';
 import { withAutoTls } from './auto-tls.js';
-import { grpcOptionsOf, initialCheckHost, noFsyncPort, peerTlsOf } from './member-etcd-options.js';
+import { grpcOptionsOf, initialCheckHost, instrumentMember, noFsyncPort, peerTlsOf } from './member-etcd-options.js';
+import { registerMemberMetrics } from './member-metrics.js';
 import { initialCorruptCheck } from './initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
 import { SnapshotDataDir } from './snapshot-data.js';
@@ -152,6 +153,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
   if (snapshot !== undefined) node.compact(snapshot, 0);
 
   const metrics = createServerMetrics();
+  const grpcMetrics = instrumentMember(metrics.registry, backend);
   let resolveStopped!: (v: { reason: string }) => void;
   const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
   let server!: EtcdServer;
@@ -264,10 +266,12 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     leaderCheckIntervalMs: o.electionTimeoutMs,
     ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
     ...grpcOptionsOf(o),
+    metrics: grpcMetrics,
   });
   const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
   metrics.walFsync = () => wal.metrics.syncSeconds;
   metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
+  registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, server, wal, transport, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
   if (o.listenMetricsUrls.length > 0) {
     metricsHttp = await startMetricsHttp({
       listenUrls: o.listenMetricsUrls,

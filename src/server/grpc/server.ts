@@ -14,6 +14,7 @@ import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import type { Logger } from '../log.js';
 import type { GrpcLimits, TlsPolicy } from '../member-options.js';
+import { type GrpcMetrics, instrumentGrpcServer } from '../grpc-metrics.js';
 import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
 import { clusterService } from './cluster-service.js';
 import { kvService } from './kv-service.js';
@@ -48,6 +49,8 @@ export interface GrpcServerOptions {
   tlsPolicy?: TlsPolicy;
   /** Logs refused TLS handshakes (etcd's "rejected connection"). */
   logger?: Logger;
+  /** etcd's grpc_server_* metrics, counted per call. */
+  metrics?: GrpcMetrics;
 }
 
 export interface GrpcServerHandle {
@@ -57,7 +60,7 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics']);
 
 function checkOptions(options: GrpcServerOptions): void {
   for (const key of Object.keys(options)) {
@@ -149,6 +152,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     // channelz keeps per-call statistics on every call; we expose our own metrics instead.
     'grpc.enable_channelz': 0,
   });
+  if (options.metrics !== undefined) instrumentGrpcServer(server, options.metrics);
   const streams = leaderStreams();
   server.addService(serviceDefinition('etcdserverpb.KV'), kvService(api));
   server.addService(serviceDefinition('etcdserverpb.Watch'), watchService(api, streams));
