@@ -163,6 +163,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     clusterId: identity.clusterId,
     token,
     listenUrl: o.listenPeerUrls[0]!,
+    alsoListenUrls: o.listenPeerUrls.slice(1),
     tls: peerTlsOf(o),
     logger: log.child({ component: 'transport' }),
     onMessages: (msgs: Message[]) => driver?.step(msgs),

@@ -86,7 +86,7 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
 
   it('starts from a k3s-generated etcd config file', async () => {
     const dataDir = tempDir('k3s');
-    const [client, client2, peer, metrics, http] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const [client, client2, peerLocal, peer, metrics, http] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
     const name = 'k3s-server-1-3f2a9c1d';
     const config = join(dataDir, 'config');
     writeFileSync(config, [
@@ -107,7 +107,8 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
       `listen-client-http-urls: https://127.0.0.1:${http}`,
       `listen-client-urls: https://127.0.0.1:${client},https://127.0.0.1:${client2}`,
       `listen-metrics-urls: http://127.0.0.1:${metrics}`,
-      `listen-peer-urls: https://127.0.0.1:${peer}`,
+      // k3s listens on loopback first and advertises the node's address, listed second.
+      `listen-peer-urls: https://127.0.0.1:${peerLocal},https://127.0.0.1:${peer}`,
       'log-outputs:',
       '- stderr',
       'logger: zap',
@@ -126,6 +127,7 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
     const scrape = await fetch(`http://127.0.0.1:${metrics}/metrics`).then((r) => r.text());
     expect(scrape).toMatch(/^etcd_server_has_leader 1$/m);
     expect(p.output.join('\n')).toMatch(/--experimental-watch-progress-notify-interval: accepted/);
+    for (const port of [peerLocal, peer]) expect(p.output.join('\n')).toContain(`"peer transport listening","component":"transport","url":"https://127.0.0.1:${port}"`);
     removeDir(dataDir);
   }, 90_000);
 

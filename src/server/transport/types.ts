@@ -51,6 +51,8 @@ export interface PeerTransportOptions {
   token: string;
   /** host:port or http(s)://host:port to listen on (port 0 picks a free port). */
   listenUrl: string;
+  /** More URLs to listen on (etcd --listen-peer-urls beyond the first). */
+  alsoListenUrls?: string[];
   tls?: PeerTlsOptions;
   logger: Logger;
   onMessages(msgs: Message[]): void;
