@@ -98,7 +98,7 @@ const nestedSections: Record<string, Record<string, string>> = {
     'client-cert-auth': 'client-cert-auth',
     'auto-tls': 'auto-tls',
     'allowed-hostname': 'client-cert-allowed-hostname',
-    'allowed-cn': 'client-cert-allowed-hostname',
+    'allowed-cn': 'client-cert-allowed-cn',
   },
   'peer-transport-security': {
     'cert-file': 'peer-cert-file',

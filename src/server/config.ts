@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { quotaBackendBytesMax } from '../base/index.js';
 import { type LogLevel } from './log.js';
-import type { MemberOptions } from './member-options.js';
+import type { MemberOptions, TlsFiles } from './member-options.js';
 import { helpText } from './config-options.js';
 import { ConfigError, type RawOptions, readArgv, readEnv, readYaml } from './config-sources.js';
 import { Typed } from './config-typed.js';
@@ -137,6 +137,19 @@ function build(o: Typed, warnings: string[]): ServerConfig {
   };
 }
 
+function withChecks<T extends object>(files: T | undefined, crlFile: string | undefined, allowed: Pick<TlsFiles, 'allowedCns' | 'allowedHostnames'>): T | undefined {
+  return files === undefined ? undefined : { ...files, ...(crlFile !== undefined ? { crlFile } : {}), ...allowed };
+}
+
+/** Allowed CNs and hostnames only mean something when client certificates are required. */
+function allowedOf(o: Typed, cnFlag: string, hostFlag: string, authFlag: string, warnings: string[]): Pick<TlsFiles, 'allowedCns' | 'allowedHostnames'> {
+  const allowedCns = o.list(cnFlag);
+  const allowedHostnames = o.list(hostFlag);
+  if (allowedCns.length + allowedHostnames.length === 0) return {};
+  if (!o.bool(authFlag)) warnings.push(`--${allowedCns.length > 0 ? cnFlag : hostFlag} has no effect without --${authFlag}`);
+  return { ...(allowedCns.length > 0 ? { allowedCns } : {}), ...(allowedHostnames.length > 0 ? { allowedHostnames } : {}) };
+}
+
 type TlsConfig = Pick<ServerConfig, 'clientTls' | 'peerTls' | 'autoTls' | 'tlsPolicy'>;
 
 /** Certificate files, auto TLS, CRLs and the TLS policy; an https URL needs certificates or auto TLS. */
@@ -157,10 +170,8 @@ function buildTls(o: Typed, urls: UrlOptions, warnings: string[]): TlsConfig {
   checkHttpsHasTls(urls.listenPeerUrls, 'listen-peer-urls', hasPeerTls, '--peer-cert-file, --peer-key-file');
   const clientCrl = crlFileOf(o, 'client-crl-file', hasClientTls);
   const peerCrl = crlFileOf(o, 'peer-crl-file', hasPeerTls);
-  const withCrl = <T extends object>(files: T | undefined, crlFile: string | undefined): T | undefined =>
-    files === undefined ? undefined : { ...files, ...(crlFile !== undefined ? { crlFile } : {}) };
-  const clientTls = withCrl(clientFiles, clientCrl);
-  const peerTls = withCrl(peerFiles, peerCrl);
+  const clientTls = withChecks(clientFiles, clientCrl, allowedOf(o, 'client-cert-allowed-cn', 'client-cert-allowed-hostname', 'client-cert-auth', warnings));
+  const peerTls = withChecks(peerFiles, peerCrl, allowedOf(o, 'peer-cert-allowed-cn', 'peer-cert-allowed-hostname', 'peer-client-cert-auth', warnings));
   return {
     ...(clientTls !== undefined ? { clientTls } : {}),
     ...(peerTls !== undefined ? { peerTls } : {}),

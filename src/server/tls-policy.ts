@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import type { SecureContextOptions, TLSSocket } from 'node:tls';
+import { checkServerIdentity, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import type { Logger } from './log.js';
 import type { TlsPolicy } from './member-options.js';
 
@@ -30,13 +30,36 @@ export function logRejectedHandshake(logger: Logger, error: Error | string, sock
 /**
  * Listeners that require client certificates ask for one but verify it here, once the handshake is done:
  * Node's own refusal (rejectUnauthorized) only reports "socket hang up" and loses the peer's address, where
- * etcd logs why (e.g. a revoked certificate). An unverified connection is closed before anything is read.
+ * etcd logs why (e.g. a revoked certificate). Then etcd's allowed CN / hostname checks. An unverified
+ * connection is closed before anything is read from it.
  */
-export function acceptVerifiedClient(socket: TLSSocket, logger: Logger | undefined): boolean {
-  if (socket.authorized) return true;
-  const reason = socket.authorizationError;
-  const text = reason === undefined ? 'client certificate required' : `client certificate not accepted: ${String(reason)}`;
-  if (logger !== undefined) logRejectedHandshake(logger, text, socket);
+export function acceptVerifiedClient(socket: TLSSocket, logger: Logger | undefined, allowed: AllowedIdentities = {}): boolean {
+  const reason = refusal(socket, allowed);
+  if (reason === undefined) return true;
+  if (logger !== undefined) logRejectedHandshake(logger, reason, socket);
   socket.destroy();
   return false;
+}
+
+export interface AllowedIdentities {
+  allowedCns?: readonly string[];
+  allowedHostnames?: readonly string[];
+}
+
+function refusal(socket: TLSSocket, allowed: AllowedIdentities): string | undefined {
+  if (!socket.authorized) {
+    const error = socket.authorizationError;
+    return error === undefined ? 'client certificate required' : `client certificate not accepted: ${String(error)}`;
+  }
+  const cert = socket.getPeerCertificate();
+  const cns = allowed.allowedCns ?? [];
+  if (cns.length > 0) {
+    const cn = cert.subject?.CN;
+    if (cn === undefined || !cns.includes(Array.isArray(cn) ? cn[0]! : cn)) return `CommonName authentication failed (CN ${JSON.stringify(cn ?? '')} not allowed)`;
+  }
+  const hosts = allowed.allowedHostnames ?? [];
+  if (hosts.length > 0 && !hosts.some((h) => checkServerIdentity(h, cert) === undefined)) {
+    return `client certificate authentication failed: not valid for any of ${hosts.join(', ')}`;
+  }
+  return undefined;
 }

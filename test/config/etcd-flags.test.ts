@@ -101,6 +101,18 @@ describe('etcd 3.5 flags', () => {
     expect(parse(['--listen-client-urls', 'https://127.0.0.1:2379', '--auto-tls']).config.autoTls).toEqual({ client: true, peer: false, validityYears: 1 });
   });
 
+  it('carries allowed CNs and hostnames with the certificate files, warning when client certs are not required', () => {
+    const cert = file('c.pem', 'c');
+    const { config, warnings } = parse([
+      '--peer-cert-file', cert, '--peer-key-file', cert, '--peer-trusted-ca-file', cert, '--peer-client-cert-auth',
+      '--peer-cert-allowed-cn', 'etcd-peer', '--peer-cert-allowed-hostname', 'a.example,b.example',
+      '--cert-file', cert, '--key-file', cert, '--client-cert-allowed-hostname', 'c.example',
+    ]);
+    expect(config.peerTls).toMatchObject({ allowedCns: ['etcd-peer'], allowedHostnames: ['a.example', 'b.example'] });
+    expect(config.clientTls).toMatchObject({ allowedHostnames: ['c.example'] });
+    expect(warnings).toEqual(['--client-cert-allowed-hostname has no effect without --client-cert-auth']);
+  });
+
   it('reads etcd ETCD_* variables, ETCETERA_* winning', () => {
     const r = parse([], { ETCD_NAME: 'from-etcd', ETCD_MAX_TXN_OPS: '64', ETCETERA_MAX_TXN_OPS: '32', ETCD_UNSUPPORTED_ARCH: 'arm64' });
     expect(r.config.name).toBe('from-etcd');
@@ -120,11 +132,14 @@ describe('etcd 3.5 flags', () => {
     expect(config.grpcLimits).toMatchObject({ keepAliveIntervalMs: 30_000, keepAliveTimeoutMs: 3000 });
     expect(config.autoTls).toEqual({ client: true, peer: true, validityYears: 1 });
     expect(config.tlsPolicy?.ciphers).toBe('ECDHE-RSA-AES256-GCM-SHA384');
-    expect(warnings.map((w) => w.split(':')[0])).toEqual([
-      '--socket-reuse-address', '--client-cert-allowed-hostname', '--peer-cert-allowed-cn',
-      '--experimental-watch-progress-notify-interval', '--experimental-snapshot-catchup-entries',
+    expect(config.peerTls).toBeUndefined(); // auto TLS: the certificates are made at start
+    expect(warnings).toEqual([
+      expect.stringMatching(/^--socket-reuse-address: accepted/),
+      expect.stringMatching(/^--experimental-watch-progress-notify-interval: accepted/),
+      expect.stringMatching(/^--experimental-snapshot-catchup-entries: accepted/),
+      '--client-cert-allowed-hostname has no effect without --client-cert-auth',
+      '--peer-cert-allowed-cn has no effect without --peer-client-cert-auth',
     ]);
-    expect(warnings[2]).toMatch(/NOT ENFORCED/);
   });
 
   const bad: [string, string[], RegExp][] = [

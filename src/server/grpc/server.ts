@@ -35,6 +35,9 @@ export interface GrpcTlsOptions {
   clientCertAuth?: boolean;
   /** etcd --client-crl-file. */
   crlFile?: string;
+  /** etcd's allowed CN / hostname checks (with clientCertAuth). */
+  allowedCns?: string[];
+  allowedHostnames?: string[];
 }
 
 export interface GrpcServerOptions {
@@ -110,7 +113,7 @@ async function listen(
     const logger = options.logger;
     const verify = tlsOptions.clientCertAuth === true;
     server.on('secureConnection', (socket: tls.TLSSocket) => {
-      if (!verify || acceptVerifiedClient(socket, logger)) accept(socket);
+      if (!verify || acceptVerifiedClient(socket, logger, tlsOptions)) accept(socket);
     });
     // A failed handshake only concerns that client; it is logged, as etcd does.
     server.on('tlsClientError', (error: Error, socket: tls.TLSSocket) => {

@@ -163,6 +163,7 @@ export interface TlsMaterial {
   clientCertAuth: boolean;
   /** Cipher suites, versions and CRL, for both directions. */
   policy: tls.SecureContextOptions;
+  allowed: { allowedCns?: string[]; allowedHostnames?: string[] };
 }
 
 export function loadTls(options: PeerTlsOptions): TlsMaterial {
@@ -172,6 +173,10 @@ export function loadTls(options: PeerTlsOptions): TlsMaterial {
     ca: options.trustedCaFile === undefined ? undefined : readFileSync(options.trustedCaFile),
     clientCertAuth: options.clientCertAuth === true,
     policy: tlsPolicyOptions(options.policy, options.crlFile),
+    allowed: {
+      ...(options.allowedCns !== undefined ? { allowedCns: options.allowedCns } : {}),
+      ...(options.allowedHostnames !== undefined ? { allowedHostnames: options.allowedHostnames } : {}),
+    },
   };
 }
 

@@ -100,7 +100,7 @@ export class PeerTransport {
             // Client certificates are verified after the handshake, so a refusal is logged with its reason.
             { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: false, ...material.policy },
             (socket: tls.TLSSocket) => {
-              if (!material.clientCertAuth || acceptVerifiedClient(socket, this.#logger)) onSocket(socket);
+              if (!material.clientCertAuth || acceptVerifiedClient(socket, this.#logger, material.allowed)) onSocket(socket);
             },
           );
     keep(server);

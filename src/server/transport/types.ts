@@ -27,6 +27,9 @@ export interface PeerTlsOptions {
   clientCertAuth?: boolean;
   /** etcd --peer-crl-file. */
   crlFile?: string;
+  /** etcd --peer-cert-allowed-cn / --peer-cert-allowed-hostname (with clientCertAuth). */
+  allowedCns?: string[];
+  allowedHostnames?: string[];
   /** etcd --cipher-suites, --tls-min-version, --tls-max-version. */
   policy?: TlsPolicy;
 }
