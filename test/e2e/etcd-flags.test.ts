@@ -43,6 +43,16 @@ function spawnCli(args: string[]): { output: string[]; exited: Promise<number | 
   return { output, exited };
 }
 
+/** `etcdctl txn` with these success ops (no compares, no failure ops); returns its combined output. */
+async function etcdctlTxn(endpoint: string, ops: string[]): Promise<string> {
+  const { execFile } = await import('node:child_process');
+  return new Promise((resolve) => {
+    const child = execFile('/usr/bin/etcdctl', [`--endpoints=${endpoint.replace(/^https?:\/\//, '')}`, 'txn'], { env: { ...process.env, ETCDCTL_API: '3' }, timeout: 15_000 },
+      (_error, stdout, stderr) => resolve(stdout + stderr));
+    child.stdin!.end(`\n${ops.join('\n')}\n\n\n`);
+  });
+}
+
 async function putGet(endpoint: string, tlsArgs: string[], key: string): Promise<string> {
   return waitFor(`put/get on ${endpoint}`, async () => {
     const put = await etcdctl(endpoint, [...tlsArgs, 'put', key, 'v1']);
@@ -67,10 +77,14 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
         '--experimental-compact-hash-check-time', '1m0s', '--experimental-watch-progress-notify-interval', '5s',
         '--experimental-compaction-batch-limit', '1000', '--wal-dir', walDir, '--initial-cluster', `infra1=http://127.0.0.1:${peerPort}`,
         '--initial-cluster-state', 'new', '--experimental-snapshot-catchup-entries', '5000', '--next-cluster-version-compatible',
-        '--peer-auto-tls',
+        '--peer-auto-tls', '--max-request-bytes', '4096', '--max-txn-ops', '2',
       ],
     });
     expect(await putGet(sp.clientUrl, [], 'harness')).toBe('v1');
+    const big = await etcdctl(sp.clientUrl, ['put', 'big', 'x'.repeat(5000)]);
+    expect(big.stderr).toContain('etcdserver: request is too large');
+    const txn = await etcdctlTxn(sp.clientUrl, ['put a 1', 'put b 2', 'put c 3']);
+    expect(txn).toContain('etcdserver: too many operations in txn request');
     const log = sp.output.join('\n');
     expect(log).toMatch(/--enable-v2: accepted for etcd compatibility; the v2 API is not served/);
     expect(log).toMatch(/initial corruption check|bootstrapped member/);
