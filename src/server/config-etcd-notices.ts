@@ -54,7 +54,6 @@ const rows: Row[] = [
   ['experimental-enable-lease-checkpoint-persist', 'bool', 'false', noEffect('lease checkpoints are always persisted')],
   ['experimental-compaction-batch-limit', 'uint', '1000', noEffect('compaction deletes 1000 revisions per backend batch')],
   ['experimental-compaction-sleep-interval', 'duration', '10ms', noEffect('compaction batches are not paced')],
-  ['experimental-watch-progress-notify-interval', 'duration', '10m0s', noEffect('progress notifications go out every 10 minutes, and on request')],
   ['experimental-downgrade-check-time', 'duration', '5s', noEffect('downgrades are not supported')],
   ['experimental-warning-apply-duration', 'duration', '100ms', noEffect('slow applies are not reported')],
   ['experimental-memory-mlock', 'bool', 'false', noEffect('memory is not locked')],

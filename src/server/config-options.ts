@@ -83,6 +83,7 @@ const specs: OptionSpec[] = [
   { group: 'limits', flag: 'grpc-keepalive-interval', kind: 'duration', default: '2h0m0s', help: 'Frequency duration of server-to-client ping to check if a connection is alive (0 to disable).' },
   { group: 'limits', flag: 'grpc-keepalive-timeout', kind: 'duration', default: '20s', help: 'Additional duration of wait before closing a non-responsive connection (0 to disable).' },
   { group: 'limits', flag: 'enable-grpc-gateway', kind: 'bool', default: 'true', help: 'Enable GRPC gateway (the JSON API under /v3 on the client port).' },
+  { group: 'experimental', flag: 'experimental-watch-progress-notify-interval', kind: 'duration', default: '10m0s', help: 'Duration of periodic watch progress notifications.' },
   { group: 'experimental', flag: 'experimental-initial-corrupt-check', kind: 'bool', default: 'false', help: 'Enable to check data corruption before serving any client/peer traffic.' },
   { group: 'k3s', flag: 'cluster-init', kind: 'bool', default: 'false', help: 'Start a new cluster with this member as its only voter (token from --token, or generated into <data-dir>/token).' },
   { group: 'k3s', flag: 'server', kind: 'string', default: '', help: 'Join the cluster through the member at this peer URL (needs --token); added as a learner, promoted when caught up.' },

@@ -130,6 +130,7 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     auth: buildAuth(o),
     enableGrpcGateway: o.bool('enable-grpc-gateway'),
     initialCorruptCheck: o.bool('experimental-initial-corrupt-check'),
+    watchProgressNotifyIntervalMs: watchProgressOf(o),
     // etcd's panic level logs only panics and fatals; we have no panic, so it is fatal.
     logLevel: logLevel === 'panic' ? 'fatal' : logLevel,
     logOutputs: buildLogOutputs(o),
@@ -148,6 +149,13 @@ function allowedOf(o: Typed, cnFlag: string, hostFlag: string, authFlag: string,
   if (allowedCns.length + allowedHostnames.length === 0) return {};
   if (!o.bool(authFlag)) warnings.push(`--${allowedCns.length > 0 ? cnFlag : hostFlag} has no effect without --${authFlag}`);
   return { ...(allowedCns.length > 0 ? { allowedCns } : {}), ...(allowedHostnames.length > 0 ? { allowedHostnames } : {}) };
+}
+
+function watchProgressOf(o: Typed): number {
+  const ms = o.durationMs('experimental-watch-progress-notify-interval');
+  // etcd's check, word for word.
+  if (ms <= 0) throw new ConfigError('--experimental-watch-progress-notify-interval must be >0');
+  return ms;
 }
 
 type TlsConfig = Pick<ServerConfig, 'clientTls' | 'peerTls' | 'autoTls' | 'tlsPolicy'>;

@@ -47,6 +47,8 @@ const latin1ConfStateKey = 'confState';
 export interface EtcdServerParts {
   /** etcd --max-request-bytes and --max-txn-ops (default: etcd's defaults). */
   requestLimits?: { requestBytesMax: number; txnOpsMax: number };
+  /** etcd --experimental-watch-progress-notify-interval. */
+  watchProgressIntervalMs?: number;
   memberId: bigint;
   clusterId: bigint;
   name: string;
@@ -807,6 +809,7 @@ export class EtcdServer implements EtcdApi {
       name: this.#p.name,
       clientUrls: this.#p.clientUrls,
       hub: this.#hub,
+      ...(this.#p.watchProgressIntervalMs !== undefined ? { watchProgressIntervalMs: this.#p.watchProgressIntervalMs } : {}),
       logger: this.#p.logger,
       hasLeader: () => this.hasLeader(),
     };

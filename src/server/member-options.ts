@@ -102,6 +102,8 @@ export interface MemberOptions {
   enableGrpcGateway?: boolean;
   /** etcd --experimental-initial-corrupt-check: compare HashKV with peers before serving; refuse on mismatch. */
   initialCorruptCheck?: boolean;
+  /** etcd --experimental-watch-progress-notify-interval, for watchers created with progress_notify. */
+  watchProgressNotifyIntervalMs?: number;
   logger: Logger;
   /** Test-only: break the server on purpose (src/server/test-faults.ts). Never set in production. */
   unsafeTestFaults?: Set<TestFault>;
@@ -147,7 +149,7 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
 
 const etcdOptionalKeys = [
   'walDir', 'listenClientHttpUrls', 'preVote', 'unsafeNoFsync', 'forceNewCluster', 'autoTls', 'tlsPolicy', 'grpcLimits', 'auth',
-  'enableGrpcGateway', 'initialCorruptCheck', 'unsafeTestFaults',
+  'enableGrpcGateway', 'initialCorruptCheck', 'watchProgressNotifyIntervalMs',
 ] as const satisfies ReadonlyArray<keyof MemberOptions>;
 
 function definedOf(input: MemberOptionsInput, keys: readonly (keyof MemberOptionsInput)[]): Partial<MemberOptions> {

@@ -229,6 +229,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     electionMs: o.electionTimeoutMs,
     snapshotCount: o.snapshotCount,
     ...(o.grpcLimits !== undefined ? { requestLimits: o.grpcLimits } : {}),
+    ...(o.watchProgressNotifyIntervalMs !== undefined ? { watchProgressIntervalMs: o.watchProgressNotifyIntervalMs } : {}),
     ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
     ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
     // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.

@@ -130,12 +130,12 @@ describe('etcd 3.5 flags', () => {
     ].join('\n'));
     const { config, warnings } = parse(['--config-file', yaml]);
     expect(config.grpcLimits).toMatchObject({ keepAliveIntervalMs: 30_000, keepAliveTimeoutMs: 3000 });
+    expect(config.watchProgressNotifyIntervalMs).toBe(5000);
     expect(config.autoTls).toEqual({ client: true, peer: true, validityYears: 1 });
     expect(config.tlsPolicy?.ciphers).toBe('ECDHE-RSA-AES256-GCM-SHA384');
     expect(config.peerTls).toBeUndefined(); // auto TLS: the certificates are made at start
     expect(warnings).toEqual([
       expect.stringMatching(/^--socket-reuse-address: accepted/),
-      expect.stringMatching(/^--experimental-watch-progress-notify-interval: accepted/),
       expect.stringMatching(/^--experimental-snapshot-catchup-entries: accepted/),
       '--client-cert-allowed-hostname has no effect without --client-cert-auth',
       '--peer-cert-allowed-cn has no effect without --peer-client-cert-auth',
@@ -149,6 +149,7 @@ describe('etcd 3.5 flags', () => {
     ['a bad TLS version', ['--tls-min-version', 'TLS1.1'], /must be one of TLS1.2, TLS1.3/],
     ['a bad duration', ['--grpc-keepalive-timeout', '5 seconds'], /expected a duration like 5s/],
     ['a request limit above what the log carries', ['--max-request-bytes', String(64 * 1024 * 1024)], /above the largest request/],
+    ['a zero progress interval', ['--experimental-watch-progress-notify-interval', '0'], /^--experimental-watch-progress-notify-interval must be >0$/],
     ['zero txn ops', ['--max-txn-ops', '0'], /--max-txn-ops must be at least 1/],
     ['txn ops beyond sub-revisions', ['--max-txn-ops', '40000'], /must be below 32768/],
     ['an unknown auth token type', ['--auth-token', 'kerberos'], /unknown token type "kerberos"/],

@@ -140,7 +140,6 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
     expect(await putGet(`127.0.0.1:${client2}`, clientTls, 'k3s')).toBe('v1');
     const scrape = await fetch(`http://127.0.0.1:${metrics}/metrics`).then((r) => r.text());
     expect(scrape).toMatch(/^etcd_server_has_leader 1$/m);
-    expect(p.output.join('\n')).toMatch(/--experimental-watch-progress-notify-interval: accepted/);
     for (const port of [peerLocal, peer]) expect(p.output.join('\n')).toContain(`"peer transport listening","component":"transport","url":"https://127.0.0.1:${port}"`);
     removeDir(dataDir);
   }, 90_000);
