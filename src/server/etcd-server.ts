@@ -175,6 +175,11 @@ export class EtcdServer implements EtcdApi {
     return this.#state;
   }
 
+  /** Proposals waiting to be applied (etcd_server_proposals_pending). */
+  get pendingProposals(): number {
+    return this.#proposer.pending;
+  }
+
   get applied(): number {
     return this.#appliedWait.applied;
   }

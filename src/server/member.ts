@@ -322,6 +322,7 @@ function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
   const status = server.driver.status();
   m.proposalsCommitted.set(status.commit);
   m.proposalsApplied.set(server.applied);
+  m.proposalsPending.set(server.pendingProposals);
   m.dbTotalSize.set(server.state.store.dbSizeBytes());
 }
 
