@@ -190,7 +190,12 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? 'the member was removed from the cluster' : undefined),
   });
   const { port: peerPort } = await transport.start();
-  if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
+  if (o.initialCorruptCheck === true && !fresh) {
+    await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o)).catch(async (error: unknown) => {
+      await Promise.allSettled([transport.close(), wal.close(), backend.close()]);
+      throw error;
+    });
+  }
   const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
 
   const peerRequest = async (url: string, method: string, payload: unknown): Promise<unknown> => {
