@@ -14,7 +14,7 @@ export interface InitialCheckHost {
   memberId: bigint;
   members: readonly Member[];
   /** HashKV at this member's current revision. */
-  localHash(): HashAt;
+  localHash(): Promise<HashAt>;
   /** The peer's HashKV at `revision`; rejects with the peer's error (code 'futureRev', 'compacted', …). */
   peerHash(url: string, revision: number): Promise<HashAt>;
   logger: Logger;
@@ -26,7 +26,7 @@ export class InitialCorruptionError extends Error {
 
 export async function initialCorruptCheck(h: InitialCheckHost): Promise<void> {
   const self = h.memberId.toString(16);
-  const mine = h.localHash();
+  const mine = await h.localHash();
   h.logger.info('starting initial corruption check', { 'local-member-id': self });
   const peers = h.members.filter((m) => m.id !== h.memberId && m.peerUrls.length > 0);
   const answers = await Promise.all(peers.map((m) => askAny(h, m, mine.revision)));

@@ -69,8 +69,8 @@ export function initialCheckHost(memberId: bigint, state: ServerState, transport
   return {
     memberId,
     members: state.membership.list(),
-    localHash: () => {
-      const h = state.store.hash();
+    localHash: async () => {
+      const h = await state.store.hash();
       return { hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision };
     },
     peerHash: async (url, revision) => {

@@ -17,7 +17,7 @@ function run(peers: Record<string, HashAt | Error>): Promise<{ lines: string[]; 
   return initialCorruptCheck({
     memberId: 1n,
     members,
-    localHash: () => mine,
+    localHash: async () => mine,
     peerHash: async (url, revision) => {
       asked.push(revision);
       const answer = peers[url];
