@@ -34,8 +34,10 @@ export const raftLogBytesMax = 16 * 1024 * 1024;
 export const catchUpBytesMax = 4 * 1024 * 1024;
 /** etcd: DefaultSnapshotCatchUpEntries; entries kept behind a snapshot for slow followers. */
 export const snapshotCatchUpEntries = 5_000;
+/** etcd's grpcOverheadBytes: the gRPC message limit is the request limit plus this. */
+export const grpcOverheadBytes = 512 * 1024;
 /** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */
-export const grpcMessageBytesMax = requestBytesMax + 512 * 1024;
+export const grpcMessageBytesMax = requestBytesMax + grpcOverheadBytes;
 /** Raft: bytes of entries in one MsgApp (etcd: MaxSizePerMsg 1 MiB). */
 export const raftMsgBytesMax = 1024 * 1024;
 /** Raft: MsgApp in flight per follower (etcd: MaxInflightMsgs 4096 / 512 in etcdserver). */
@@ -85,3 +87,10 @@ export const valueCacheBytesDefault = 8 * 1024 * 1024;
 /** MVCC: a change's sub-revision must fit the in-memory revision code (see src/mvcc/rev-code.ts). */
 export const subRevisionsMax = 32_768;
 assert(subRevisionsMax > txnOpsMax, 'a txn of txnOpsMax puts must fit the sub-revision range');
+/**
+ * The largest --max-request-bytes we accept: a request (and a txn of them) must fit one WAL record and one
+ * peer frame with room to spare, which etcd's unbounded flag cannot promise here.
+ */
+export const requestBytesLimitMax = 7 * 1024 * 1024;
+assert(walRecordBytesMax >= walRecordChunkBytes + 2 * requestBytesLimitMax, 'a WAL record must hold a chunk plus one largest request');
+assert(peerFrameBytesMax >= 2 * requestBytesLimitMax, 'a peer frame must hold the largest request twice');

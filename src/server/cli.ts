@@ -15,6 +15,7 @@ import { migrateCommand, snapshotCommand } from '../backup/snapshot-cli.js';
 import { ConfigError, parseConfig } from './config.js';
 import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
+import { openLogOutputs } from './log-outputs.js';
 import { startMember } from './member.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
 
@@ -36,16 +37,18 @@ function packageVersion(): string {
   }
 }
 
+function printVersion(): number {
+  process.stdout.write(`etcetera ${packageVersion()}\netcd API ${etcdVersion}\nnode ${process.version}\n`);
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(usage);
     return command === undefined ? 2 : 0;
   }
-  if (command === 'version' || command === '--version') {
-    process.stdout.write(`etcetera ${packageVersion()}\netcd API ${etcdVersion}\nnode ${process.version}\n`);
-    return 0;
-  }
+  if (command === 'version' || command === '--version') return printVersion();
   if (command === 'snapshot') return snapshotCommand(rest, process);
   if (command === 'migrate') return migrateCommand(rest, process);
   if (command !== 'server') {
@@ -66,8 +69,16 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(parsed.text);
     return 0;
   }
+  if (parsed.kind === 'version') return printVersion();
   const { config, warnings } = parsed;
-  const logger = createLogger({ level: config.logLevel });
+  let sinks;
+  try {
+    sinks = openLogOutputs(config.logOutputs);
+  } catch (error) {
+    process.stderr.write(`etcetera: cannot open --log-outputs: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const logger = createLogger({ level: config.logLevel, sink: sinks.sink, sinkSync: sinks.sinkSync });
   for (const w of warnings) logger.warn(w);
   const unsafeTestFaults = parseTestFaults(process.env[testFaultsEnv]);
   if (unsafeTestFaults.size > 0) {

@@ -3,7 +3,7 @@
  * from (for error messages). Typing and validation happen once, afterwards, in config.ts.
  */
 import { parse as parseYaml } from 'yaml';
-import { type OptionSpec, envName, ignoredEtcdOptions, optionSpecs } from './config-options.js';
+import { type OptionSpec, envName, optionSpecs } from './config-options.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -24,6 +24,8 @@ export interface SourceResult {
 
 export interface ArgvResult extends SourceResult {
   help: boolean;
+  /** `--version`: print the version and exit, as etcd does. */
+  version: boolean;
 }
 
 /**
@@ -32,8 +34,8 @@ export interface ArgvResult extends SourceResult {
  */
 export function readArgv(argv: readonly string[]): ArgvResult {
   const options: RawOptions = new Map();
-  const warnings: string[] = [];
   let help = false;
+  let version = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     const m = /^--?([^=]+)(?:=(.*))?$/s.exec(arg);
@@ -44,58 +46,80 @@ export function readArgv(argv: readonly string[]): ArgvResult {
       help = true;
       continue;
     }
-    const spec = optionSpecs.get(name);
-    if (spec === undefined && !ignoredEtcdOptions.has(name)) throw new ConfigError(`unknown flag --${name} (see --help)`);
-    if (value === undefined && spec?.kind !== 'bool') {
-      const next = argv[i + 1];
-      // An ignored etcd flag may be boolean or not; take the next argument only when it is not a flag.
-      if (next === undefined || (spec === undefined && next.startsWith('-'))) {
-        if (spec !== undefined) throw new ConfigError(`flag needs an argument: --${name}`);
-      } else {
-        value = next;
-        i += 1;
-      }
-    }
-    if (spec === undefined) {
-      warnings.push(`flag --${name} is accepted for etcd compatibility and ignored`);
+    if (name === 'version' && (value === undefined || value === 'true')) {
+      version = true;
       continue;
+    }
+    const spec = optionSpecs.get(name);
+    if (spec === undefined) throw new ConfigError(`unknown flag --${name} (see --help)`);
+    if (value === undefined && spec.kind !== 'bool') {
+      const next = argv[i + 1];
+      if (next === undefined) throw new ConfigError(`flag needs an argument: --${name}`);
+      value = next;
+      i += 1;
     }
     options.set(name, { value: value ?? 'true', where: `flag --${name}` });
   }
-  return { options, warnings, help };
+  return { options, warnings: [], help, version };
 }
 
-/** ETCETERA_* variables; an unknown one is warned about (as etcd does for ETCD_*), not fatal. */
+/**
+ * ETCETERA_* variables, and etcd's ETCD_* names for the same options (so an etcd unit file's environment keeps
+ * working; ETCETERA_* wins). An unknown one is warned about, as etcd does for ETCD_*, not fatal.
+ */
 export function readEnv(env: Readonly<Record<string, string | undefined>>): SourceResult {
   const options: RawOptions = new Map();
   const warnings: string[] = [];
-  const byEnv = new Map([...optionSpecs.values()].map((s) => [envName(s.flag), s]));
-  for (const [key, value] of Object.entries(env)) {
-    if (!key.startsWith('ETCETERA_') || value === undefined) continue;
-    const spec = byEnv.get(key);
-    if (spec === undefined) {
-      warnings.push(`unrecognized environment variable ${key}=${value}`);
-      continue;
+  for (const prefix of ['ETCD', 'ETCETERA'] as const) {
+    const byEnv = new Map([...optionSpecs.values()].map((s) => [envName(s.flag, prefix), s]));
+    for (const [key, value] of Object.entries(env)) {
+      if (!key.startsWith(`${prefix}_`) || value === undefined) continue;
+      const spec = byEnv.get(key);
+      if (spec === undefined) {
+        // etcd's own test and tooling variables, not options.
+        if (prefix === 'ETCD' && /^ETCD_(UNSUPPORTED_ARCH|VERIFY|ROOT_DIR)$/.test(key)) continue;
+        warnings.push(`unrecognized environment variable ${key}=${value}`);
+        continue;
+      }
+      options.set(spec.flag, { value, where: `environment ${key}` });
     }
-    options.set(spec.flag, { value, where: `environment ${key}` });
   }
   return { options, warnings };
 }
 
-/** etcd's YAML nests TLS settings; these map its nested keys to our flags. */
+/** etcd's YAML nests TLS and socket settings; these map its nested keys to our flags. */
 const nestedSections: Record<string, Record<string, string>> = {
   'client-transport-security': {
     'cert-file': 'cert-file',
     'key-file': 'key-file',
+    'client-cert-file': 'client-cert-file',
+    'client-key-file': 'client-key-file',
     'trusted-ca-file': 'trusted-ca-file',
     'client-cert-auth': 'client-cert-auth',
+    'auto-tls': 'auto-tls',
+    'allowed-hostname': 'client-cert-allowed-hostname',
+    'allowed-cn': 'client-cert-allowed-cn',
   },
   'peer-transport-security': {
     'cert-file': 'peer-cert-file',
     'key-file': 'peer-key-file',
+    'client-cert-file': 'peer-client-cert-file',
+    'client-key-file': 'peer-client-key-file',
     'trusted-ca-file': 'peer-trusted-ca-file',
     'client-cert-auth': 'peer-client-cert-auth',
+    'auto-tls': 'peer-auto-tls',
+    'allowed-cn': 'peer-cert-allowed-cn',
+    'allowed-hostname': 'peer-cert-allowed-hostname',
   },
+  'socket-options': {
+    'reuse-port': 'socket-reuse-port',
+    'reuse-address': 'socket-reuse-address',
+  },
+};
+
+/** YAML keys whose name differs from the flag's (etcd's embed.Config json tags). */
+const yamlAliases: Record<string, string> = {
+  'experimental-snapshot-catch-up-entries': 'experimental-snapshot-catchup-entries',
 };
 
 /** Keys of the YAML config file: the flag names, as in etcd's config file (plus its nested TLS sections). */
@@ -117,7 +141,7 @@ export function readYaml(text: string, path: string): SourceResult {
       continue;
     }
     if (key === 'config-file') throw new ConfigError(`config file ${path}: key config-file is not allowed inside a config file`);
-    addYamlValue(key, key, value, path, options, warnings);
+    addYamlValue(yamlAliases[key] ?? key, key, value, path, options);
   }
   return { options, warnings };
 }
@@ -131,24 +155,25 @@ function readSection(section: Record<string, string>, key: string, value: unknow
       warnings.push(`config file ${path}: ${key}.${inner} is not supported and ignored`);
       continue;
     }
-    addYamlValue(flag, `${key}.${inner}`, innerValue, path, options, warnings);
+    addYamlValue(flag, `${key}.${inner}`, innerValue, path, options);
   }
 }
 
-function addYamlValue(flag: string, key: string, value: unknown, path: string, options: RawOptions, warnings: string[]): void {
+function addYamlValue(flag: string, key: string, value: unknown, path: string, options: RawOptions): void {
   const spec = optionSpecs.get(flag);
-  if (spec === undefined) {
-    if (ignoredEtcdOptions.has(flag)) warnings.push(`config file ${path}: key ${key} is accepted for etcd compatibility and ignored`);
-    else throw new ConfigError(`unknown key ${JSON.stringify(key)} in config file ${path}`);
-    return;
-  }
+  if (spec === undefined) throw new ConfigError(`unknown key ${JSON.stringify(key)} in config file ${path}`);
   if (value === null || value === undefined) return;
   options.set(flag, { value: yamlToText(spec, key, value, path), where: `config file ${path} (key ${key})` });
 }
 
+/**
+ * etcd reads its YAML through JSON into Go types: a duration is an integer of nanoseconds there (k3s writes
+ * `experimental-watch-progress-notify-interval: 5000000000`); we also take Go's duration text ("5s").
+ */
 function yamlToText(spec: OptionSpec, key: string, value: unknown, path: string): string {
+  if (typeof value === 'number' && spec.kind === 'duration') return `${value}ns`;
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  if (Array.isArray(value) && spec.kind === 'urls' && value.every((v) => typeof v === 'string')) return value.join(',');
+  if (Array.isArray(value) && (spec.kind === 'urls' || spec.kind === 'list') && value.every((v) => typeof v === 'string')) return value.join(',');
   throw new ConfigError(`config file ${path}: key ${key} has a value of the wrong type (${JSON.stringify(value)})`);
 }

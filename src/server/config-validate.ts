@@ -134,10 +134,10 @@ export function tlsFileSet(
   };
 }
 
-/** https URLs need the matching certificate (etcd: "TLS key/cert … must be provided"). */
-export function checkHttpsHasTls(urls: string[], flag: string, tls: TlsFileSet | undefined, certFlags: string): void {
+/** https URLs need the matching certificate (etcd: "TLS key/cert … must be provided"), or auto TLS. */
+export function checkHttpsHasTls(urls: string[], flag: string, hasTls: boolean, certFlags: string): void {
   const secure = urls.find((u) => u.startsWith('https:'));
-  if (secure !== undefined && tls === undefined) {
+  if (secure !== undefined && !hasTls) {
     throw new ConfigError(`TLS key/cert (${certFlags}) must be provided for --${flag} ${secure} with HTTPS scheme`);
   }
 }

@@ -13,9 +13,11 @@
 import { readFileSync } from 'node:fs';
 import { quotaBackendBytesMax } from '../base/index.js';
 import { type LogLevel } from './log.js';
-import type { MemberOptions } from './member-options.js';
-import { type OptionSpec, helpText, optionSpecs } from './config-options.js';
-import { ConfigError, type RawOptions, type RawValue, readArgv, readEnv, readYaml } from './config-sources.js';
+import type { MemberOptions, TlsFiles } from './member-options.js';
+import { helpText } from './config-options.js';
+import { ConfigError, type RawOptions, readArgv, readEnv, readYaml } from './config-sources.js';
+import { Typed } from './config-typed.js';
+import { buildAuth, buildAutoTls, buildGrpcLimits, buildLogOutputs, buildTlsPolicy, crlFileOf, etcdFlagNotices } from './config-etcd.js';
 import {
   checkHttpsHasTls,
   checkListenUrls,
@@ -32,6 +34,8 @@ export { helpText } from './config-options.js';
 
 export interface ServerConfig extends Omit<MemberOptions, 'logger'> {
   logLevel: LogLevel;
+  /** etcd --log-outputs: 'stderr', 'stdout' or file paths. */
+  logOutputs: string[];
   /** The YAML file the options were read from, if any. */
   configFile?: string;
   /** Derived from autoCompaction: 0 when off or in the other mode. */
@@ -41,6 +45,7 @@ export interface ServerConfig extends Omit<MemberOptions, 'logger'> {
 
 export type ParseResult =
   | { kind: 'help'; text: string }
+  | { kind: 'version' }
   | { kind: 'config'; config: ServerConfig; warnings: string[] };
 
 export interface ParseInput {
@@ -56,6 +61,7 @@ export const electionTimeoutMsMax = 50_000;
 export function parseConfig(input: ParseInput): ParseResult {
   const fromArgv = readArgv(input.argv);
   if (fromArgv.help) return { kind: 'help', text: helpText() };
+  if (fromArgv.version) return { kind: 'version' };
   const fromEnv = readEnv(input.env ?? {});
   const warnings = [...fromArgv.warnings, ...fromEnv.warnings];
   const configFile = (fromArgv.options.get('config-file') ?? fromEnv.options.get('config-file'))?.value;
@@ -77,68 +83,15 @@ export function parseConfig(input: ParseInput): ParseResult {
   return { kind: 'config', config, warnings };
 }
 
-/** Typed access to the merged options, with defaults from the table and errors naming the source. */
-class Typed {
-  #raw: RawOptions;
-  constructor(raw: RawOptions) {
-    this.#raw = raw;
-  }
-  isSet(flag: string): boolean {
-    return this.#raw.has(flag);
-  }
-  #get(flag: string): { spec: OptionSpec; raw: RawValue } {
-    const spec = optionSpecs.get(flag);
-    if (spec === undefined) throw new Error(`no option ${flag}`);
-    return { spec, raw: this.#raw.get(flag) ?? { value: spec.default, where: `default of --${flag}` } };
-  }
-  string(flag: string): string {
-    return this.#get(flag).raw.value;
-  }
-  bool(flag: string): boolean {
-    const { raw } = this.#get(flag);
-    const v = raw.value.toLowerCase();
-    if (['true', '1', 't', 'yes'].includes(v)) return true;
-    if (['false', '0', 'f', 'no', ''].includes(v)) return false;
-    throw new ConfigError(`invalid boolean value ${JSON.stringify(raw.value)} for --${flag} (from ${raw.where})`);
-  }
-  uint(flag: string): number {
-    const { raw } = this.#get(flag);
-    const text = raw.value.trim();
-    const n = Number(text);
-    if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) {
-      throw new ConfigError(`invalid value ${JSON.stringify(raw.value)} for --${flag} (from ${raw.where}): expected a non-negative integer`);
-    }
-    return n;
-  }
-  enumValue<T extends string>(flag: string): T {
-    const { spec, raw } = this.#get(flag);
-    if (!(spec.values ?? []).includes(raw.value)) {
-      throw new ConfigError(`invalid value ${JSON.stringify(raw.value)} for --${flag} (from ${raw.where}): must be one of ${(spec.values ?? []).join(', ')}`);
-    }
-    return raw.value as T;
-  }
-  urls(flag: string): string[] {
-    return parseUrlList(this.string(flag), flag);
-  }
-}
-
 function build(o: Typed, warnings: string[]): ServerConfig {
   const name = o.string('name');
   const dataDir = o.string('data-dir');
   if (name.trim() === '') throw new ConfigError('--name must not be empty');
   if (dataDir.trim() === '') throw new ConfigError('--data-dir must not be empty');
+  warnings.push(...etcdFlagNotices(o));
   const timing = buildTiming(o);
   const urls = buildUrls(o);
-  const clientTls = tlsFileSet('', {
-    cert: o.string('cert-file'), key: o.string('key-file'), ca: o.string('trusted-ca-file'), clientCertAuth: o.bool('client-cert-auth'),
-  });
-  const peerTls = tlsFileSet('peer-', {
-    cert: o.string('peer-cert-file'), key: o.string('peer-key-file'), ca: o.string('peer-trusted-ca-file'), clientCertAuth: o.bool('peer-client-cert-auth'),
-  });
-  const clientCerts = '--cert-file, --key-file';
-  checkHttpsHasTls(urls.listenClientUrls, 'listen-client-urls', clientTls, clientCerts);
-  checkHttpsHasTls(urls.listenMetricsUrls, 'listen-metrics-urls', clientTls, clientCerts);
-  checkHttpsHasTls(urls.listenPeerUrls, 'listen-peer-urls', peerTls, '--peer-cert-file, --peer-key-file');
+  const tls = buildTls(o, urls, warnings);
   let quotaBackendBytes = o.uint('quota-backend-bytes');
   if (quotaBackendBytes > quotaBackendBytesMax) {
     warnings.push(`--quota-backend-bytes ${quotaBackendBytes} exceeds the maximum; using ${quotaBackendBytesMax}`);
@@ -151,9 +104,14 @@ function build(o: Typed, warnings: string[]): ServerConfig {
   const { retentionMs, retentionRevisions } = checkRetention(mode, retention);
   const { bootstrap, token } = buildBootstrap(o, name, urls.initialAdvertisePeerUrls);
   const configFile = o.string('config-file');
+  const walDir = o.string('wal-dir');
+  const logLevel = o.enumValue<LogLevel | 'panic'>('log-level');
+  o.enumValue('logger'); // only etcd's zap, which is what we write
+  if (o.bool('unsafe-no-fsync')) warnings.push('--unsafe-no-fsync: the log is never synced; a crash or power loss loses acknowledged writes');
   return {
     name,
     dataDir,
+    ...(walDir !== '' ? { walDir } : {}),
     ...urls,
     ...timing,
     snapshotCount,
@@ -164,10 +122,69 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     storageProfile: o.enumValue('storage-profile'),
     bootstrap,
     ...(token !== undefined ? { token } : {}),
+    ...tls,
+    preVote: o.bool('pre-vote'),
+    unsafeNoFsync: o.bool('unsafe-no-fsync'),
+    forceNewCluster: o.bool('force-new-cluster'),
+    grpcLimits: buildGrpcLimits(o, warnings),
+    auth: buildAuth(o),
+    enableGrpcGateway: o.bool('enable-grpc-gateway'),
+    initialCorruptCheck: o.bool('experimental-initial-corrupt-check'),
+    watchProgressNotifyIntervalMs: watchProgressOf(o),
+    // etcd's panic level logs only panics and fatals; we have no panic, so it is fatal.
+    logLevel: logLevel === 'panic' ? 'fatal' : logLevel,
+    logOutputs: buildLogOutputs(o),
+    ...(configFile !== '' ? { configFile } : {}),
+  };
+}
+
+function withChecks<T extends object>(files: T | undefined, crlFile: string | undefined, allowed: Pick<TlsFiles, 'allowedCns' | 'allowedHostnames'>): T | undefined {
+  return files === undefined ? undefined : { ...files, ...(crlFile !== undefined ? { crlFile } : {}), ...allowed };
+}
+
+/** Allowed CNs and hostnames only mean something when client certificates are required. */
+function allowedOf(o: Typed, cnFlag: string, hostFlag: string, authFlag: string, warnings: string[]): Pick<TlsFiles, 'allowedCns' | 'allowedHostnames'> {
+  const allowedCns = o.list(cnFlag);
+  const allowedHostnames = o.list(hostFlag);
+  if (allowedCns.length + allowedHostnames.length === 0) return {};
+  if (!o.bool(authFlag)) warnings.push(`--${allowedCns.length > 0 ? cnFlag : hostFlag} has no effect without --${authFlag}`);
+  return { ...(allowedCns.length > 0 ? { allowedCns } : {}), ...(allowedHostnames.length > 0 ? { allowedHostnames } : {}) };
+}
+
+function watchProgressOf(o: Typed): number {
+  const ms = o.durationMs('experimental-watch-progress-notify-interval');
+  // etcd's check, word for word.
+  if (ms <= 0) throw new ConfigError('--experimental-watch-progress-notify-interval must be >0');
+  return ms;
+}
+
+type TlsConfig = Pick<ServerConfig, 'clientTls' | 'peerTls' | 'autoTls' | 'tlsPolicy'>;
+
+/** Certificate files, auto TLS, CRLs and the TLS policy; an https URL needs certificates or auto TLS. */
+function buildTls(o: Typed, urls: UrlOptions, warnings: string[]): TlsConfig {
+  const clientFiles = tlsFileSet('', {
+    cert: o.string('cert-file'), key: o.string('key-file'), ca: o.string('trusted-ca-file'), clientCertAuth: o.bool('client-cert-auth'),
+  });
+  const peerFiles = tlsFileSet('peer-', {
+    cert: o.string('peer-cert-file'), key: o.string('peer-key-file'), ca: o.string('peer-trusted-ca-file'), clientCertAuth: o.bool('peer-client-cert-auth'),
+  });
+  const autoTls = buildAutoTls(o, clientFiles !== undefined, peerFiles !== undefined, warnings);
+  const hasClientTls = clientFiles !== undefined || autoTls?.client === true;
+  const hasPeerTls = peerFiles !== undefined || autoTls?.peer === true;
+  const clientCerts = '--cert-file, --key-file';
+  checkHttpsHasTls(urls.listenClientUrls, 'listen-client-urls', hasClientTls, clientCerts);
+  checkHttpsHasTls(urls.listenClientHttpUrls ?? [], 'listen-client-http-urls', hasClientTls, clientCerts);
+  checkHttpsHasTls(urls.listenMetricsUrls, 'listen-metrics-urls', hasClientTls, clientCerts);
+  checkHttpsHasTls(urls.listenPeerUrls, 'listen-peer-urls', hasPeerTls, '--peer-cert-file, --peer-key-file');
+  const clientCrl = crlFileOf(o, 'client-crl-file', hasClientTls);
+  const peerCrl = crlFileOf(o, 'peer-crl-file', hasPeerTls);
+  const clientTls = withChecks(clientFiles, clientCrl, allowedOf(o, 'client-cert-allowed-cn', 'client-cert-allowed-hostname', 'client-cert-auth', warnings));
+  const peerTls = withChecks(peerFiles, peerCrl, allowedOf(o, 'peer-cert-allowed-cn', 'peer-cert-allowed-hostname', 'peer-client-cert-auth', warnings));
+  return {
     ...(clientTls !== undefined ? { clientTls } : {}),
     ...(peerTls !== undefined ? { peerTls } : {}),
-    logLevel: o.enumValue<LogLevel>('log-level'),
-    ...(configFile !== '' ? { configFile } : {}),
+    ...(autoTls !== undefined ? { autoTls: { ...autoTls, ...(clientCrl !== undefined ? { clientCrlFile: clientCrl } : {}), ...(peerCrl !== undefined ? { peerCrlFile: peerCrl } : {}) } } : {}),
+    tlsPolicy: buildTlsPolicy(o),
   };
 }
 
@@ -187,7 +204,7 @@ function buildTiming(o: Typed): { heartbeatIntervalMs: number; electionTimeoutMs
 
 type UrlOptions = Pick<
   ServerConfig,
-  'listenClientUrls' | 'advertiseClientUrls' | 'listenPeerUrls' | 'initialAdvertisePeerUrls' | 'listenMetricsUrls'
+  'listenClientUrls' | 'advertiseClientUrls' | 'listenPeerUrls' | 'initialAdvertisePeerUrls' | 'listenMetricsUrls' | 'listenClientHttpUrls'
 >;
 
 function buildUrls(o: Typed): UrlOptions {
@@ -199,6 +216,8 @@ function buildUrls(o: Typed): UrlOptions {
   checkListenUrls(listenClientUrls, 'listen-client-urls');
   checkListenUrls(listenPeerUrls, 'listen-peer-urls');
   checkListenUrls(listenMetricsUrls, 'listen-metrics-urls');
+  const listenClientHttpUrls = o.urls('listen-client-http-urls');
+  checkListenUrls(listenClientHttpUrls, 'listen-client-http-urls');
   // Advertised URLs default to the listen URLs, which only works when those name a reachable address.
   const advertiseClientUrls = o.isSet('advertise-client-urls') ? o.urls('advertise-client-urls') : listenClientUrls;
   if (advertiseClientUrls.length === 0 || advertiseClientUrls.some(isUnspecifiedHost)) {
@@ -208,7 +227,7 @@ function buildUrls(o: Typed): UrlOptions {
   if (initialAdvertisePeerUrls.length === 0 || initialAdvertisePeerUrls.some(isUnspecifiedHost)) {
     throw new ConfigError('--initial-advertise-peer-urls is required when --listen-peer-urls is set to an unspecified address (0.0.0.0 or ::)');
   }
-  return { listenClientUrls, advertiseClientUrls, listenPeerUrls, initialAdvertisePeerUrls, listenMetricsUrls };
+  return { listenClientUrls, advertiseClientUrls, listenPeerUrls, initialAdvertisePeerUrls, listenMetricsUrls, listenClientHttpUrls };
 }
 
 /**

@@ -47,6 +47,10 @@ const confStateKey = new TextEncoder().encode('confState');
 const latin1ConfStateKey = 'confState';
 
 export interface EtcdServerParts {
+  /** etcd --max-request-bytes and --max-txn-ops (default: etcd's defaults). */
+  requestLimits?: { requestBytesMax: number; txnOpsMax: number };
+  /** etcd --experimental-watch-progress-notify-interval. */
+  watchProgressIntervalMs?: number;
   memberId: bigint;
   clusterId: bigint;
   name: string;
@@ -173,6 +177,11 @@ export class EtcdServer implements EtcdApi {
 
   get state(): ServerState {
     return this.#state;
+  }
+
+  /** Proposals waiting to be applied (etcd_server_proposals_pending). */
+  get pendingProposals(): number {
+    return this.#proposer.pending;
   }
 
   get applied(): number {
@@ -448,20 +457,20 @@ export class EtcdServer implements EtcdApi {
   }
 
   async put(req: PutRequest, ctx: RequestContext): Promise<PutResponse> {
-    checkPut(req);
+    checkPut(req, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     await this.#checkQuota(req.key.length + req.value.length);
     return (await this.#proposer.propose({ kind: 'put', put: req })) as PutResponse;
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse> {
-    checkDeleteRange(req);
+    checkDeleteRange(req, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     return (await this.#proposer.propose({ kind: 'deleteRange', deleteRange: req })) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
-    checkTxn(req);
+    checkTxn(req, this.#p.requestLimits?.txnOpsMax, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     if (isReadOnlyTxn(req)) {
       // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.
@@ -792,6 +801,7 @@ export class EtcdServer implements EtcdApi {
       name: this.#p.name,
       clientUrls: this.#p.clientUrls,
       hub: this.#hub,
+      ...(this.#p.watchProgressIntervalMs !== undefined ? { watchProgressIntervalMs: this.#p.watchProgressIntervalMs } : {}),
       logger: this.#p.logger,
       hasLeader: () => this.hasLeader(),
     };

@@ -22,6 +22,8 @@ export interface LoopsHost {
   clientUrls: string[];
   hub: WatchHub;
   logger: Logger;
+  /** etcd --experimental-watch-progress-notify-interval (default 10 minutes). */
+  watchProgressIntervalMs?: number;
 }
 
 /** etcd: leaseRevokeRate 1000/s; we revoke in batches each tick. */
@@ -45,7 +47,7 @@ export class LeaderLoops {
     this.#every(leaseTickMs, () => this.#leaseTick());
     this.#every(learnerPromoteIntervalMs, () => void this.#h.cluster.promoteCaughtUpLearners());
     this.#every(200, () => this.#publish());
-    this.#every(watchProgressIntervalMs, () => this.#h.hub.tickProgress());
+    this.#every(this.#h.watchProgressIntervalMs ?? watchProgressIntervalMs, () => this.#h.hub.tickProgress());
   }
 
   stop(): void {

@@ -19,6 +19,50 @@ export interface TlsFiles {
   keyFile: string;
   trustedCaFile?: string;
   clientCertAuth?: boolean;
+  /** etcd --client-crl-file / --peer-crl-file: certificates it revokes are refused in handshakes. */
+  crlFile?: string;
+  /** etcd --peer-cert-allowed-cn (and YAML allowed-cn): with client cert auth, the certificate's CN must be one of these. */
+  allowedCns?: string[];
+  /** etcd --peer-cert-allowed-hostname / --client-cert-allowed-hostname: the certificate must be valid for one of these. */
+  allowedHostnames?: string[];
+}
+
+/** etcd --cipher-suites, --tls-min-version, --tls-max-version; applies to client and peer TLS alike. */
+export interface TlsPolicy {
+  /** OpenSSL cipher list for TLS 1.2 (from etcd's Go suite names); undefined: Node's defaults. */
+  ciphers?: string;
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
+  maxVersion?: 'TLSv1.2' | 'TLSv1.3';
+}
+
+/** etcd --auto-tls / --peer-auto-tls: self-signed certificates generated at start under the data dir. */
+export interface AutoTls {
+  client: boolean;
+  peer: boolean;
+  /** --self-signed-cert-validity, in years. */
+  validityYears: number;
+  /** --client-crl-file / --peer-crl-file, applied to the generated certificates' listeners. */
+  clientCrlFile?: string;
+  peerCrlFile?: string;
+}
+
+/** etcd's client-facing gRPC limits (--max-request-bytes, --max-txn-ops, --max-concurrent-streams, keepalive). */
+export interface GrpcLimits {
+  requestBytesMax: number;
+  txnOpsMax: number;
+  concurrentStreamsMax: number;
+  keepAliveMinTimeMs: number;
+  /** 0 disables server pings. */
+  keepAliveIntervalMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+/** etcd --auth-token, --bcrypt-cost, --auth-token-ttl (read by the auth layer). */
+export interface AuthOptions {
+  /** 'simple', or 'jwt,pub-key=…,priv-key=…,sign-method=…,ttl=…' as etcd's flag. */
+  token: string;
+  bcryptCost: number;
+  tokenTtlSeconds: number;
 }
 
 export interface MemberOptions {
@@ -40,6 +84,26 @@ export interface MemberOptions {
   token?: string;
   clientTls?: TlsFiles;
   peerTls?: TlsFiles;
+  /** etcd --wal-dir: the log in its own directory (default <data-dir>/member/wal). */
+  walDir?: string;
+  /** etcd --listen-client-http-urls: HTTP/1.1-only client URLs (the gateway, /health, /metrics). */
+  listenClientHttpUrls?: string[];
+  /** Raft PreVote (etcd --pre-vote, default true). */
+  preVote?: boolean;
+  /** etcd --unsafe-no-fsync: the WAL never syncs. Loses acknowledged writes on a crash; tests only. */
+  unsafeNoFsync?: boolean;
+  /** etcd --force-new-cluster (the recovery path reads it). */
+  forceNewCluster?: boolean;
+  autoTls?: AutoTls;
+  tlsPolicy?: TlsPolicy;
+  grpcLimits?: GrpcLimits;
+  auth?: AuthOptions;
+  /** etcd --enable-grpc-gateway (default true): the JSON API under /v3 on the client port. */
+  enableGrpcGateway?: boolean;
+  /** etcd --experimental-initial-corrupt-check: compare HashKV with peers before serving; refuse on mismatch. */
+  initialCorruptCheck?: boolean;
+  /** etcd --experimental-watch-progress-notify-interval, for watchers created with progress_notify. */
+  watchProgressNotifyIntervalMs?: number;
   logger: Logger;
   /** Test-only: break the server on purpose (src/server/test-faults.ts). Never set in production. */
   unsafeTestFaults?: Set<TestFault>;
@@ -74,10 +138,20 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
     ...(input.token !== undefined ? { token: input.token } : {}),
     ...(input.clientTls !== undefined ? { clientTls: input.clientTls } : {}),
     ...(input.peerTls !== undefined ? { peerTls: input.peerTls } : {}),
+    ...definedOf(input, etcdOptionalKeys),
   };
   if (o.electionTimeoutMs < 5 * o.heartbeatIntervalMs) {
     throw new TypeError(`election timeout ${o.electionTimeoutMs} ms must be at least 5 × the heartbeat interval (${o.heartbeatIntervalMs} ms), as etcd requires`);
   }
   if (o.snapshotCount < 1) throw new TypeError('snapshotCount must be positive');
   return o;
+}
+
+const etcdOptionalKeys = [
+  'walDir', 'listenClientHttpUrls', 'preVote', 'unsafeNoFsync', 'forceNewCluster', 'autoTls', 'tlsPolicy', 'grpcLimits', 'auth',
+  'enableGrpcGateway', 'initialCorruptCheck', 'watchProgressNotifyIntervalMs',
+] as const satisfies ReadonlyArray<keyof MemberOptions>;
+
+function definedOf(input: MemberOptionsInput, keys: readonly (keyof MemberOptionsInput)[]): Partial<MemberOptions> {
+  return Object.fromEntries(keys.filter((k) => input[k] !== undefined).map((k) => [k, input[k]])) as Partial<MemberOptions>;
 }

@@ -14,7 +14,7 @@ import { mkdir, readFile, rename, writeFile, open as openFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import { Prng } from '../base/prng.js';
-import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
+import { quotaBackendBytesDefault, raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
 import { LevelBackend } from '../mvcc/level-backend.js';
 import { encodeConfChange } from '../raft/conf.js';
 import { RawNode } from '../raft/raw-node.js';
@@ -27,6 +27,11 @@ import { EtcdServer, electionTicksOf } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
+import { staticClusterIds } from './etcd-ids.js';
+import { withAutoTls } from './auto-tls.js';
+import { grpcOptionsOf, initialCheckHost, instrumentMember, noFsyncPort, peerTlsOf } from './member-etcd-options.js';
+import { registerMemberMetrics } from './member-metrics.js';
+import { initialCorruptCheck } from './initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
 import { SnapshotDataDir } from './snapshot-data.js';
 import { openIndexCheckpoint, removeIndexCheckpoint, saveIndexCheckpoint } from './index-checkpoint-file.js';
@@ -61,15 +66,17 @@ export interface RunningMember {
   close(): Promise<void>;
 }
 
-export async function startMember(o: MemberOptions): Promise<RunningMember> {
+export async function startMember(options: MemberOptions): Promise<RunningMember> {
+  const o = await withAutoTls(options);
   const log = o.logger;
   const memberDir = join(o.dataDir, 'member');
   await mkdir(memberDir, { recursive: true, mode: 0o700 });
   let fatal: (error: unknown) => void = (error) => {
     throw error;
   };
-  const { wal, state: walState } = await Wal.open(join(memberDir, 'wal'), {
+  const { wal, state: walState } = await Wal.open(o.walDir ?? join(memberDir, 'wal'), {
     profile: o.storageProfile,
+    ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
     logger: (line) => log.info(line),
     onFatal: (error) => fatal(error),
   });
@@ -133,7 +140,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
       id: identity.memberId,
       electionTicks: electionTicksOf(o.electionTimeoutMs, o.heartbeatIntervalMs),
       heartbeatTicks: 1,
-      preVote: true,
+      preVote: o.preVote ?? true,
       checkQuorum: true,
       maxMsgBytes: raftMsgBytesMax,
       maxInflightMsgs: raftInflightMsgsMax,
@@ -146,6 +153,7 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
   if (snapshot !== undefined) node.compact(snapshot, 0);
 
   const metrics = createServerMetrics();
+  const grpcMetrics = instrumentMember(metrics.registry, backend);
   let resolveStopped!: (v: { reason: string }) => void;
   const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
   let server!: EtcdServer;
@@ -155,7 +163,8 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     clusterId: identity.clusterId,
     token,
     listenUrl: o.listenPeerUrls[0]!,
-    tls: o.peerTls,
+    alsoListenUrls: o.listenPeerUrls.slice(1),
+    tls: peerTlsOf(o),
     logger: log.child({ component: 'transport' }),
     onMessages: (msgs: Message[]) => driver?.step(msgs),
     onRequest: async (req) => {
@@ -181,6 +190,12 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? 'the member was removed from the cluster' : undefined),
   });
   const { port: peerPort } = await transport.start();
+  if (o.initialCorruptCheck === true && !fresh) {
+    await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o)).catch(async (error: unknown) => {
+      await Promise.allSettled([transport.close(), wal.close(), backend.close()]);
+      throw error;
+    });
+  }
   const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
 
   const peerRequest = async (url: string, method: string, payload: unknown): Promise<unknown> => {
@@ -218,6 +233,8 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     heartbeatMs: o.heartbeatIntervalMs,
     electionMs: o.electionTimeoutMs,
     snapshotCount: o.snapshotCount,
+    ...(o.grpcLimits !== undefined ? { requestLimits: o.grpcLimits } : {}),
+    ...(o.watchProgressNotifyIntervalMs !== undefined ? { watchProgressIntervalMs: o.watchProgressNotifyIntervalMs } : {}),
     ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
     ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
     // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
@@ -256,10 +273,13 @@ export async function startMember(o: MemberOptions): Promise<RunningMember> {
     listenUrls: o.listenClientUrls,
     leaderCheckIntervalMs: o.electionTimeoutMs,
     ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
+    ...grpcOptionsOf(o),
+    metrics: grpcMetrics,
   });
   const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
   metrics.walFsync = () => wal.metrics.syncSeconds;
   metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
+  registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, server, wal, transport, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
   if (o.listenMetricsUrls.length > 0) {
     metricsHttp = await startMetricsHttp({
       listenUrls: o.listenMetricsUrls,
@@ -308,6 +328,7 @@ function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
   const status = server.driver.status();
   m.proposalsCommitted.set(status.commit);
   m.proposalsApplied.set(server.applied);
+  m.proposalsPending.set(server.pendingProposals);
   m.dbTotalSize.set(server.state.store.dbSizeBytes());
 }
 
@@ -423,7 +444,7 @@ async function askCluster(o: MemberOptions, token: string, urls: string[], metho
     selfId: randomBytes(8).readBigUInt64BE(0) | 1n,
     token,
     listenUrl: '127.0.0.1:0',
-    tls: o.peerTls,
+    tls: peerTlsOf(o),
     logger: o.logger.child({ component: 'bootstrap' }),
     onMessages: () => {},
   });
@@ -462,14 +483,15 @@ function peerUrlOf(serverUrl: string): string {
 
 /** Member and cluster ids of a static bootstrap (`--initial-cluster`, `--initial-cluster-token`); also used by restore. */
 export function staticCluster(initialCluster: Array<{ name: string; peerUrls: string[] }>, clusterToken: string): { members: Member[]; clusterId: bigint } {
+  const ids = staticClusterIds(initialCluster, clusterToken);
   const members: Member[] = initialCluster.map((m) => ({
-    id: idFrom(...[...m.peerUrls].sort(), clusterToken),
+    id: ids.memberIds.get(m.name)!,
     name: m.name,
     peerUrls: m.peerUrls,
     clientUrls: [],
     isLearner: false,
   }));
-  return { members, clusterId: idFrom(...members.map((m) => m.id.toString(16)).sort(), clusterToken) };
+  return { members, clusterId: ids.clusterId };
 }
 
 /** The log of a new cluster: one committed addVoter entry per initial member, carrying its attributes. */

@@ -14,8 +14,9 @@ import { deleteRangeRequestBytes, putRequestBytes, txnRequestBytes } from './req
 const sortOrders = 3; // NONE, ASCEND, DESCEND
 const sortTargets = 5; // KEY, VERSION, CREATE, MOD, VALUE
 
-function checkSize(bytes: number): void {
-  if (bytes > requestBytesMax) throw new EtcdError('requestTooLarge');
+/** `bytesMax`: etcd's --max-request-bytes. */
+function checkSize(bytes: number, bytesMax: number): void {
+  if (bytes > bytesMax) throw new EtcdError('requestTooLarge');
 }
 
 function rangeShape(r: RangeRequest): void {
@@ -55,22 +56,22 @@ export function checkRange(r: RangeRequest): void {
   rangeShape(r);
 }
 
-export function checkPut(p: PutRequest): void {
+export function checkPut(p: PutRequest, bytesMax = requestBytesMax): void {
   putShape(p);
-  checkSize(putRequestBytes(p));
+  checkSize(putRequestBytes(p), bytesMax);
 }
 
-export function checkDeleteRange(d: DeleteRangeRequest): void {
+export function checkDeleteRange(d: DeleteRangeRequest, bytesMax = requestBytesMax): void {
   deleteRangeShape(d);
-  checkSize(deleteRangeRequestBytes(d));
+  checkSize(deleteRangeRequestBytes(d), bytesMax);
 }
 
 /** `opsMax`: etcd's --max-txn-ops, compares or ops in any one list, nested budgets shrinking as etcd's. */
-export function checkTxn(t: TxnRequest, opsMax = txnOpsMax): void {
+export function checkTxn(t: TxnRequest, opsMax = txnOpsMax, bytesMax = requestBytesMax): void {
   txnShape(t, opsMax);
   checkIntervals(t.success);
   checkIntervals(t.failure);
-  checkSize(txnRequestBytes(t));
+  checkSize(txnRequestBytes(t), bytesMax);
 }
 
 /** The same checks for a request given as a RequestOp (what a txn holds; tests drive the store with these). */

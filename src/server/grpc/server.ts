@@ -10,8 +10,12 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { handOver } from './authority-fix.js';
-import { grpcMessageBytesMax } from '../../base/limits.js';
+import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
+import type { Logger } from '../log.js';
+import type { GrpcLimits, TlsPolicy } from '../member-options.js';
+import { type GrpcMetrics, instrumentGrpcServer } from '../grpc-metrics.js';
+import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
 import { clusterService } from './cluster-service.js';
 import { kvService } from './kv-service.js';
 import { leaderStreams } from './leader-streams.js';
@@ -29,6 +33,11 @@ export interface GrpcTlsOptions {
   trustedCaFile?: string;
   /** Require and verify a client certificate (etcd --client-cert-auth); needs trustedCaFile. */
   clientCertAuth?: boolean;
+  /** etcd --client-crl-file. */
+  crlFile?: string;
+  /** etcd's allowed CN / hostname checks (with clientCertAuth). */
+  allowedCns?: string[];
+  allowedHostnames?: string[];
 }
 
 export interface GrpcServerOptions {
@@ -38,6 +47,13 @@ export interface GrpcServerOptions {
   tls?: GrpcTlsOptions;
   /** How often require-leader streams are checked (etcd: one election timeout). */
   leaderCheckIntervalMs?: number;
+  /** etcd's --max-request-bytes, --max-txn-ops, --max-concurrent-streams, --grpc-keepalive-*; default etcd's. */
+  limits?: GrpcLimits;
+  tlsPolicy?: TlsPolicy;
+  /** Logs refused TLS handshakes (etcd's "rejected connection"). */
+  logger?: Logger;
+  /** etcd's grpc_server_* metrics, counted per call. */
+  metrics?: GrpcMetrics;
 }
 
 export interface GrpcServerHandle {
@@ -47,7 +63,7 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics']);
 
 function checkOptions(options: GrpcServerOptions): void {
   for (const key of Object.keys(options)) {
@@ -60,7 +76,7 @@ function checkOptions(options: GrpcServerOptions): void {
   }
 }
 
-async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
+async function tlsContext(tlsOptions: GrpcTlsOptions, policy: TlsPolicy | undefined): Promise<tls.TlsOptions> {
   const [cert, key, ca] = await Promise.all([
     readFile(tlsOptions.certFile),
     readFile(tlsOptions.keyFile),
@@ -72,8 +88,10 @@ async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
     key,
     ...(ca ? { ca } : {}),
     requestCert: clientCertAuth,
-    rejectUnauthorized: clientCertAuth,
+    // Verified after the handshake (acceptVerifiedClient), so a refusal is logged with its reason.
+    rejectUnauthorized: false,
     ALPNProtocols: ['h2'],
+    ...tlsPolicyOptions(policy, tlsOptions.crlFile),
   };
 }
 
@@ -83,16 +101,24 @@ async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
  */
 async function listen(
   url: URL,
-  tlsOptions: GrpcTlsOptions | undefined,
+  options: GrpcServerOptions,
   accept: (socket: net.Socket) => void,
 ): Promise<net.Server> {
+  const tlsOptions = options.tls;
   let server: net.Server;
   if (url.protocol === 'http:') server = net.createServer(accept);
   else if (url.protocol === 'https:') {
     if (!tlsOptions) throw new TypeError(`startGrpcServer: ${url.href} needs tls options`);
-    server = tls.createServer(await tlsContext(tlsOptions));
-    server.on('secureConnection', accept);
-    server.on('tlsClientError', () => {}); // a failed handshake only concerns that client
+    server = tls.createServer(await tlsContext(tlsOptions, options.tlsPolicy));
+    const logger = options.logger;
+    const verify = tlsOptions.clientCertAuth === true;
+    server.on('secureConnection', (socket: tls.TLSSocket) => {
+      if (!verify || acceptVerifiedClient(socket, logger, tlsOptions)) accept(socket);
+    });
+    // A failed handshake only concerns that client; it is logged, as etcd does.
+    server.on('tlsClientError', (error: Error, socket: tls.TLSSocket) => {
+      if (logger !== undefined) logRejectedHandshake(logger, error, socket);
+    });
   } else throw new TypeError(`startGrpcServer: unsupported scheme in ${url.href}`);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   await new Promise<void>((resolve, reject) => {
@@ -105,15 +131,31 @@ async function listen(
   return server;
 }
 
+/**
+ * etcd's keepalive server parameters: server pings every interval (0: never), waits timeout for the answer.
+ * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting and is not enforced.
+ */
+function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
+  return {
+    ...(l.keepAliveIntervalMs > 0 ? { 'grpc.keepalive_time_ms': l.keepAliveIntervalMs } : {}),
+    ...(l.keepAliveTimeoutMs > 0 ? { 'grpc.keepalive_timeout_ms': l.keepAliveTimeoutMs } : {}),
+    // etcd's default is unlimited (math.MaxUint32), which is also HTTP/2's; set only a real limit.
+    ...(l.concurrentStreamsMax < 2 ** 32 - 1 ? { 'grpc.max_concurrent_streams': l.concurrentStreamsMax } : {}),
+  };
+}
+
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServerHandle> {
   checkOptions(options);
   const { api } = options;
+  const limits = options.limits;
   const server = new grpc.Server({
-    'grpc.max_receive_message_length': grpcMessageBytesMax,
+    'grpc.max_receive_message_length': limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
+    ...(limits !== undefined ? keepAliveOptions(limits) : {}),
     'grpc.max_send_message_length': -1,
     // channelz keeps per-call statistics on every call; we expose our own metrics instead.
     'grpc.enable_channelz': 0,
   });
+  if (options.metrics !== undefined) instrumentGrpcServer(server, options.metrics);
   const streams = leaderStreams();
   server.addService(serviceDefinition('etcdserverpb.KV'), kvService(api));
   server.addService(serviceDefinition('etcdserverpb.Watch'), watchService(api, streams));
@@ -134,7 +176,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   };
   const listeners: net.Server[] = [];
   try {
-    for (const raw of options.listenUrls) listeners.push(await listen(new URL(raw), options.tls, accept));
+    for (const raw of options.listenUrls) listeners.push(await listen(new URL(raw), options, accept));
   } catch (err) {
     for (const l of listeners) l.close();
     server.forceShutdown();

@@ -8,6 +8,7 @@ import * as tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { type Frame, FrameReader, FrameType, ProtocolError, encodeFrame, frameHeader } from './frame.js';
 import type { PeerTlsOptions } from './types.js';
+import { tlsPolicyOptions } from '../tls-policy.js';
 
 /** Frames allowed to wait for a handler; more means the remote is not following the protocol. */
 const pendingFramesMax = 64;
@@ -160,6 +161,9 @@ export interface TlsMaterial {
   key: Buffer;
   ca: Buffer | undefined;
   clientCertAuth: boolean;
+  /** Cipher suites, versions and CRL, for both directions. */
+  policy: tls.SecureContextOptions;
+  allowed: { allowedCns?: string[]; allowedHostnames?: string[] };
 }
 
 export function loadTls(options: PeerTlsOptions): TlsMaterial {
@@ -168,6 +172,11 @@ export function loadTls(options: PeerTlsOptions): TlsMaterial {
     key: readFileSync(options.keyFile),
     ca: options.trustedCaFile === undefined ? undefined : readFileSync(options.trustedCaFile),
     clientCertAuth: options.clientCertAuth === true,
+    policy: tlsPolicyOptions(options.policy, options.crlFile),
+    allowed: {
+      ...(options.allowedCns !== undefined ? { allowedCns: options.allowedCns } : {}),
+      ...(options.allowedHostnames !== undefined ? { allowedHostnames: options.allowedHostnames } : {}),
+    },
   };
 }
 
@@ -184,6 +193,7 @@ export function dial(url: string, material: TlsMaterial | undefined, timeoutMs: 
           key: material?.key,
           ca: material?.ca,
           rejectUnauthorized: material?.ca !== undefined,
+          ...material?.policy,
           ...(net.isIP(address.host) === 0 ? { servername: address.host } : {}),
         })
       : net.connect({ host: address.host, port: address.port });

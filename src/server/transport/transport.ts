@@ -20,6 +20,7 @@ import {
 } from '../../base/index.js';
 import { MessageType, type Message, type NodeId } from '../../raft/types.js';
 import type { Logger } from '../log.js';
+import { acceptVerifiedClient, logRejectedHandshake } from '../tls-policy.js';
 import { FramedConnection, type TlsMaterial, dial, loadTls, parsePeerUrl } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
 import { type HandshakeIdentity, acceptHandshake, hex, offerHandshake } from './handshake.js';
@@ -57,6 +58,7 @@ export class PeerTransport {
   #identity: HandshakeIdentity;
   #tls: TlsMaterial | undefined;
   #server: net.Server | undefined;
+  #extraServers: net.Server[] = [];
   #peers = new Map<NodeId, PeerStream>();
   #stats = new Map<NodeId, PeerStats>();
   #inbound = new Set<FramedConnection>();
@@ -76,21 +78,33 @@ export class PeerTransport {
     if (options.tls !== undefined) this.#tls = loadTls(options.tls);
   }
 
-  /** Listens on listenUrl. Resolves with the bound port (useful with port 0). */
+  /**
+   * Listens on listenUrl (and alsoListenUrls: etcd --listen-peer-urls may name several, e.g. loopback and the
+   * node's address, as k3s writes it). Resolves with listenUrl's bound port (useful with port 0).
+   */
   async start(): Promise<{ port: number }> {
     assert(this.#server === undefined && !this.#closed, 'transport already started or closed');
-    const address = parsePeerUrl(this.#o.listenUrl);
+    const port = await this.#listen(this.#o.listenUrl, (server) => (this.#server = server));
+    for (const url of this.#o.alsoListenUrls ?? []) await this.#listen(url, (server) => this.#extraServers.push(server));
+    return { port };
+  }
+
+  async #listen(url: string, keep: (server: net.Server) => void): Promise<number> {
+    const address = parsePeerUrl(url);
     const material = this.#tls;
     const onSocket = (socket: net.Socket): void => this.#accept(socket);
     const server =
       material === undefined
         ? net.createServer(onSocket)
         : tls.createServer(
-            { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: material.clientCertAuth },
-            onSocket,
+            // Client certificates are verified after the handshake, so a refusal is logged with its reason.
+            { cert: material.cert, key: material.key, ca: material.ca, requestCert: material.clientCertAuth, rejectUnauthorized: false, ...material.policy },
+            (socket: tls.TLSSocket) => {
+              if (!material.clientCertAuth || acceptVerifiedClient(socket, this.#logger, material.allowed)) onSocket(socket);
+            },
           );
-    this.#server = server;
-    server.on('tlsClientError', (err: Error) => this.#logger.warn('peer TLS handshake failed', { error: err.message }));
+    keep(server);
+    server.on('tlsClientError', (err: Error, socket: tls.TLSSocket) => logRejectedHandshake(this.#logger, err, socket));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(address.port, address.host, () => {
@@ -100,8 +114,8 @@ export class PeerTransport {
     });
     server.on('error', (err) => this.#logger.error('peer listener error', { error: err }));
     const port = (server.address() as net.AddressInfo).port;
-    this.#logger.info('peer transport listening', { url: this.#o.listenUrl, port, tls: material !== undefined });
-    return { port };
+    this.#logger.info('peer transport listening', { url, port, tls: material !== undefined });
+    return port;
   }
 
   setClusterId(clusterId: bigint): void {
@@ -221,8 +235,8 @@ export class PeerTransport {
     this.#peers.clear();
     for (const conn of this.#inbound) conn.destroy();
     this.#inbound.clear();
-    const server = this.#server;
-    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+    const servers = [...(this.#server !== undefined ? [this.#server] : []), ...this.#extraServers];
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
   }
 
   #statsFor(id: NodeId): PeerStats {

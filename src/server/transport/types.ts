@@ -1,4 +1,5 @@
 /** Public types of the peer transport. */
+import type { TlsPolicy } from '../member-options.js';
 import type { Message, NodeId, Snapshot } from '../../raft/types.js';
 import type { Logger } from '../log.js';
 
@@ -24,6 +25,13 @@ export interface PeerTlsOptions {
   trustedCaFile?: string;
   /** Require and verify a client certificate on inbound connections (needs trustedCaFile). */
   clientCertAuth?: boolean;
+  /** etcd --peer-crl-file. */
+  crlFile?: string;
+  /** etcd --peer-cert-allowed-cn / --peer-cert-allowed-hostname (with clientCertAuth). */
+  allowedCns?: string[];
+  allowedHostnames?: string[];
+  /** etcd --cipher-suites, --tls-min-version, --tls-max-version. */
+  policy?: TlsPolicy;
 }
 
 /**
@@ -46,6 +54,8 @@ export interface PeerTransportOptions {
   token: string;
   /** host:port or http(s)://host:port to listen on (port 0 picks a free port). */
   listenUrl: string;
+  /** More URLs to listen on (etcd --listen-peer-urls beyond the first). */
+  alsoListenUrls?: string[];
   tls?: PeerTlsOptions;
   logger: Logger;
   onMessages(msgs: Message[]): void;
