@@ -13,9 +13,11 @@ import { handOver } from './authority-fix.js';
 import { grpcMessageBytesMax } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import { clusterService } from './cluster-service.js';
+import { electionService } from './election-service.js';
 import { kvService } from './kv-service.js';
 import { leaderStreams } from './leader-streams.js';
 import { leaseService } from './lease-service.js';
+import { lockService } from './lock-service.js';
 import { maintenanceService } from './maintenance-service.js';
 import { serviceDefinition } from './proto.js';
 import { unimplementedService, unimplementedServiceNames } from './unimplemented-services.js';
@@ -120,6 +122,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   server.addService(serviceDefinition('etcdserverpb.Lease'), leaseService(api, streams));
   server.addService(serviceDefinition('etcdserverpb.Cluster'), clusterService(api));
   server.addService(serviceDefinition('etcdserverpb.Maintenance'), maintenanceService(api));
+  server.addService(serviceDefinition('v3lockpb.Lock'), lockService(api));
+  server.addService(serviceDefinition('v3electionpb.Election'), electionService(api));
   for (const name of unimplementedServiceNames) server.addService(serviceDefinition(name), unimplementedService(name));
 
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
