@@ -85,3 +85,8 @@ export const valueCacheBytesDefault = 8 * 1024 * 1024;
 /** MVCC: a change's sub-revision must fit the in-memory revision code (see src/mvcc/rev-code.ts). */
 export const subRevisionsMax = 32_768;
 assert(subRevisionsMax > txnOpsMax, 'a txn of txnOpsMax puts must fit the sub-revision range');
+/**
+ * HTTP gateway: bytes of JSON accepted for one unary request (base64 makes bytes 4/3 larger; a request the gRPC
+ * limit would refuse is refused here, bigger ones before they are buffered), and for one message of a stream.
+ */
+export const gatewayJsonBytesMax = Math.ceil((grpcMessageBytesMax * 4) / 3) + 64 * 1024;

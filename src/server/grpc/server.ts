@@ -3,13 +3,19 @@
  * are plaintext, https:// use TLS with etcd's flags' semantics (--cert-file, --key-file, --trusted-ca-file,
  * --client-cert-auth). Message limits are etcd's: a request may be requestBytesMax plus gRPC overhead on the
  * wire (larger is refused by grpc-js); between the two, the services answer "etcdserver: request is too large".
+ * The same ports speak HTTP/1.1 (client-port.ts): the JSON gateway under /v3/ on the same service
+ * implementations, and whatever `http` serves (/health, /version, /metrics).
  */
 import * as grpc from '@grpc/grpc-js';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import * as http from 'node:http';
 import { readFile } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { handOver } from './authority-fix.js';
+import { routeConnection } from './client-port.js';
+import { createGateway } from '../gateway/gateway.js';
 import { grpcMessageBytesMax } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import { clusterService } from './cluster-service.js';
@@ -40,6 +46,8 @@ export interface GrpcServerOptions {
   tls?: GrpcTlsOptions;
   /** How often require-leader streams are checked (etcd: one election timeout). */
   leaderCheckIntervalMs?: number;
+  /** HTTP/1.1 routes besides the gateway; returns false for paths it does not serve (then 404). */
+  http?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
 }
 
 export interface GrpcServerHandle {
@@ -49,7 +57,9 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'http']);
+/** A connection that has not sent its first bytes by then speaks neither HTTP/2 nor HTTP/1.1 to us. */
+const firstBytesMs = 10_000;
 
 function checkOptions(options: GrpcServerOptions): void {
   for (const key of Object.keys(options)) {
@@ -75,7 +85,7 @@ async function tlsContext(tlsOptions: GrpcTlsOptions): Promise<tls.TlsOptions> {
     ...(ca ? { ca } : {}),
     requestCert: clientCertAuth,
     rejectUnauthorized: clientCertAuth,
-    ALPNProtocols: ['h2'],
+    ALPNProtocols: ['h2', 'http/1.1'],
   };
 }
 
@@ -117,24 +127,39 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     'grpc.enable_channelz': 0,
   });
   const streams = leaderStreams();
-  server.addService(serviceDefinition('etcdserverpb.KV'), kvService(api));
-  server.addService(serviceDefinition('etcdserverpb.Watch'), watchService(api, streams));
-  server.addService(serviceDefinition('etcdserverpb.Lease'), leaseService(api, streams));
-  server.addService(serviceDefinition('etcdserverpb.Cluster'), clusterService(api));
-  server.addService(serviceDefinition('etcdserverpb.Maintenance'), maintenanceService(api));
-  server.addService(serviceDefinition('v3lockpb.Lock'), lockService(api));
-  server.addService(serviceDefinition('v3electionpb.Election'), electionService(api));
-  for (const name of unimplementedServiceNames) server.addService(serviceDefinition(name), unimplementedService(name));
+  const services = new Map<string, UntypedServiceImplementation>([
+    ['etcdserverpb.KV', kvService(api)],
+    ['etcdserverpb.Watch', watchService(api, streams)],
+    ['etcdserverpb.Lease', leaseService(api, streams)],
+    ['etcdserverpb.Cluster', clusterService(api)],
+    ['etcdserverpb.Maintenance', maintenanceService(api)],
+    ['v3lockpb.Lock', lockService(api)],
+    ['v3electionpb.Election', electionService(api)],
+    ...unimplementedServiceNames.map((name) => [name, unimplementedService(name)] as const),
+  ]);
+  for (const [name, impl] of services) server.addService(serviceDefinition(name), impl);
 
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const gateway = createGateway(services);
+  const httpServer = http.createServer((req, res) => {
+    if (gateway(req, res) || options.http?.(req, res) === true) return;
+    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
+  });
   const sniffing = new Set<net.Socket>();
-  const accept = (socket: net.Socket): void => {
-    sniffing.add(socket);
-    socket.once('close', () => sniffing.delete(socket));
+  const toGrpc = (socket: net.Socket): void => {
     handOver(socket, (connection: Duplex) => {
       sniffing.delete(socket);
       injector.injectConnection(connection);
     });
+  };
+  const toHttp1 = (socket: net.Socket): void => {
+    sniffing.delete(socket);
+    httpServer.emit('connection', socket);
+  };
+  const accept = (socket: net.Socket): void => {
+    sniffing.add(socket);
+    socket.once('close', () => sniffing.delete(socket));
+    routeConnection(socket, toGrpc, toHttp1, firstBytesMs);
   };
   const listeners: net.Server[] = [];
   try {
@@ -155,6 +180,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         clearInterval(timer);
         for (const l of listeners) l.close();
         for (const socket of sniffing) socket.destroy();
+        httpServer.closeAllConnections();
         const force = setTimeout(() => server.forceShutdown(), graceMs);
         force.unref();
         server.tryShutdown(() => {
