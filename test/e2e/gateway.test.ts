@@ -122,7 +122,7 @@ describe('the JSON gateway on the client port', () => {
     for (const [path, body] of sequence) {
       const theirs = await post(etcd!.clientUrl, path, body);
       const mine = await post(ours.clientUrl, path, body);
-      expect({ path, body, ...mine }).toEqual({ path, body, ...theirs });
+      expect({ path, request: body, ...mine }).toEqual({ path, request: body, ...theirs });
     }
     for (const base of [etcd!.clientUrl, ours.clientUrl]) {
       expect((await post(base, '/v3/kv/range', undefined, 'GET')).status).toBe(405);
