@@ -94,3 +94,8 @@ assert(subRevisionsMax > txnOpsMax, 'a txn of txnOpsMax puts must fit the sub-re
 export const requestBytesLimitMax = 7 * 1024 * 1024;
 assert(walRecordBytesMax >= walRecordChunkBytes + 2 * requestBytesLimitMax, 'a WAL record must hold a chunk plus one largest request');
 assert(peerFrameBytesMax >= 2 * requestBytesLimitMax, 'a peer frame must hold the largest request twice');
+/**
+ * HTTP gateway: bytes of JSON accepted for one unary request (base64 makes bytes 4/3 larger; a request the gRPC
+ * limit would refuse is refused here, bigger ones before they are buffered), and for one message of a stream.
+ */
+export const gatewayJsonBytesMax = Math.ceil((grpcMessageBytesMax * 4) / 3) + 64 * 1024;

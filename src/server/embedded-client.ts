@@ -6,7 +6,7 @@
  */
 import { prefixEnd, utf8 } from '../base/bytes.js';
 import type { DeleteRangeResponse, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../mvcc/types.js';
-import { SortOrder, SortTarget } from '../mvcc/types.js';
+import { rangeRequest } from './concurrency/recipes.js';
 import type { WatchCreateRequest, WatchResponse } from '../mvcc/watch-types.js';
 import { watchCreateRequest } from '../mvcc/watch-types.js';
 import type { EtcdApi, LeaseGrantResult, LeaseTimeToLiveResult, RequestContext } from './api.js';
@@ -50,24 +50,7 @@ export class EmbeddedClient {
   }
 
   range(req: Partial<RangeRequest> & { key: Uint8Array }): Promise<RangeResponse> {
-    return this.#api.range(
-      {
-        rangeEnd: new Uint8Array(0),
-        limit: 0,
-        revision: 0,
-        sortOrder: SortOrder.None,
-        sortTarget: SortTarget.Key,
-        serializable: false,
-        keysOnly: false,
-        countOnly: false,
-        minModRevision: 0,
-        maxModRevision: 0,
-        minCreateRevision: 0,
-        maxCreateRevision: 0,
-        ...req,
-      },
-      context(),
-    );
+    return this.#api.range(rangeRequest(req.key, req), context());
   }
 
   delete(key: Bytes, options: { prefix?: boolean; prevKv?: boolean } = {}): Promise<DeleteRangeResponse> {

@@ -4,7 +4,8 @@
  *   GET /health   {"health":"true","reason":""}  (503 and "false" with a reason when unhealthy)
  *   GET /livez    "ok" while the process serves requests
  *   GET /readyz   "ok" once the member can serve (503 otherwise)
- * Anything else is 404. `createMetricsHandler` is exported so the same routes can be mounted elsewhere.
+ * Anything else is 404. `createMetricsHandler` is exported so the same routes can be mounted elsewhere: the
+ * client port serves them too, with `/version` (`createVersionHandler`).
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -62,6 +63,24 @@ export function createMetricsHandler(options: MetricsHandlerOptions): MetricsReq
         respond(res, req.method, result.health ? 200 : 503, 'text/plain; charset=utf-8', body);
       }
     });
+    return true;
+  };
+}
+
+/**
+ * GET /version: `{"etcdserver":"3.5.17","etcdcluster":"3.5.0"}`, the server version Status reports and the
+ * cluster version (major.minor.0, as etcd reports it once every member runs that minor version).
+ */
+export function createVersionHandler(serverVersion: string): MetricsRequestHandler {
+  const [major, minor] = serverVersion.split('.');
+  const body = JSON.stringify({ etcdserver: serverVersion, etcdcluster: `${major}.${minor}.0` });
+  return (req, res) => {
+    if (new URL(req.url ?? '/', 'http://x').pathname !== '/version') return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method Not Allowed\n');
+      return true;
+    }
+    respond(res, req.method, 200, 'application/json', body);
     return true;
   };
 }

@@ -38,7 +38,8 @@ import { openIndexCheckpoint, removeIndexCheckpoint, saveIndexCheckpoint } from 
 import { ServerState, type StateOptions } from './server-state.js';
 import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
 import { PeerTransport } from './transport/transport.js';
-import { startMetricsHttp, type MetricsHttp, type HealthResult } from './http.js';
+import { createMetricsHandler, createVersionHandler, startMetricsHttp, type MetricsHttp, type MetricsRequestHandler, type HealthResult } from './http.js';
+import { etcdVersion } from './grpc/maintenance-service.js';
 import type { JoinResponse } from './cluster-ops.js';
 
 export interface Identity {
@@ -275,6 +276,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
     ...grpcOptionsOf(o),
     metrics: grpcMetrics,
+    http: clientPortHttp(server, metrics.registry),
   });
   const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
   metrics.walFsync = () => wal.metrics.syncSeconds;
@@ -305,6 +307,12 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
 }
 
 const known = new WeakMap<PeerTransport, Set<bigint>>();
+
+/** What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics. */
+function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry']): MetricsRequestHandler {
+  const routes = [createMetricsHandler({ registry, health: () => health(server) }), createVersionHandler(etcdVersion)];
+  return (req, res) => routes.some((route) => route(req, res));
+}
 
 /**
  * etcd's /health: healthy when there is a leader, no alarm is raised, and a linearizable read succeeds

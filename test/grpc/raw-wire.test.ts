@@ -106,19 +106,11 @@ describe('unimplemented services', () => {
   for (const [service, method, req] of [
     ['etcdserverpb.Auth', 'AuthStatus', {}],
     ['etcdserverpb.Auth', 'UserAdd', { name: 'u' }],
-    ['v3lockpb.Lock', 'Lock', { name: b('l') }],
-    ['v3electionpb.Election', 'Campaign', { name: b('e') }],
   ] as const) {
     it(`answers ${service}.${method} UNIMPLEMENTED`, async () => {
       expect((await status(call(h.client(service), method, req))).code).toBe(S.UNIMPLEMENTED);
     });
   }
-
-  it('ends the Election.Observe stream UNIMPLEMENTED', async () => {
-    const stream = h.client('v3electionpb.Election').Observe!({ name: b('e') }) as grpc.ClientReadableStream<unknown>;
-    const err = await new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
-    expect(err.code).toBe(S.UNIMPLEMENTED);
-  });
 });
 
 describe('learner', () => {

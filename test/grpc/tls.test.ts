@@ -6,6 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import * as https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Etcd3 } from 'etcd3';
@@ -93,6 +95,29 @@ describe.skipIf(!haveOpenssl)('TLS', () => {
 
   it('keeps the http:// URL plaintext', async () => {
     expect(await statusCall(grpc.credentials.createInsecure(), server.ports[1]!)).toBe(grpc.status.OK);
+  });
+
+  it('speaks HTTP/1.1 on the TLS port: by ALPN, and by first bytes for a client offering no ALPN', async () => {
+    const [ca, key, cert] = await Promise.all([readFile(file('ca.crt')), readFile(file('client.key')), readFile(file('client.crt'))]);
+    const post = (alpn: string[] | undefined): Promise<{ status: number; body: string; alpn: string | false }> =>
+      new Promise((resolve, reject) => {
+        const req = https.request({
+          host: '127.0.0.1', port: server.ports[0], path: '/v3/kv/range', method: 'POST', ca, key, cert, agent: false,
+          ...(alpn ? { ALPNProtocols: alpn } : {}),
+        }, (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body, alpn: (res.socket as TLSSocket).alpnProtocol ?? false }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ key: Buffer.from('secure').toString('base64') }));
+      });
+    for (const [alpn, negotiated] of [[['http/1.1'], 'http/1.1'], [undefined, false]] as const) {
+      const r = await post(alpn ? [...alpn] : undefined);
+      expect(r.alpn).toBe(negotiated);
+      expect(r.status).toBe(200);
+      expect(JSON.parse(r.body).kvs[0].value).toBe(Buffer.from('yes').toString('base64'));
+    }
   });
 
   it('rejects an https URL without tls options and unknown options', async () => {

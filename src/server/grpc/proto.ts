@@ -44,6 +44,28 @@ export function protoRoot(): protobuf.Root {
   return root;
 }
 
+let keepCaseRoot: protobuf.Root | undefined;
+const origNames = new WeakMap<protobuf.Type, Map<string, string>>();
+
+/**
+ * camelCase field name → the name as written in the .proto, for one message type of protoRoot() (the gRPC
+ * gateway's JSON uses those: `create_revision`, `grantedTTL`).
+ */
+export function origFieldNames(type: protobuf.Type): Map<string, string> {
+  let names = origNames.get(type);
+  if (names !== undefined) return names;
+  if (keepCaseRoot === undefined) {
+    const dir = protosDir();
+    keepCaseRoot = new protobuf.Root();
+    keepCaseRoot.resolvePath = (_origin, target) => path.join(dir, target);
+    keepCaseRoot.loadSync(protoFiles, { keepCase: true });
+  }
+  const orig = keepCaseRoot.lookupType(type.fullName);
+  names = new Map(type.fieldsArray.map((f) => [f.name, orig.fieldsById[f.id]!.name]));
+  origNames.set(type, names);
+  return names;
+}
+
 export function messageType(name: string): protobuf.Type {
   return protoRoot().lookupType(name);
 }

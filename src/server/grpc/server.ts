@@ -3,13 +3,19 @@
  * are plaintext, https:// use TLS with etcd's flags' semantics (--cert-file, --key-file, --trusted-ca-file,
  * --client-cert-auth). Message limits are etcd's: a request may be requestBytesMax plus gRPC overhead on the
  * wire (larger is refused by grpc-js); between the two, the services answer "etcdserver: request is too large".
+ * The same ports speak HTTP/1.1 (client-port.ts): the JSON gateway under /v3/ on the same service
+ * implementations, and whatever `http` serves (/health, /version, /metrics).
  */
 import * as grpc from '@grpc/grpc-js';
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import * as http from 'node:http';
 import { readFile } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { handOver } from './authority-fix.js';
+import { routeConnection } from './client-port.js';
+import { createGateway } from '../gateway/gateway.js';
 import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import type { Logger } from '../log.js';
@@ -17,9 +23,11 @@ import type { GrpcLimits, TlsPolicy } from '../member-options.js';
 import { type GrpcMetrics, instrumentGrpcServer } from '../grpc-metrics.js';
 import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
 import { clusterService } from './cluster-service.js';
+import { electionService } from './election-service.js';
 import { kvService } from './kv-service.js';
 import { leaderStreams } from './leader-streams.js';
 import { leaseService } from './lease-service.js';
+import { lockService } from './lock-service.js';
 import { maintenanceService } from './maintenance-service.js';
 import { serviceDefinition } from './proto.js';
 import { unimplementedService, unimplementedServiceNames } from './unimplemented-services.js';
@@ -54,6 +62,8 @@ export interface GrpcServerOptions {
   logger?: Logger;
   /** etcd's grpc_server_* metrics, counted per call. */
   metrics?: GrpcMetrics;
+  /** HTTP/1.1 routes besides the gateway; returns false for paths it does not serve (then 404). */
+  http?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
 }
 
 export interface GrpcServerHandle {
@@ -63,7 +73,9 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http']);
+/** A connection that has not sent its first bytes by then speaks neither HTTP/2 nor HTTP/1.1 to us. */
+const firstBytesMs = 10_000;
 
 function checkOptions(options: GrpcServerOptions): void {
   for (const key of Object.keys(options)) {
@@ -90,7 +102,7 @@ async function tlsContext(tlsOptions: GrpcTlsOptions, policy: TlsPolicy | undefi
     requestCert: clientCertAuth,
     // Verified after the handshake (acceptVerifiedClient), so a refusal is logged with its reason.
     rejectUnauthorized: false,
-    ALPNProtocols: ['h2'],
+    ALPNProtocols: ['h2', 'http/1.1'],
     ...tlsPolicyOptions(policy, tlsOptions.crlFile),
   };
 }
@@ -157,22 +169,39 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   });
   if (options.metrics !== undefined) instrumentGrpcServer(server, options.metrics);
   const streams = leaderStreams();
-  server.addService(serviceDefinition('etcdserverpb.KV'), kvService(api));
-  server.addService(serviceDefinition('etcdserverpb.Watch'), watchService(api, streams));
-  server.addService(serviceDefinition('etcdserverpb.Lease'), leaseService(api, streams));
-  server.addService(serviceDefinition('etcdserverpb.Cluster'), clusterService(api));
-  server.addService(serviceDefinition('etcdserverpb.Maintenance'), maintenanceService(api));
-  for (const name of unimplementedServiceNames) server.addService(serviceDefinition(name), unimplementedService(name));
+  const services = new Map<string, UntypedServiceImplementation>([
+    ['etcdserverpb.KV', kvService(api)],
+    ['etcdserverpb.Watch', watchService(api, streams)],
+    ['etcdserverpb.Lease', leaseService(api, streams)],
+    ['etcdserverpb.Cluster', clusterService(api)],
+    ['etcdserverpb.Maintenance', maintenanceService(api)],
+    ['v3lockpb.Lock', lockService(api)],
+    ['v3electionpb.Election', electionService(api)],
+    ...unimplementedServiceNames.map((name) => [name, unimplementedService(name)] as const),
+  ]);
+  for (const [name, impl] of services) server.addService(serviceDefinition(name), impl);
 
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const gateway = createGateway(services);
+  const httpServer = http.createServer((req, res) => {
+    if (gateway(req, res) || options.http?.(req, res) === true) return;
+    res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
+  });
   const sniffing = new Set<net.Socket>();
-  const accept = (socket: net.Socket): void => {
-    sniffing.add(socket);
-    socket.once('close', () => sniffing.delete(socket));
+  const toGrpc = (socket: net.Socket): void => {
     handOver(socket, (connection: Duplex) => {
       sniffing.delete(socket);
       injector.injectConnection(connection);
     });
+  };
+  const toHttp1 = (socket: net.Socket): void => {
+    sniffing.delete(socket);
+    httpServer.emit('connection', socket);
+  };
+  const accept = (socket: net.Socket): void => {
+    sniffing.add(socket);
+    socket.once('close', () => sniffing.delete(socket));
+    routeConnection(socket, toGrpc, toHttp1, firstBytesMs);
   };
   const listeners: net.Server[] = [];
   try {
@@ -193,6 +222,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         clearInterval(timer);
         for (const l of listeners) l.close();
         for (const socket of sniffing) socket.destroy();
+        httpServer.closeAllConnections();
         const force = setTimeout(() => server.forceShutdown(), graceMs);
         force.unref();
         server.tryShutdown(() => {

@@ -1,5 +1,5 @@
 /**
- * Auth, Lock and Election: etcetera has no users, roles or concurrency recipes on the server. Every method
+ * Auth: etcetera has no users or roles yet. Every method
  * answers UNIMPLEMENTED at once (streams too), so clients fail fast instead of hanging.
  */
 import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
@@ -20,4 +20,4 @@ export function unimplementedService(fullName: string): UntypedServiceImplementa
   return impl;
 }
 
-export const unimplementedServiceNames = ['etcdserverpb.Auth', 'v3lockpb.Lock', 'v3electionpb.Election'];
+export const unimplementedServiceNames = ['etcdserverpb.Auth'];

@@ -1,0 +1,230 @@
+/**
+ * etcd's gRPC gateway on the client port: POST /v3/<service>/<method> with the request as JSON, answered as
+ * JSON (see json-codec.ts); streams (watch, lease keep-alive, snapshot, election observe) answer one
+ * `{"result": ...}` line per message, and read a body of successive JSON objects. Each request goes to the
+ * gRPC service handler itself through a GatewayCall, so validation, errors and semantics are gRPC's.
+ *
+ * Errors are grpc-gateway v1's: `{"error": msg, "message": msg, "code": grpcCode}` with its HTTP status
+ * (400 for InvalidArgument/OutOfRange, 404 NotFound, 412 FailedPrecondition, 503 Unavailable, ...); inside a
+ * stream, a last line `{"error": {"grpc_code", "http_code", "message", "http_status"}}`.
+ */
+import * as http from 'node:http';
+import type { MethodDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { status as Status } from '@grpc/grpc-js';
+import type protobuf from 'protobufjs';
+import { gatewayJsonBytesMax } from '../../base/limits.js';
+import { assert } from '../../base/assert.js';
+import { protoRoot, serviceDefinition, type Wire } from '../grpc/proto.js';
+import { GatewayCall, type CallStatus } from './gateway-call.js';
+import { JsonRequestError, jsonToBytes, messageToJson } from './json-codec.js';
+import { JsonObjectSplitter, parseJson } from './json-stream.js';
+import { isGatewayPath, routeOf } from './routes.js';
+
+/** runtime.HTTPStatusFromCode of grpc-gateway v1. */
+const httpStatusOf: Record<number, number> = {
+  [Status.OK]: 200,
+  [Status.CANCELLED]: 408,
+  [Status.UNKNOWN]: 500,
+  [Status.INVALID_ARGUMENT]: 400,
+  [Status.DEADLINE_EXCEEDED]: 504,
+  [Status.NOT_FOUND]: 404,
+  [Status.ALREADY_EXISTS]: 409,
+  [Status.PERMISSION_DENIED]: 403,
+  [Status.UNAUTHENTICATED]: 401,
+  [Status.RESOURCE_EXHAUSTED]: 429,
+  [Status.FAILED_PRECONDITION]: 412,
+  [Status.ABORTED]: 409,
+  [Status.OUT_OF_RANGE]: 400,
+  [Status.UNIMPLEMENTED]: 501,
+  [Status.INTERNAL]: 500,
+  [Status.UNAVAILABLE]: 503,
+  [Status.DATA_LOSS]: 500,
+};
+
+/** What etcd's HTTP handler chain adds to gateway answers (its default --cors is "*"). */
+const corsHeaders = {
+  'access-control-allow-headers': 'accept, content-type, authorization',
+  'access-control-allow-methods': 'POST, GET, OPTIONS, PUT, DELETE',
+  'access-control-allow-origin': '*',
+};
+const jsonHeaders = { ...corsHeaders, 'content-type': 'application/json', 'grpc-metadata-content-type': 'application/grpc' };
+
+type Method = MethodDefinition<Wire | Buffer, Wire | Buffer>;
+
+export type GatewayHandler = (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+
+/** `services`: the implementations the gRPC server runs, by full service name. */
+export function createGateway(services: ReadonlyMap<string, UntypedServiceImplementation>): GatewayHandler {
+  return (req, res) => {
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    if (!isGatewayPath(pathname)) return false;
+    const route = routeOf(pathname);
+    const impl = route && services.get(route.service)?.[route.method];
+    if (route === undefined || impl === undefined) {
+      plain(res, 404, 'Not Found\n');
+      return true;
+    }
+    if (req.method === 'OPTIONS') {
+      res.writeHead(200, corsHeaders).end();
+      return true;
+    }
+    if (req.method !== 'POST') {
+      plain(res, 405, 'Method Not Allowed\n');
+      return true;
+    }
+    const method = serviceDefinition(route.service)[route.method] as Method;
+    const exchange = new Exchange(req, res, method);
+    if (method.requestStream) exchange.clientStream(impl as unknown as (call: GatewayCall) => void);
+    else void exchange.single(impl as Function);
+    return true;
+  };
+}
+
+function plain(res: http.ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { ...corsHeaders, 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }).end(body);
+}
+
+function errorBody(s: CallStatus): string {
+  return JSON.stringify({ error: s.details, message: s.details, code: s.code });
+}
+
+/** One HTTP request/response carrying one gRPC call. */
+class Exchange {
+  readonly #req: http.IncomingMessage;
+  readonly #res: http.ServerResponse;
+  readonly #method: Method;
+  readonly #requestType: protobuf.Type;
+  readonly #responseType: protobuf.Type;
+  #call: GatewayCall | undefined;
+
+  constructor(req: http.IncomingMessage, res: http.ServerResponse, method: Method) {
+    this.#req = req;
+    this.#res = res;
+    this.#method = method;
+    this.#requestType = typeOf(method, 'request');
+    this.#responseType = typeOf(method, 'response');
+    res.on('close', () => this.#call?.cancel());
+  }
+
+  /** A unary or server-streaming call: the body is one JSON object (empty: all defaults). */
+  async single(impl: Function): Promise<void> {
+    let request: Wire;
+    try {
+      request = this.#decode(await readBody(this.#req));
+    } catch (err) {
+      return this.#fail(err);
+    }
+    const call = this.#open(request);
+    if (this.#method.responseStream) impl(call);
+    else impl(call, (err: CallStatus | null, value?: Wire | Buffer) => call.respond(err, value));
+  }
+
+  /** Watch and LeaseKeepAlive: each JSON object of the body is one request message; the body's end half-closes. */
+  clientStream(impl: (call: GatewayCall) => void): void {
+    const call = this.#open({});
+    impl(call);
+    const splitter = new JsonObjectSplitter();
+    this.#req.on('data', (chunk: Buffer) => {
+      if (call.finished) return;
+      try {
+        for (const json of splitter.push(chunk)) {
+          call.emit('data', this.#decode(json));
+        }
+      } catch (err) {
+        // The gateway stops reading a body it cannot parse; what was read stays in effect.
+        if (!(err instanceof JsonRequestError)) throw err;
+        this.#req.pause();
+      }
+    });
+    this.#req.on('end', () => !call.finished && call.emit('end'));
+  }
+
+  #open(request: Wire): GatewayCall {
+    const streaming = this.#method.responseStream;
+    const call = new GatewayCall(this.#req, request, {
+      message: (m) => {
+        const json = JSON.stringify(messageToJson(this.#responseType, this.#method.responseDeserialize(this.#method.responseSerialize(m))));
+        if (!streaming) {
+          this.#res.writeHead(200, { ...jsonHeaders, 'content-length': Buffer.byteLength(json) });
+          return this.#res.write(json);
+        }
+        if (!this.#res.headersSent) this.#res.writeHead(200, jsonHeaders);
+        return this.#res.write(`{"result":${json}}\n`);
+      },
+      finish: (status) => this.#finish(status),
+    });
+    this.#res.on('drain', () => call.emit('drain'));
+    this.#call = call;
+    return call;
+  }
+
+  #finish(status?: CallStatus): void {
+    const res = this.#res;
+    if (res.writableEnded || res.destroyed) return;
+    if (status === undefined || status.code === Status.OK) {
+      if (!res.headersSent) res.writeHead(200, jsonHeaders);
+      res.end();
+      return;
+    }
+    const httpStatus = httpStatusOf[status.code] ?? 500;
+    if (!res.headersSent) {
+      const body = errorBody(status);
+      res.writeHead(httpStatus, { ...jsonHeaders, 'content-length': Buffer.byteLength(body) }).end(body);
+      return;
+    }
+    const chunk = { grpc_code: status.code, http_code: httpStatus, message: status.details, http_status: http.STATUS_CODES[httpStatus] };
+    res.end(`${JSON.stringify({ error: chunk })}\n`);
+  }
+
+  #fail(err: unknown): void {
+    if (!(err instanceof JsonRequestError)) throw err;
+    this.#finish({ code: Status.INVALID_ARGUMENT, details: err.message });
+  }
+
+  #decode(json: unknown): Wire {
+    return this.#method.requestDeserialize(jsonToBytes(this.#requestType, json)) as Wire;
+  }
+}
+
+function typeOf(method: Method, which: 'request' | 'response'): protobuf.Type {
+  // grpc-js definitions keep only functions; the message types come from the loaded protos.
+  const [, service, name] = method.path.split('/');
+  const m = protoRoot().lookupService(service!).methods[name!]!;
+  m.resolve();
+  const type = which === 'request' ? m.resolvedRequestType : m.resolvedResponseType;
+  assert(type !== null, `unresolved ${which} type of ${method.path}`);
+  return type;
+}
+
+/** The whole body of a unary request, bounded; an empty body is `{}` (grpc-gateway tolerates EOF). */
+function readBody(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > gatewayJsonBytesMax) {
+        req.pause();
+        reject(new JsonRequestError('etcdserver: request is too large'));
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      if (body.toString('utf8').trim() === '') return resolve({});
+      try {
+        resolve(firstObject(body));
+      } catch (err) {
+        reject(err);
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+/** json.Decoder reads the first value and ignores the rest of the body. */
+function firstObject(body: Buffer): unknown {
+  const objects = new JsonObjectSplitter().push(body);
+  return objects.length > 0 ? objects[0] : parseJson(body);
+}

@@ -1,0 +1,149 @@
+/**
+ * Protobuf messages ↔ the JSON of etcd's gRPC gateway (grpc-gateway v1 with golang/protobuf jsonpb,
+ * `OrigName: true`, `EmitDefaults: false`):
+ *   - field names as written in the .proto (`create_revision`, `grantedTTL`, `peerURLs`);
+ *   - int64/uint64 as decimal strings, bytes as standard base64, enums by name;
+ *   - fields at their default (0, "", false, empty list, unset message) left out.
+ * Input accepts the proto names and the lowerCamel JSON names, strings or numbers for 64-bit integers, enum
+ * names or numbers, and ignores unknown fields (as etcd's gateway does).
+ */
+import protobuf from 'protobufjs';
+import { assert } from '../../base/assert.js';
+import type { Wire } from '../grpc/proto.js';
+import { origFieldNames } from '../grpc/proto.js';
+
+/** A request the gateway cannot turn into a message: answered InvalidArgument, as the gateway does. */
+export class JsonRequestError extends Error {
+  override name = 'JsonRequestError';
+}
+
+const int64Types = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
+const int32Types = new Set(['int32', 'uint32', 'sint32', 'fixed32', 'sfixed32']);
+
+// ---- message → JSON ----
+
+function scalarToJson(field: protobuf.Field, v: unknown): unknown {
+  if (field.resolvedType instanceof protobuf.Enum) return field.resolvedType.valuesById[v as number] ?? v;
+  if (field.resolvedType instanceof protobuf.Type) return messageToJson(field.resolvedType, v as Wire);
+  if (int64Types.has(field.type)) return longToString(v, field.type === 'uint64' || field.type === 'fixed64');
+  if (field.type === 'bytes') return Buffer.from(v as Uint8Array).toString('base64');
+  return v;
+}
+
+function longToString(v: unknown, unsigned: boolean): string {
+  if (typeof v === 'number') return String(v);
+  const l = v as { low: number; high: number };
+  const bits = (BigInt(l.high >>> 0) << 32n) | BigInt(l.low >>> 0);
+  return (unsigned ? BigInt.asUintN(64, bits) : BigInt.asIntN(64, bits)).toString();
+}
+
+function isDefault(field: protobuf.Field, v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (field.repeated) return (v as unknown[]).length === 0;
+  if (field.resolvedType instanceof protobuf.Type) return false;
+  if (typeof v === 'number') return v === 0;
+  if (typeof v === 'boolean' || typeof v === 'string') return !v;
+  // protobufjs decodes an empty bytes field as an empty array.
+  if (v instanceof Uint8Array || Array.isArray(v)) return v.length === 0;
+  const l = v as { low: number; high: number };
+  return l.low === 0 && l.high === 0;
+}
+
+/** A decoded message (protobufjs instance, camelCase fields) as the gateway's JSON object. */
+export function messageToJson(type: protobuf.Type, m: Wire): Record<string, unknown> {
+  const names = origFieldNames(type);
+  const out: Record<string, unknown> = {};
+  for (const field of type.fieldsArray) {
+    const v = m[field.name] as unknown;
+    if (isDefault(field, v)) continue;
+    const name = names.get(field.name) ?? field.name;
+    out[name] = field.repeated ? (v as unknown[]).map((x) => scalarToJson(field, x)) : scalarToJson(field, v);
+  }
+  return out;
+}
+
+// ---- JSON → message ----
+
+function lowerCamel(name: string): string {
+  return name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+}
+
+function fieldIndex(type: protobuf.Type): Map<string, protobuf.Field> {
+  const names = origFieldNames(type);
+  const index = new Map<string, protobuf.Field>();
+  for (const field of type.fieldsArray) {
+    const orig = names.get(field.name) ?? field.name;
+    index.set(orig, field);
+    index.set(lowerCamel(orig), field);
+    index.set(field.name, field);
+  }
+  return index;
+}
+
+const indexes = new WeakMap<protobuf.Type, Map<string, protobuf.Field>>();
+
+/** etcd's gateway reports the first byte a strict standard-base64 decoder rejects. */
+function base64Bytes(s: unknown): Buffer {
+  if (typeof s !== 'string') throw new JsonRequestError('json: cannot unmarshal into a bytes field');
+  const bad = s.search(/[^A-Za-z0-9+/=]/);
+  if (bad >= 0) throw new JsonRequestError(`illegal base64 data at input byte ${bad}`);
+  if (s.length % 4 !== 0) throw new JsonRequestError(`illegal base64 data at input byte ${s.length - (s.length % 4)}`);
+  return Buffer.from(s, 'base64');
+}
+
+function integer(field: protobuf.Field, v: unknown): unknown {
+  const text = typeof v === 'number' ? String(v) : v;
+  if (typeof text !== 'string' || !/^-?\d+$/.test(text)) {
+    throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}: ${JSON.stringify(v)}`);
+  }
+  return int64Types.has(field.type) ? text : Number(text);
+}
+
+function scalarFromJson(field: protobuf.Field, v: unknown): unknown {
+  if (field.resolvedType instanceof protobuf.Type) return objectFromJson(field.resolvedType, v);
+  if (field.resolvedType instanceof protobuf.Enum) {
+    const e = field.resolvedType;
+    if (typeof v === 'string' && v in e.values) return e.values[v];
+    if (typeof v === 'number' && Number.isInteger(v)) return v;
+    throw new JsonRequestError(`unknown value ${JSON.stringify(v)} for enum ${e.name}`);
+  }
+  if (field.type === 'bytes') return base64Bytes(v);
+  if (int64Types.has(field.type) || int32Types.has(field.type)) return integer(field, v);
+  if (field.type === 'bool') {
+    if (typeof v !== 'boolean') throw new JsonRequestError(`json: invalid value for bool field ${field.name}`);
+    return v;
+  }
+  if (field.type === 'string') {
+    if (typeof v !== 'string') throw new JsonRequestError(`json: invalid value for string field ${field.name}`);
+    return v;
+  }
+  if (typeof v !== 'number') throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}`);
+  return v;
+}
+
+/** Plain object with protobufjs' camelCase names, ready for Type.fromObject. */
+function objectFromJson(type: protobuf.Type, json: unknown): Record<string, unknown> {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) {
+    throw new JsonRequestError(`json: cannot unmarshal ${Array.isArray(json) ? 'array' : typeof json} into ${type.name}`);
+  }
+  let index = indexes.get(type);
+  if (index === undefined) indexes.set(type, (index = fieldIndex(type)));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(json as Record<string, unknown>)) {
+    const field = index.get(key);
+    if (field === undefined || v === null) continue;
+    if (field.repeated) {
+      if (!Array.isArray(v)) throw new JsonRequestError(`json: cannot unmarshal into repeated field ${key}`);
+      out[field.name] = v.map((x) => scalarFromJson(field, x));
+    } else out[field.name] = scalarFromJson(field, v);
+  }
+  return out;
+}
+
+/** A JSON value (already parsed) as a message of `type`, encoded to protobuf bytes. */
+export function jsonToBytes(type: protobuf.Type, json: unknown): Buffer {
+  const message = type.fromObject(objectFromJson(type, json));
+  const bytes = type.encode(message).finish();
+  assert(bytes instanceof Uint8Array, 'protobufjs encode returned no bytes');
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+}
