@@ -17,6 +17,7 @@ import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
 import { openLogOutputs } from './log-outputs.js';
 import { startMember } from './member.js';
+import { clusterResetRestoreRefusal, finishClusterReset } from './cluster-reset.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
@@ -84,6 +85,10 @@ async function main(argv: string[]): Promise<number> {
   if (unsafeTestFaults.size > 0) {
     logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });
   }
+  if (config.clusterResetRestorePath !== undefined) {
+    process.stderr.write(`etcetera: ${clusterResetRestoreRefusal}\n`);
+    return 2;
+  }
   let member;
   try {
     member = await startMember({ ...config, logger, unsafeTestFaults });
@@ -92,6 +97,7 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   logger.info('etcetera member started', { name: config.name, member: member.memberId.toString(16), clientUrls: member.clientUrls });
+  if (config.clusterReset) return finishClusterReset(member, logger);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {

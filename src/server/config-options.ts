@@ -11,7 +11,7 @@ import { etcdCompatSpecs } from './config-etcd-notices.js';
 
 export type OptionKind = 'string' | 'bool' | 'uint' | 'urls' | 'enum' | 'duration' | 'list';
 
-export type OptionGroup = 'member' | 'clustering' | 'security' | 'limits' | 'k3s' | 'logging' | 'experimental' | 'etcd';
+export type OptionGroup = 'member' | 'clustering' | 'security' | 'limits' | 'k3s' | 'snapshots' | 'logging' | 'experimental' | 'etcd';
 
 export interface OptionSpec {
   flag: string;
@@ -88,6 +88,12 @@ const specs: OptionSpec[] = [
   { group: 'k3s', flag: 'cluster-init', kind: 'bool', default: 'false', help: 'Start a new cluster with this member as its only voter (token from --token, or generated into <data-dir>/token).' },
   { group: 'k3s', flag: 'server', kind: 'string', default: '', help: 'Join the cluster through the member at this peer URL (needs --token); added as a learner, promoted when caught up.' },
   { group: 'k3s', flag: 'token', kind: 'string', default: '', help: 'The cluster join token (peers prove they know it; it is never sent).' },
+  { group: 'k3s', flag: 'cluster-reset', kind: 'bool', default: 'false', help: 'Forget all peers and become sole member of a new cluster (as --force-new-cluster), then exit; restart without the flag.' },
+  { group: 'k3s', flag: 'cluster-reset-restore-path', kind: 'string', default: '', help: 'With --cluster-reset: path to a snapshot file to restore first.' },
+  { group: 'snapshots', flag: 'snapshot-schedule', kind: 'string', default: '0 */12 * * *', help: "Snapshot interval as a cron spec (5 fields, or 6 with seconds first, or '@every 30s', '@hourly'; local time). Empty disables." },
+  { group: 'snapshots', flag: 'snapshot-retention', kind: 'uint', default: '5', help: 'Number of scheduled snapshots to keep.' },
+  { group: 'snapshots', flag: 'snapshot-dir', kind: 'string', default: '', help: 'Directory of scheduled snapshots (default: <data-dir>/snapshots).' },
+  { group: 'snapshots', flag: 'snapshot-compress', kind: 'bool', default: 'false', help: 'Compress scheduled snapshots with gzip (name ends in .gz).' },
   { group: 'logging', flag: 'logger', kind: 'enum', values: ['zap'], default: 'zap', help: "Structured JSON-lines logging ('zap', etcd's only logger since 3.5)." },
   { group: 'logging', flag: 'log-outputs', kind: 'list', default: 'default', help: "Where logs go: 'default' or 'stderr', 'stdout', or file paths (comma separated)." },
   { group: 'logging', flag: 'log-level', kind: 'enum', values: ['debug', 'info', 'warn', 'error', 'panic', 'fatal'], default: 'info', help: 'Log level: debug, info, warn, error, panic or fatal.' },
@@ -107,6 +113,7 @@ const groupTitles: Record<OptionGroup, string> = {
   limits: 'Requests and gRPC',
   experimental: 'Experimental (etcd)',
   k3s: 'Joining (k3s style)',
+  snapshots: 'Scheduled snapshots (k3s style)',
   logging: 'Logging',
   etcd: "etcd flags accepted for compatibility (no effect here; a notice is logged when set)",
 };

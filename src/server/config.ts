@@ -11,6 +11,8 @@
  * provenance fields, so the CLI hands it over as is.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseCron } from '../backup/cron.js';
 import { quotaBackendBytesMax } from '../base/index.js';
 import { type LogLevel } from './log.js';
 import type { MemberOptions, TlsFiles } from './member-options.js';
@@ -38,6 +40,10 @@ export interface ServerConfig extends Omit<MemberOptions, 'logger'> {
   logOutputs: string[];
   /** The YAML file the options were read from, if any. */
   configFile?: string;
+  /** k3s's --cluster-reset: reset like --force-new-cluster, then exit once it is in effect. */
+  clusterReset: boolean;
+  /** With clusterReset: a snapshot file to restore first. */
+  clusterResetRestorePath?: string;
   /** Derived from autoCompaction: 0 when off or in the other mode. */
   autoCompactionRetentionMs: number;
   autoCompactionRetentionRevisions: number;
@@ -125,7 +131,6 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     ...tls,
     preVote: o.bool('pre-vote'),
     unsafeNoFsync: o.bool('unsafe-no-fsync'),
-    forceNewCluster: o.bool('force-new-cluster'),
     grpcLimits: buildGrpcLimits(o, warnings),
     auth: buildAuth(o),
     enableGrpcGateway: o.bool('enable-grpc-gateway'),
@@ -134,6 +139,7 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     // etcd's panic level logs only panics and fatals; we have no panic, so it is fatal.
     logLevel: logLevel === 'panic' ? 'fatal' : logLevel,
     logOutputs: buildLogOutputs(o),
+    ...buildRecovery(o, dataDir),
     ...(configFile !== '' ? { configFile } : {}),
   };
 }
@@ -257,4 +263,31 @@ function buildBootstrap(o: Typed, name: string, advertisePeerUrls: string[]): Pi
   if (clusterToken === '') throw new ConfigError('--initial-cluster-token must not be empty');
   const state = o.enumValue<'new' | 'existing'>('initial-cluster-state');
   return { bootstrap: { kind: 'static', initialCluster, state, clusterToken }, token };
+}
+
+/** --force-new-cluster, k3s's --cluster-reset and scheduled snapshots (src/server/cluster-reset.ts, src/backup/). */
+function buildRecovery(o: Typed, dataDir: string): Pick<ServerConfig, 'forceNewCluster' | 'clusterReset' | 'clusterResetRestorePath' | 'scheduledSnapshots'> {
+  const clusterReset = o.bool('cluster-reset');
+  const restorePath = o.string('cluster-reset-restore-path');
+  // k3s's wording.
+  if (restorePath !== '' && !clusterReset) throw new ConfigError('invalid flag use; --cluster-reset required with --cluster-reset-restore-path');
+  const schedule = o.string('snapshot-schedule').trim();
+  if (schedule !== '') {
+    try {
+      parseCron(schedule);
+    } catch (error) {
+      throw new ConfigError(`invalid --snapshot-schedule: ${(error as Error).message}`);
+    }
+  }
+  const retention = o.uint('snapshot-retention');
+  if (retention < 1) throw new ConfigError('--snapshot-retention must be at least 1');
+  const dir = o.string('snapshot-dir');
+  return {
+    ...(o.bool('force-new-cluster') || clusterReset ? { forceNewCluster: true } : {}),
+    clusterReset,
+    ...(restorePath !== '' ? { clusterResetRestorePath: restorePath } : {}),
+    ...(schedule !== ''
+      ? { scheduledSnapshots: { schedule, retention, dir: dir !== '' ? dir : join(dataDir, 'snapshots'), compress: o.bool('snapshot-compress') } }
+      : {}),
+  };
 }

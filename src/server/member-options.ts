@@ -14,6 +14,16 @@ export type ClusterBootstrap =
   /** etcd's static bootstrap: `--initial-cluster` with `--initial-cluster-state new|existing`. */
   | { kind: 'static'; initialCluster: Array<{ name: string; peerUrls: string[] }>; state: 'new' | 'existing'; clusterToken: string };
 
+export interface ScheduledSnapshots {
+  /** A cron spec (src/backup/cron.ts). */
+  schedule: string;
+  /** How many of this member's scheduled snapshots to keep (the oldest go first). */
+  retention: number;
+  dir: string;
+  /** gzip each snapshot (name ends in .gz). */
+  compress: boolean;
+}
+
 export interface TlsFiles {
   certFile: string;
   keyFile: string;
@@ -92,7 +102,10 @@ export interface MemberOptions {
   preVote?: boolean;
   /** etcd --unsafe-no-fsync: the WAL never syncs. Loses acknowledged writes on a crash; tests only. */
   unsafeNoFsync?: boolean;
-  /** etcd --force-new-cluster (the recovery path reads it). */
+  /**
+   * etcd's --force-new-cluster / k3s's --cluster-reset: make this member the only member of its cluster
+   * (src/server/cluster-reset.ts) before it starts. Ignored for a new data directory.
+   */
   forceNewCluster?: boolean;
   autoTls?: AutoTls;
   tlsPolicy?: TlsPolicy;
@@ -105,6 +118,8 @@ export interface MemberOptions {
   /** etcd --experimental-watch-progress-notify-interval, for watchers created with progress_notify. */
   watchProgressNotifyIntervalMs?: number;
   logger: Logger;
+  /** Scheduled snapshots (src/backup/snapshot-scheduler.ts), k3s's etcd-snapshot schedule; absent: none. */
+  scheduledSnapshots?: ScheduledSnapshots;
   /** Test-only: break the server on purpose (src/server/test-faults.ts). Never set in production. */
   unsafeTestFaults?: Set<TestFault>;
 }
@@ -136,6 +151,7 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
     logger: input.logger ?? logger,
     ...(input.autoCompaction !== undefined ? { autoCompaction: input.autoCompaction } : {}),
     ...(input.token !== undefined ? { token: input.token } : {}),
+    ...(input.scheduledSnapshots !== undefined ? { scheduledSnapshots: input.scheduledSnapshots } : {}),
     ...(input.clientTls !== undefined ? { clientTls: input.clientTls } : {}),
     ...(input.peerTls !== undefined ? { peerTls: input.peerTls } : {}),
     ...definedOf(input, etcdOptionalKeys),

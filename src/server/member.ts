@@ -41,6 +41,7 @@ import { PeerTransport } from './transport/transport.js';
 import { createMetricsHandler, createVersionHandler, startMetricsHttp, type MetricsHttp, type MetricsRequestHandler, type HealthResult } from './http.js';
 import { etcdVersion } from './grpc/maintenance-service.js';
 import type { JoinResponse } from './cluster-ops.js';
+import { resetToSingleMember } from './cluster-reset.js';
 
 export interface Identity {
   memberId: bigint;
@@ -104,7 +105,12 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     log.info('bootstrapped member', { member: hex(identity.memberId), cluster: hex(identity.clusterId), mode: o.bootstrap.kind });
   } else {
     log.info('restarting member from its data directory', { member: hex(identity.memberId), cluster: hex(identity.clusterId) });
+    if (o.forceNewCluster === true) {
+      const self: Member = { id: identity.memberId, name: o.name, peerUrls: o.initialAdvertisePeerUrls, clientUrls: o.advertiseClientUrls, isLearner: false };
+      Object.assign(walState, await resetToSingleMember(wal, walState, self, log));
+    }
   }
+  if (fresh && o.forceNewCluster === true) log.warn('--force-new-cluster on a new data directory: nothing to reset');
 
   const stateOptions: StateOptions = {
     quotaBackendBytes: o.quotaBackendBytes,

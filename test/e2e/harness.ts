@@ -130,6 +130,26 @@ export async function killAll(): Promise<void> {
   await Promise.all([...running].map((sp) => sp.kill('SIGKILL')));
 }
 
+const openClients = new Set<Etcd3>();
+
+/** An etcd3 client of one member, closed by closeClients(). */
+export function clientOf(sp: ServerProcess): Etcd3 {
+  const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
+  openClients.add(c);
+  return c;
+}
+
+export function closeClients(): void {
+  for (const c of openClients) c.close();
+  openClients.clear();
+}
+
+/** A linearizable MemberList, as etcdctl member list shows it. */
+export async function memberList(c: Etcd3): Promise<{ id: string; name: string; isLearner: boolean }[]> {
+  const r = await c.cluster.memberList({ linearizable: true } as never);
+  return r.members.map((m) => ({ id: m.ID, name: m.name, isLearner: m.isLearner }));
+}
+
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
