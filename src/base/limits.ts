@@ -99,3 +99,10 @@ assert(peerFrameBytesMax >= 2 * requestBytesLimitMax, 'a peer frame must hold th
  * limit would refuse is refused here, bigger ones before they are buffered), and for one message of a stream.
  */
 export const gatewayJsonBytesMax = Math.ceil((grpcMessageBytesMax * 4) / 3) + 64 * 1024;
+/**
+ * Scheduled snapshots: the longest single wait of the scheduler's timer. A yearly spec waits in steps (timers
+ * cannot wait 2^31 ms or more), and a jump of the wall clock is noticed within this bound.
+ */
+export const scheduledSnapshotWakeMsMax = 60 * 60 * 1000;
+/** Cluster reset: how long k3s's --cluster-reset waits for the reset to be applied before giving up. */
+export const clusterResetApplyMsMax = 60_000;

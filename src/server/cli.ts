@@ -3,6 +3,7 @@
  * The `etcetera` command: a thin layer over the embedding API.
  *
  *   etcetera server [flags]     run a member (etcd's flag names; k3s's --cluster-init/--server/--token)
+ *   etcetera snapshot ls|delete|prune   the scheduled snapshot directory (src/backup/snapshot-dir-cli.ts)
  *   etcetera version            print versions
  *   etcetera snapshot ...       save/status/restore etcd-format snapshots (src/backup/snapshot-cli.ts)
  *   etcetera migrate ...        restore a live etcd's data into a new data directory
@@ -18,12 +19,14 @@ import { createLogger } from './log.js';
 import { openLogOutputs } from './log-outputs.js';
 import { startMember } from './member.js';
 import { clusterResetRestoreRefusal, finishClusterReset } from './cluster-reset.js';
+import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
 
 Usage:
   etcetera server [flags]    run a member (see \`etcetera server --help\`)
+  etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
   etcetera version           print the version
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
   etcetera migrate --from-etcd URL --data-dir DIR
@@ -50,7 +53,11 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   if (command === 'version' || command === '--version') return printVersion();
-  if (command === 'snapshot') return snapshotCommand(rest, process);
+  if (command === 'snapshot' || command === 'etcd-snapshot') {
+    // ls/delete/prune (the scheduled snapshot directory) here, save/status/restore in snapshot-cli.ts.
+    const out = { stdout: (t: string) => process.stdout.write(t), stderr: (t: string) => process.stderr.write(t) };
+    return (await runSnapshotDirCommand(rest, out)) ?? snapshotCommand(rest, process);
+  }
   if (command === 'migrate') return migrateCommand(rest, process);
   if (command !== 'server') {
     process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);

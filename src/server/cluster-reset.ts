@@ -21,6 +21,7 @@
  * the log is [1..40] + [41: remove b, 42: remove c] at term 5, commit 42.
  */
 import { assert } from '../base/assert.js';
+import { clusterResetApplyMsMax } from '../base/limits.js';
 import { MemberConfig, decodeConfChange, encodeConfChange } from '../raft/conf.js';
 import { EntryType, type ConfChange, type Entry, type HardState, type SnapshotMeta } from '../raft/types.js';
 import type { Member } from './api.js';
@@ -155,7 +156,7 @@ export async function waitForReset(p: ResetProgress, commit: number, timeoutMs: 
  * k3s's --cluster-reset after the member started with forceNewCluster: wait until the reset is in effect, stop
  * cleanly, tell the operator to restart without the flag. Returns the process exit code.
  */
-export async function finishClusterReset(member: RunningMember, logger: Logger, timeoutMs = 60_000): Promise<number> {
+export async function finishClusterReset(member: RunningMember, logger: Logger, timeoutMs = clusterResetApplyMsMax): Promise<number> {
   const commit = member.server.driver.status().commit;
   const progress: ResetProgress = {
     isLeader: () => member.server.isLeader,

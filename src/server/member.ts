@@ -42,6 +42,8 @@ import { createMetricsHandler, createVersionHandler, startMetricsHttp, type Metr
 import { etcdVersion } from './grpc/maintenance-service.js';
 import type { JoinResponse } from './cluster-ops.js';
 import { resetToSingleMember } from './cluster-reset.js';
+import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
+import { startScheduledSnapshots } from './scheduled-snapshots.js';
 
 export interface Identity {
   memberId: bigint;
@@ -214,9 +216,11 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
 
   let grpc: GrpcServerHandle | undefined;
   let metricsHttp: MetricsHttp | undefined;
+  let scheduledSnapshots: SnapshotScheduler | undefined;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
+      await scheduledSnapshots?.stop();
       await server.stop();
       await saveIndexCheckpoint(memberDir, server.state.store, log);
       await grpc?.close(500);
@@ -295,6 +299,12 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
       health: () => health(server),
       ready: () => health(server),
       logger: log,
+    });
+  }
+  if (o.scheduledSnapshots !== undefined) {
+    const snapshotContext = { requireLeader: false, signal: new AbortController().signal };
+    scheduledSnapshots = startScheduledSnapshots({
+      options: o.scheduledSnapshots, nodeName: o.name, snapshot: () => server.snapshot(snapshotContext), registry: metrics.registry, logger: log,
     });
   }
   log.info('serving client requests', { clientUrls, peerUrl });

@@ -1,0 +1,78 @@
+/**
+ * Scheduled snapshots in a real server on a seconds-level schedule: files appear on schedule under k3s's
+ * names in <data-dir>/snapshots, retention keeps the newest, the metrics say when the last one succeeded,
+ * and `etcetera snapshot ls|prune|delete` work on the directory.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliPath, clientOf, closeClients, killAll, startServer, waitFor } from './harness.js';
+
+const execFileP = promisify(execFile);
+afterAll(async () => {
+  closeClients();
+  await killAll();
+});
+
+async function cli(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const r = await execFileP(process.execPath, [cliPath, ...args], { timeout: 15_000 });
+    return { stdout: r.stdout, stderr: r.stderr, code: 0 };
+  } catch (e) {
+    const err = e as { stdout: string; stderr: string; code: number };
+    return { stdout: err.stdout, stderr: err.stderr, code: err.code };
+  }
+}
+
+describe('scheduled snapshots', () => {
+  it('appear every second with retention applied, and the snapshot verbs manage them', async () => {
+    const sp = await startServer({ name: 'snapper', args: ['--snapshot-schedule', '* * * * * *', '--snapshot-retention', '2'] });
+    const c = clientOf(sp);
+    for (let i = 0; i < 20; i++) await c.put(`sched/${i}`).value(`v${i}`);
+    const dir = join(sp.dataDir, 'snapshots');
+    const own = (): string[] => readdirSync(dir).filter((n) => /^etcd-snapshot-snapper-\d+$/.test(n)).sort();
+    // Four saves at least: retention must have removed some.
+    await waitFor('four scheduled snapshots', async () => {
+      const text = await (await fetch(`http://127.0.0.1:${sp.metricsPort}/metrics`)).text();
+      const m = /^etcetera_snapshot_save_total\{result="success"\} (\d+)/m.exec(text);
+      return m !== null && Number(m[1]) >= 4 ? text : undefined;
+    }, 30_000);
+    const names = own();
+    expect(names.length).toBeGreaterThanOrEqual(1);
+    expect(names.length).toBeLessThanOrEqual(2);
+    const text = await (await fetch(`http://127.0.0.1:${sp.metricsPort}/metrics`)).text();
+    const last = Number(/^etcetera_snapshot_last_success_timestamp_seconds (\S+)/m.exec(text)![1]);
+    expect(Math.abs(last - Date.now() / 1000)).toBeLessThan(30);
+    expect(Number(/^etcetera_snapshot_last_size_bytes (\S+)/m.exec(text)![1])).toBeGreaterThan(0);
+    expect(sp.output.join('\n')).toContain('scheduled snapshot saved');
+    // Each file is what `etcdctl snapshot save` writes: data padded to 512 bytes, then its SHA-256.
+    const bytes = readFileSync(join(dir, names[names.length - 1]!));
+    expect(bytes.length % 512).toBe(32);
+    expect(createHash('sha256').update(bytes.subarray(0, bytes.length - 32)).digest().equals(bytes.subarray(bytes.length - 32))).toBe(true);
+
+    await sp.kill('SIGTERM');
+    const ls = await cli(['snapshot', 'ls', '--data-dir', sp.dataDir]);
+    expect(ls.code).toBe(0);
+    expect(ls.stdout.split('\n')[0]).toMatch(/^Name\s+Location\s+Size\s+Created$/);
+    for (const n of own()) expect(ls.stdout).toContain(`file://${join(dir, n)}`);
+    const remaining = own();
+    const pruned = await cli(['snapshot', 'prune', '--data-dir', sp.dataDir, '--name', 'snapper', '--snapshot-retention', '1']);
+    expect(pruned.code).toBe(0);
+    expect(own()).toEqual(remaining.slice(-1));
+    const deleted = await cli(['etcd-snapshot', 'delete', '--snapshot-dir', dir, remaining[remaining.length - 1]!]);
+    expect(deleted.code).toBe(0);
+    expect(own()).toEqual([]);
+    const missing = await cli(['snapshot', 'delete', '--snapshot-dir', dir, 'nope']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no snapshot nope');
+  }, 90_000);
+
+  it('refuses a bad schedule at startup, naming the flag', async () => {
+    const sp = await startServer({ name: 'badcron', args: ['--snapshot-schedule', '61 * * * *'], waitReady: false });
+    expect(await sp.exited).toBe(2);
+    expect(sp.output.join('\n')).toContain('invalid --snapshot-schedule: cron spec "61 * * * *": minute "61": must be 0-59');
+  }, 30_000);
+});
