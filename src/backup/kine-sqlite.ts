@@ -1,0 +1,64 @@
+/**
+ * kine's SQLite `state.db` read row by row, in revision order, with better-sqlite3 (read-only; stop k3s
+ * first so the file is not changing under the migration). See kine.ts for what the rows mean.
+ */
+import Database from 'better-sqlite3';
+import { kineCompactRevKey, type KineRow } from './kine.js';
+
+const kineColumns = ['id', 'name', 'created', 'deleted', 'create_revision', 'prev_revision', 'lease', 'value'] as const;
+
+interface SqlRow {
+  id: number;
+  name: string | Uint8Array;
+  created: number | null;
+  deleted: number | null;
+  create_revision: number | null;
+  prev_revision: number | null;
+  lease: number | null;
+  value: Uint8Array | null;
+}
+
+/** Streams the rows (the table is never loaded whole); closes the database when iteration ends. */
+export function* readKineRows(path: string): Generator<KineRow> {
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    throw new Error(`cannot open kine database ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const columns = new Set((db.prepare('PRAGMA table_info(kine)').all() as Array<{ name: string }>).map((c) => c.name));
+    const missing = kineColumns.filter((c) => !columns.has(c));
+    if (missing.length > 0) {
+      throw new Error(`${path} is not a kine database: table kine ${columns.size === 0 ? 'is missing' : `lacks ${missing.join(', ')}`}`);
+    }
+    const rows = db.prepare(`SELECT ${kineColumns.join(', ')} FROM kine ORDER BY id`).iterate() as IterableIterator<SqlRow>;
+    const decoder = new TextDecoder();
+    for (const r of rows) {
+      yield {
+        id: r.id,
+        name: typeof r.name === 'string' ? r.name : decoder.decode(r.name),
+        created: r.created ?? 0,
+        deleted: r.deleted ?? 0,
+        createRevision: r.create_revision ?? 0,
+        prevRevision: r.prev_revision ?? 0,
+        lease: r.lease ?? 0,
+        value: r.value,
+      };
+    }
+  } finally {
+    db.close();
+  }
+}
+
+/** What the migration must know before streaming the rows: the compacted and the current revision. */
+export function readKineMeta(path: string): { compactRevision: number; currentRevision: number; rows: number } {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const compact = db.prepare(`SELECT MAX(prev_revision) AS rev FROM kine WHERE name = '${kineCompactRevKey}'`).get() as { rev: number | null };
+    const current = db.prepare('SELECT MAX(id) AS rev, COUNT(*) AS rows FROM kine').get() as { rev: number | null; rows: number };
+    return { compactRevision: compact.rev ?? 0, currentRevision: current.rev ?? 0, rows: current.rows };
+  } finally {
+    db.close();
+  }
+}
