@@ -173,6 +173,17 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>,
   }
 }
 
+/** Runs the built `etcetera` CLI (a subcommand other than server) to completion. */
+export async function runCli(args: string[], timeoutMs = 30_000): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const r = await execFileP(process.execPath, [cliPath, ...args], { timeout: timeoutMs });
+    return { stdout: r.stdout, stderr: r.stderr, code: 0 };
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string; code?: number };
+    return { stdout: err.stdout ?? '', stderr: err.stderr ?? '', code: typeof err.code === 'number' ? err.code : 1 };
+  }
+}
+
 export const etcdctlPath = '/usr/bin/etcdctl';
 
 /** etcdctl is a real client we must pass; under CI its absence is a failure, locally a skip. */

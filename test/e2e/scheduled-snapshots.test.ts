@@ -3,29 +3,17 @@
  * names in <data-dir>/snapshots, retention keeps the newest, the metrics say when the last one succeeded,
  * and `etcetera snapshot ls|prune|delete` work on the directory.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliPath, clientOf, closeClients, killAll, startServer, waitFor } from './harness.js';
+import { clientOf, closeClients, killAll, runCli, startServer, waitFor } from './harness.js';
 
-const execFileP = promisify(execFile);
 afterAll(async () => {
   closeClients();
   await killAll();
 });
 
-async function cli(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const r = await execFileP(process.execPath, [cliPath, ...args], { timeout: 15_000 });
-    return { stdout: r.stdout, stderr: r.stderr, code: 0 };
-  } catch (e) {
-    const err = e as { stdout: string; stderr: string; code: number };
-    return { stdout: err.stdout, stderr: err.stderr, code: err.code };
-  }
-}
 
 describe('scheduled snapshots', () => {
   it('appear every second with retention applied, and the snapshot verbs manage them', async () => {
@@ -54,18 +42,18 @@ describe('scheduled snapshots', () => {
     expect(createHash('sha256').update(bytes.subarray(0, bytes.length - 32)).digest().equals(bytes.subarray(bytes.length - 32))).toBe(true);
 
     await sp.kill('SIGTERM');
-    const ls = await cli(['snapshot', 'ls', '--data-dir', sp.dataDir]);
+    const ls = await runCli(['snapshot', 'ls', '--data-dir', sp.dataDir]);
     expect(ls.code).toBe(0);
     expect(ls.stdout.split('\n')[0]).toMatch(/^Name\s+Location\s+Size\s+Created$/);
     for (const n of own()) expect(ls.stdout).toContain(`file://${join(dir, n)}`);
     const remaining = own();
-    const pruned = await cli(['snapshot', 'prune', '--data-dir', sp.dataDir, '--name', 'snapper', '--snapshot-retention', '1']);
+    const pruned = await runCli(['snapshot', 'prune', '--data-dir', sp.dataDir, '--name', 'snapper', '--snapshot-retention', '1']);
     expect(pruned.code).toBe(0);
     expect(own()).toEqual(remaining.slice(-1));
-    const deleted = await cli(['etcd-snapshot', 'delete', '--snapshot-dir', dir, remaining[remaining.length - 1]!]);
+    const deleted = await runCli(['etcd-snapshot', 'delete', '--snapshot-dir', dir, remaining[remaining.length - 1]!]);
     expect(deleted.code).toBe(0);
     expect(own()).toEqual([]);
-    const missing = await cli(['snapshot', 'delete', '--snapshot-dir', dir, 'nope']);
+    const missing = await runCli(['snapshot', 'delete', '--snapshot-dir', dir, 'nope']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no snapshot nope');
   }, 90_000);
