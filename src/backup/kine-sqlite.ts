@@ -3,6 +3,7 @@
  * first so the file is not changing under the migration). See kine.ts for what the rows mean.
  */
 import Database from 'better-sqlite3';
+import { RestoreError } from './import.js';
 import { kineCompactRevKey, type KineRow } from './kine.js';
 
 const kineColumns = ['id', 'name', 'created', 'deleted', 'create_revision', 'prev_revision', 'lease', 'value'] as const;
@@ -20,18 +21,8 @@ interface SqlRow {
 
 /** Streams the rows (the table is never loaded whole); closes the database when iteration ends. */
 export function* readKineRows(path: string): Generator<KineRow> {
-  let db: Database.Database;
+  const db = openKine(path);
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
-  } catch (error) {
-    throw new Error(`cannot open kine database ${path}: ${(error as Error).message}`);
-  }
-  try {
-    const columns = new Set((db.prepare('PRAGMA table_info(kine)').all() as Array<{ name: string }>).map((c) => c.name));
-    const missing = kineColumns.filter((c) => !columns.has(c));
-    if (missing.length > 0) {
-      throw new Error(`${path} is not a kine database: table kine ${columns.size === 0 ? 'is missing' : `lacks ${missing.join(', ')}`}`);
-    }
     const rows = db.prepare(`SELECT ${kineColumns.join(', ')} FROM kine ORDER BY id`).iterate() as IterableIterator<SqlRow>;
     const decoder = new TextDecoder();
     for (const r of rows) {
@@ -53,7 +44,7 @@ export function* readKineRows(path: string): Generator<KineRow> {
 
 /** What the migration must know before streaming the rows: the compacted and the current revision. */
 export function readKineMeta(path: string): { compactRevision: number; currentRevision: number; rows: number } {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const db = openKine(path);
   try {
     const compact = db.prepare(`SELECT MAX(prev_revision) AS rev FROM kine WHERE name = '${kineCompactRevKey}'`).get() as { rev: number | null };
     const current = db.prepare('SELECT MAX(id) AS rev, COUNT(*) AS rows FROM kine').get() as { rev: number | null; rows: number };
@@ -61,4 +52,21 @@ export function readKineMeta(path: string): { compactRevision: number; currentRe
   } finally {
     db.close();
   }
+}
+
+/** Opens read-only and checks kine's table is there with the columns we read. */
+function openKine(path: string): Database.Database {
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    throw new RestoreError(`cannot open kine database ${path}: ${(error as Error).message}`);
+  }
+  const columns = new Set((db.prepare('PRAGMA table_info(kine)').all() as Array<{ name: string }>).map((c) => c.name));
+  const missing = kineColumns.filter((c) => !columns.has(c));
+  if (missing.length > 0) {
+    db.close();
+    throw new RestoreError(`${path} is not a kine database: table kine ${columns.size === 0 ? 'is missing' : `lacks ${missing.join(', ')}`}`);
+  }
+  return db;
 }

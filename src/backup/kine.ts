@@ -18,6 +18,7 @@
  * resume from revisions they hold; revisions must never go backwards).
  */
 import { assert } from '../base/assert.js';
+import type { RevisionRecord } from './revision-record.js';
 
 export interface KineRow {
   id: number;
@@ -28,17 +29,6 @@ export interface KineRow {
   prevRevision: number;
   lease: number;
   value: Uint8Array | null;
-}
-
-/** One revision of one key, in the shape of src/backup/revision-record.ts's RevisionRecord. */
-export interface KineRecord {
-  key: Uint8Array;
-  value: Uint8Array;
-  createRevision: number;
-  modRevision: number;
-  version: number;
-  lease: bigint;
-  tombstone: boolean;
 }
 
 export const kineCompactRevKey = 'compact_rev_key';
@@ -57,7 +47,7 @@ export class KineMapper {
   #records = 0;
 
   /** The record of one row, or undefined for kine's bookkeeping and fill rows. */
-  map(row: KineRow): KineRecord | undefined {
+  map(row: KineRow): RevisionRecord | undefined {
     assert(Number.isSafeInteger(row.id) && row.id > this.#lastId, `kine rows out of order: ${row.id} after ${this.#lastId}`);
     this.#lastId = row.id;
     if (row.name === kineCompactRevKey) {

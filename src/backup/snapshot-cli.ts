@@ -19,6 +19,7 @@ import { fetchSnapshot, type EndpointTls } from './fetch-snapshot.js';
 import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
 import { humanBytes, Progress, type ProgressOutput } from './progress.js';
 import { restoreSnapshotFile, snapshotStatus } from './snapshot-file.js';
+import { migrateFromKine } from './kine-migrate.js';
 
 export interface CliStreams {
   stdout: ProgressOutput;
@@ -31,13 +32,14 @@ const snapshotUsage = `Usage:
   etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
            [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--skip-hash-check]
   etcetera migrate --from-etcd URL --data-dir DIR [the restore flags]
+  etcetera migrate --from-kine state.db --data-dir DIR [the restore flags]
 
 Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads ours and we read etcd's.
 `;
 
 const valueFlags = new Set([
   'endpoints', 'cacert', 'cert', 'key', 'write-out', 'data-dir', 'name', 'initial-cluster', 'initial-cluster-token',
-  'initial-advertise-peer-urls', 'from-etcd',
+  'initial-advertise-peer-urls', 'from-etcd', 'from-kine',
 ]);
 const boolFlags = new Set(['skip-hash-check']);
 
@@ -162,8 +164,10 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
 export async function migrateCommand(argv: string[], io: CliStreams): Promise<number> {
   return runReporting(io, async () => {
     const a = parseArgs(argv);
+    const kine = a.flags.get('from-kine');
+    if (kine !== undefined) return migrateKine(kine, a, io);
     const from = a.flags.get('from-etcd');
-    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL\n\n${snapshotUsage}`);
+    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL or --from-kine FILE\n\n${snapshotUsage}`);
     const dataDir = dataDirOf(a);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const file = join(resolve(dataDir), 'migrate-from-etcd.db');
@@ -176,6 +180,16 @@ export async function migrateCommand(argv: string[], io: CliStreams): Promise<nu
     }
     return 0;
   });
+}
+
+/** `etcetera migrate --from-kine state.db --data-dir D` (src/backup/kine-migrate.ts). */
+async function migrateKine(file: string, a: Args, io: CliStreams): Promise<number> {
+  const dataDir = dataDirOf(a);
+  const progress = new Progress('migrate from kine', io.stderr, 'records');
+  const r = await migrateFromKine(file, dataDir, { cluster: restoreCluster(a), onProgress: (n) => progress.update(n) });
+  progress.done(r.records);
+  io.stdout.write(`kine database ${file}: revision ${r.sourceRevision}, compacted at ${r.sourceCompactRevision}\n${restored(r, dataDir)}`);
+  return 0;
 }
 
 function statusTable(s: { hash: number; revision: number; totalKey: number; totalSize: number }): string {

@@ -18,7 +18,8 @@ import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
 import { openLogOutputs } from './log-outputs.js';
 import { startMember } from './member.js';
-import { clusterResetRestoreRefusal, finishClusterReset } from './cluster-reset.js';
+import { finishClusterReset } from './cluster-reset.js';
+import { restoreForClusterReset } from './cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
 
@@ -26,9 +27,9 @@ const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 
 
 Usage:
   etcetera server [flags]    run a member (see \`etcetera server --help\`)
-  etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
   etcetera version           print the version
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
+  etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
   etcetera migrate --from-etcd URL --data-dir DIR
 `;
 
@@ -93,8 +94,16 @@ async function main(argv: string[]): Promise<number> {
     logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });
   }
   if (config.clusterResetRestorePath !== undefined) {
-    process.stderr.write(`etcetera: ${clusterResetRestoreRefusal}\n`);
-    return 2;
+    try {
+      await restoreForClusterReset({
+        dataDir: config.dataDir, name: config.name, initialAdvertisePeerUrls: config.initialAdvertisePeerUrls,
+        path: config.clusterResetRestorePath, logger, nowSeconds: Math.floor(Date.now() / 1000),
+        ...(config.token !== undefined ? { token: config.token } : {}),
+      });
+    } catch (error) {
+      logger.error('cluster reset: could not restore the snapshot', { path: config.clusterResetRestorePath, error: error instanceof Error ? error.message : String(error) });
+      return 1;
+    }
   }
   let member;
   try {

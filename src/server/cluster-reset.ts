@@ -129,10 +129,6 @@ export function clusterResetDoneMessage(): string {
     'Backup and delete the data directory (--data-dir) on each peer etcd server and rejoin the nodes';
 }
 
-/** Until the etcd-format snapshot restore is in (issue 11, first half), a restore path is refused. */
-export const clusterResetRestoreRefusal =
-  '--cluster-reset-restore-path is not supported yet (it needs the etcd-format snapshot restore); run --cluster-reset without it on the surviving data directory';
-
 /** What waitForReset reads from the running member. */
 export interface ResetProgress {
   isLeader(): boolean;

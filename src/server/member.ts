@@ -23,7 +23,7 @@ import { Wal, type WalState } from '../wal/wal.js';
 import type { Member } from './api.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from './errors.js';
 import { MvccError } from '../mvcc/types.js';
-import { EtcdServer, electionTicksOf } from './etcd-server.js';
+import { EtcdServer, electionTicksOf, etcdVersion } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
@@ -302,9 +302,9 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     });
   }
   if (o.scheduledSnapshots !== undefined) {
-    const snapshotContext = { requireLeader: false, signal: new AbortController().signal };
     scheduledSnapshots = startScheduledSnapshots({
-      options: o.scheduledSnapshots, nodeName: o.name, snapshot: () => server.snapshot(snapshotContext), registry: metrics.registry, logger: log,
+      options: o.scheduledSnapshots, nodeName: o.name, store: { exportSnapshot: () => server.state.store.exportSnapshot() },
+      serverVersion: etcdVersion, registry: metrics.registry, logger: log,
     });
   }
   log.info('serving client requests', { clientUrls, peerUrl });

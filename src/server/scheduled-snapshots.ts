@@ -1,18 +1,16 @@
 /**
  * Scheduled snapshots of a running member (src/backup/snapshot-scheduler.ts on the real clock and timers),
- * with their metrics and the snapshot writer.
+ * with their metrics. Each snapshot is an etcd-format file (src/backup/export.ts): `etcdctl snapshot status`
+ * and `restore`, `etcetera snapshot restore` and `--cluster-reset-restore-path` read it.
  *
  * Metrics (ours; etcd has no scheduler, k3s none on /metrics):
  *   etcetera_snapshot_save_total{result="success"|"failure"}
  *   etcetera_snapshot_last_success_timestamp_seconds, etcetera_snapshot_last_failure_timestamp_seconds
  *   etcetera_snapshot_last_size_bytes
  */
-import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
 import { parseCron } from '../backup/cron.js';
+import { saveSnapshotFile, type SnapshotExporter } from '../backup/export.js';
 import { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
-import type { SnapshotSource } from './api.js';
-import { snapshotPaddingBytes } from './grpc/maintenance-service.js';
 import type { Logger } from './log.js';
 import type { ScheduledSnapshots } from './member-options.js';
 import type { Registry } from './metrics.js';
@@ -21,8 +19,10 @@ export interface ScheduledSnapshotsInput {
   options: ScheduledSnapshots;
   /** The member's name: part of every file name, and whose snapshots retention counts. */
   nodeName: string;
-  /** A consistent copy of the backend (the same source as Maintenance.Snapshot). */
-  snapshot(): Promise<SnapshotSource>;
+  /** The store: each snapshot is an etcd-format file of one consistent view of it (what etcdctl snapshot save writes). */
+  store: SnapshotExporter;
+  /** For the snapshot's cluster bucket. */
+  serverVersion: string;
   registry: Registry;
   logger: Logger;
 }
@@ -40,7 +40,9 @@ export function startScheduledSnapshots(input: ScheduledSnapshotsInput): Snapsho
       setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
       clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
     },
-    takeSnapshot: async (path) => writeSnapshotFile(await input.snapshot(), path),
+    takeSnapshot: async (path) => {
+      await saveSnapshotFile(input.store, path, { serverVersion: input.serverVersion });
+    },
     dir: options.dir,
     nodeName: input.nodeName,
     retention: options.retention,
@@ -58,25 +60,4 @@ export function startScheduledSnapshots(input: ScheduledSnapshotsInput): Snapsho
   });
   scheduler.start();
   return scheduler;
-}
-
-/**
- * The file `etcdctl snapshot save` would write from our Maintenance.Snapshot stream: the data, zero padding
- * to a multiple of 512 bytes, their SHA-256.
- */
-export async function writeSnapshotFile(source: SnapshotSource, path: string): Promise<void> {
-  const fh = await open(path, 'wx', 0o600);
-  try {
-    const hash = createHash('sha256');
-    for await (const chunk of source.chunks) {
-      hash.update(chunk);
-      await fh.write(chunk);
-    }
-    const padding = new Uint8Array(snapshotPaddingBytes(source.sizeBytes));
-    hash.update(padding);
-    await fh.write(padding);
-    await fh.write(hash.digest());
-  } finally {
-    await fh.close();
-  }
 }

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KineMapper, type KineRecord } from '../../src/backup/kine.js';
+import { KineMapper } from '../../src/backup/kine.js';
+import type { RevisionRecord } from '../../src/backup/revision-record.js';
 import { readKineMeta, readKineRows } from '../../src/backup/kine-sqlite.js';
 import { KineFixture } from './kine-fixture.js';
 
@@ -14,7 +15,7 @@ const dir = mkdtempSync(join(tmpdir(), 'etcetera-kine-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const text = (b: Uint8Array): string => new TextDecoder().decode(b);
-const show = (r: KineRecord): string =>
+const show = (r: RevisionRecord): string =>
   `${r.modRevision} ${text(r.key)} ${r.tombstone ? 'deleted' : `=${text(r.value)} create ${r.createRevision} v${r.version}${r.lease > 0n ? ` lease ${r.lease}` : ''}`}`;
 
 function migrate(path: string): { records: string[]; mapper: KineMapper } {

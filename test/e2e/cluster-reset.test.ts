@@ -4,9 +4,11 @@
  * with the same cluster id; the two wiped members rejoin with `--server`; all three hold every acknowledged
  * write. And k3s's `--cluster-reset`: resets, exits with k3s's message, and a restart without it serves.
  */
+import { copyFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Etcd3 } from 'etcd3';
-import { clientOf as client, closeClients, killAll, memberList as members, removeDir, sleep, startServer, waitFor } from './harness.js';
+import { clientOf as client, closeClients, killAll, memberList as members, removeDir, sleep, startServer, tempDir, waitFor } from './harness.js';
 
 afterAll(async () => {
   closeClients();
@@ -133,6 +135,38 @@ describe("k3s's --cluster-reset", () => {
     expect((await members(c2)).map((m) => m.name)).toEqual(['ka']);
     expect(await c2.getAll().prefix('k3s/').count()).toBe(50);
     await c2.put('k3s/after').value('ok');
+  }, 180_000);
+
+  it('--cluster-reset-restore-path restores a scheduled (gzipped) snapshot first; the restart serves its data', async () => {
+    const token = 'k3s-restore';
+    const a = await startServer({ name: 'kz', args: ['--cluster-init', '--token', token, '--snapshot-schedule', '* * * * * *', '--snapshot-compress'] });
+    const ca = client(a);
+    for (let i = 0; i < 40; i++) await ca.put(`snap/${i}`).value(`v${i}`);
+    const writtenSeconds = Math.ceil(Date.now() / 1000);
+    const dir = join(a.dataDir, 'snapshots');
+    const name = await waitFor('a snapshot taken after the writes', async () =>
+      readdirSync(dir).find((n) => Number(/^etcd-snapshot-kz-(\d+)\.gz$/.exec(n)?.[1] ?? 0) > writtenSeconds), 20_000);
+    const saved = join(tempDir('restore-src'), name);
+    copyFileSync(join(dir, name), saved);
+    for (let i = 0; i < 10; i++) await ca.put(`later/${i}`).value('not in the snapshot');
+    await a.kill('SIGKILL');
+
+    const reset = await startServer({
+      name: 'kz', dataDir: a.dataDir, clientPort: a.clientPort, peerPort: a.peerPort,
+      args: ['--cluster-reset', '--cluster-reset-restore-path', saved, '--token', token], waitReady: false,
+    });
+    const code = await Promise.race([reset.exited, sleep(60_000).then(() => 'still running')]);
+    expect(code).toBe(0);
+    expect(reset.output.join('\n')).toContain('restart without --cluster-reset flag now');
+    expect(readdirSync(a.dataDir).some((n) => /^member-old-\d+$/.test(n))).toBe(true);
+
+    const again = await startServer({ name: 'kz', dataDir: a.dataDir, clientPort: a.clientPort, peerPort: a.peerPort, args: ['--token', token] });
+    const c2 = client(again);
+    await waitFor('a leader', async () => ((await c2.maintenance.status()).leader !== '0' ? true : undefined), 20_000);
+    expect((await members(c2)).map((m) => m.name)).toEqual(['kz']);
+    expect(await c2.getAll().prefix('snap/').count()).toBe(40);
+    expect(await c2.getAll().prefix('later/').count()).toBe(0);
+    await c2.put('snap/after').value('ok');
   }, 180_000);
 
   it('refuses --cluster-reset-restore-path without --cluster-reset, as k3s does', async () => {

@@ -1,13 +1,14 @@
 /**
  * Scheduled snapshots in a real server on a seconds-level schedule: files appear on schedule under k3s's
- * names in <data-dir>/snapshots, retention keeps the newest, the metrics say when the last one succeeded,
- * and `etcetera snapshot ls|prune|delete` work on the directory.
+ * names in <data-dir>/snapshots, in etcd's snapshot format (etcdctl snapshot status reads them), retention
+ * keeps the newest, the metrics say when the last one succeeded, and `etcetera snapshot ls|prune|delete`
+ * work on the directory.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clientOf, closeClients, killAll, runCli, startServer, waitFor } from './harness.js';
+import { clientOf, closeClients, etcdctl, haveEtcdctl, killAll, runCli, startServer, waitFor } from './harness.js';
 
 afterAll(async () => {
   closeClients();
@@ -40,6 +41,14 @@ describe('scheduled snapshots', () => {
     const bytes = readFileSync(join(dir, names[names.length - 1]!));
     expect(bytes.length % 512).toBe(32);
     expect(createHash('sha256').update(bytes.subarray(0, bytes.length - 32)).digest().equals(bytes.subarray(bytes.length - 32))).toBe(true);
+
+    // ...in etcd's own format: etcdctl reads it.
+    if (haveEtcdctl()) {
+      const status = await etcdctl([], ['snapshot', 'status', join(dir, names[names.length - 1]!), '-w', 'json']);
+      const s = JSON.parse(status.stdout) as { revision: number; totalKey: number };
+      expect(s.revision).toBe(21);
+      expect(s.totalKey).toBeGreaterThanOrEqual(20); // every key of every bucket, as etcd counts them
+    }
 
     await sp.kill('SIGTERM');
     const ls = await runCli(['snapshot', 'ls', '--data-dir', sp.dataDir]);
