@@ -23,7 +23,7 @@ import { Wal, type WalState } from '../wal/wal.js';
 import type { Member } from './api.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from './errors.js';
 import { MvccError } from '../mvcc/types.js';
-import { EtcdServer, electionTicksOf, etcdVersion } from './etcd-server.js';
+import { EtcdServer, electionTicksOf } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
 import type { ClusterBootstrap, MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
