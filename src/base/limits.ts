@@ -99,3 +99,12 @@ assert(peerFrameBytesMax >= 2 * requestBytesLimitMax, 'a peer frame must hold th
  * limit would refuse is refused here, bigger ones before they are buffered), and for one message of a stream.
  */
 export const gatewayJsonBytesMax = Math.ceil((grpcMessageBytesMax * 4) / 3) + 64 * 1024;
+
+/** Simple auth tokens kept per member; past it the least recently used goes (etcd has no cap; a login storm must not grow memory). */
+export const simpleTokensMax = 100_000;
+/** Authenticate retries when the auth revision moved between the password check and apply (etcd loops unbounded). */
+export const authenticateAttemptsMax = 8;
+/** etcd's default bcrypt cost (bcrypt.DefaultCost); --bcrypt-cost may choose 4..31. */
+export const bcryptCostDefault = 10;
+/** etcd's --auth-token-ttl default, seconds. */
+export const authTokenTtlSecondsDefault = 300;

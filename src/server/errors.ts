@@ -4,11 +4,13 @@
  * package, kube-apiserver) recognise errors by these exact messages, so they live in ONE table; nothing else
  * in the server spells an `etcdserver: ...` string.
  *
- * Expected refusals from other layers map here: MvccError codes (src/mvcc/types.ts) and Raft ProposeError
+ * Expected refusals from other layers map here: MvccError codes (src/mvcc/types.ts), AuthError codes
+ * (src/auth/types.ts, named after rows of this table) and Raft ProposeError
  * (src/raft/types.ts). Anything else becomes UNKNOWN with its message only (never a stack), as etcd's
  * togRPCError does; a broken invariant (AssertionError) becomes INTERNAL with a fixed message.
  */
 import { status as Status } from '@grpc/grpc-js';
+import { AuthError } from '../auth/types.js';
 import { AssertionError } from '../base/assert.js';
 import type { MvccErrorCode } from '../mvcc/types.js';
 import { MvccError } from '../mvcc/types.js';
@@ -159,6 +161,10 @@ export function fromMvccError(e: MvccError): EtcdError {
   return new EtcdError(mvccToEtcd[e.code]);
 }
 
+export function fromAuthError(e: AuthError): EtcdError {
+  return new EtcdError(e.code);
+}
+
 export function fromProposeError(e: ProposeError): EtcdError {
   return new EtcdError(proposeToEtcd[e]);
 }
@@ -176,6 +182,7 @@ export function toGrpcError(err: unknown): GrpcStatusError {
     const row = etcdErrors[mvccToEtcd[err.code]];
     return { code: row.status, details: row.message };
   }
+  if (err instanceof AuthError) return { code: etcdErrors[err.code].status, details: etcdErrors[err.code].message };
   if (err instanceof AssertionError) return { code: Status.INTERNAL, details: 'etcetera: internal error' };
   if (err instanceof Error && err.name === 'AbortError') {
     return { code: etcdErrors.canceled.status, details: etcdErrors.canceled.message };
