@@ -4,7 +4,7 @@
  * directory imports no package): only the fields authpb has, in field order, defaults omitted.
  */
 import { assert } from '../base/assert.js';
-import { fromUtf8, utf8 } from '../base/bytes.js';
+import { fromUtf8, ownedCopy, utf8 } from '../base/bytes.js';
 import { PermType, type Permission, type Role, type User } from './types.js';
 
 class Writer {
@@ -94,8 +94,8 @@ function decodePermission(b: Uint8Array): Permission {
     if (tag === 1) {
       assert(v === 0 || v === 1 || v === 2, `unknown permission type ${String(v)}`);
       p.permType = v;
-    } else if (tag === 2) p.key = bytesOf(v).slice();
-    else if (tag === 3) p.rangeEnd = bytesOf(v).slice();
+    } else if (tag === 2) p.key = ownedCopy(bytesOf(v));
+    else if (tag === 3) p.rangeEnd = ownedCopy(bytesOf(v));
   }
   return p;
 }
