@@ -165,6 +165,21 @@ export function fromAuthError(e: AuthError): EtcdError {
   return new EtcdError(e.code);
 }
 
+/**
+ * etcd 3.5's Maintenance auth checks (Defragment, Snapshot, Hash, HashKV) return server/auth's errors without
+ * translating them, so clients see UNKNOWN with auth's own text ("auth: permission denied"), as from 3.4.
+ */
+const untranslatedAuthMessages: Partial<Record<AuthError['code'], string>> = {
+  userEmpty: 'auth: user name is empty',
+  userNotFound: 'auth: user not found',
+  permissionDenied: 'auth: permission denied',
+  invalidAuthToken: 'auth: invalid auth token',
+};
+
+export function untranslatedAuthError(e: AuthError): Error {
+  return new Error(untranslatedAuthMessages[e.code] ?? etcdErrors[e.code].message);
+}
+
 export function fromProposeError(e: ProposeError): EtcdError {
   return new EtcdError(proposeToEtcd[e]);
 }

@@ -677,32 +677,31 @@ export class EtcdServer implements EtcdApi {
 
   async defragment(ctx: RequestContext): Promise<void> {
     this.#checkAlive(ctx);
-    await this.#auth.gate.checkAdmin(ctx);
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     await this.#state.store.defragment();
   }
 
   async hash(ctx: RequestContext): Promise<HashResult> {
-    await this.#auth.gate.checkAdmin(ctx);
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     const h = await this.#state.store.hash();
     return { hash: h.hash, revision: h.hashRevision };
   }
 
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
-    await this.#auth.gate.checkAdmin(ctx);
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     const h = await this.#state.store.hashKV(revision);
     return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
 
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
     this.#checkAlive(ctx);
-    await this.#auth.gate.checkAdmin(ctx);
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     // etcd's own format (a bbolt file), so etcdctl's snapshot status/restore and etcd itself read it.
     return maintenanceSnapshot(this.#state.store, this.#p.snapshotTempDir ?? tmpdir(), etcdVersion);
   }
 
   async moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {
     this.#checkAlive(ctx);
-    await this.#auth.gate.checkAdmin(ctx);
     if (!this.#isLeader) throw new EtcdError('notLeader');
     if (!this.#confVoters.includes(targetId)) {
       if (this.#state.membership.get(targetId) === undefined) throw new EtcdError('memberNotFound');

@@ -14,7 +14,7 @@ import { AuthError, type AuthInfo } from '../../auth/types.js';
 import type { TxnRequest } from '../../mvcc/types.js';
 import { status as Status } from '@grpc/grpc-js';
 import type { RequestContext } from '../api.js';
-import { etcdErrors } from '../errors.js';
+import { etcdErrors, untranslatedAuthError } from '../errors.js';
 import type { TokenProvider } from './token-provider.js';
 
 export interface AuthGateHost {
@@ -93,10 +93,19 @@ export class AuthGate {
     }
   }
 
-  /** Root-only operations (Defragment, Snapshot, Hash, HashKV, MoveLeader, member changes): etcd's IsAdminPermitted. */
+  /** Root-only operations (member changes): etcd's IsAdminPermitted. */
   async checkAdmin(ctx: RequestContext): Promise<void> {
     if (!this.#host.auth().enabled) return;
     this.#host.auth().checkAdmin(await this.info(ctx));
+  }
+
+  /** Root-only maintenance (Defragment, Snapshot, Hash, HashKV), refused with auth's untranslated errors as etcd 3.5. */
+  async checkMaintenanceAdmin(ctx: RequestContext): Promise<void> {
+    try {
+      await this.checkAdmin(ctx);
+    } catch (err) {
+      throw err instanceof AuthError ? untranslatedAuthError(err) : err;
+    }
   }
 
   /** Judge a local read of [key, rangeEnd); returns what to pass to `afterRead`. */
