@@ -34,6 +34,8 @@ export interface AuthGateOptions {
 
 const empty = new Uint8Array(0);
 
+type MaybePromise<T> = T | Promise<T>;
+
 export class AuthGate {
   readonly #host: AuthGateHost;
   readonly #o: AuthGateOptions;
@@ -94,9 +96,9 @@ export class AuthGate {
   }
 
   /** Root-only operations (member changes): etcd's IsAdminPermitted. */
-  async checkAdmin(ctx: RequestContext): Promise<void> {
+  checkAdmin(ctx: RequestContext): MaybePromise<void> {
     if (!this.#host.auth().enabled) return;
-    this.#host.auth().checkAdmin(await this.info(ctx));
+    return this.info(ctx).then((ai) => this.#host.auth().checkAdmin(ai));
   }
 
   /** Root-only maintenance (Defragment, Snapshot, Hash, HashKV), refused with auth's untranslated errors as etcd 3.5. */
@@ -108,21 +110,25 @@ export class AuthGate {
     }
   }
 
-  /** Judge a local read of [key, rangeEnd); returns what to pass to `afterRead`. */
-  async checkRead(ctx: RequestContext, key: Uint8Array, rangeEnd: Uint8Array): Promise<AuthInfo | undefined> {
-    const store = this.#host.auth();
-    if (!store.enabled) return undefined;
-    const ai = (await this.info(ctx)) ?? { username: '', revision: 0 };
-    checkRange(store, ai, { key, rangeEnd });
-    return ai;
+  /**
+   * Judge a local read of [key, rangeEnd); returns what to pass to `afterRead`. Synchronous while auth is
+   * off (the hot path pays no promise), as are the other checks.
+   */
+  checkRead(ctx: RequestContext, key: Uint8Array, rangeEnd: Uint8Array): MaybePromise<AuthInfo | undefined> {
+    if (!this.#host.auth().enabled) return undefined;
+    return this.#judged(ctx, (store, ai) => checkRange(store, ai, { key, rangeEnd }));
   }
 
   /** A read-only txn served locally: compares and every read, nested ones included. */
-  async checkLocalTxn(ctx: RequestContext, txn: TxnRequest): Promise<AuthInfo | undefined> {
-    const store = this.#host.auth();
-    if (!store.enabled) return undefined;
+  checkLocalTxn(ctx: RequestContext, txn: TxnRequest): MaybePromise<AuthInfo | undefined> {
+    if (!this.#host.auth().enabled) return undefined;
+    return this.#judged(ctx, (store, ai) => checkTxn(store, ai, txn, (id) => this.#host.leaseKeys(id)));
+  }
+
+  /** Without credentials a read is judged as etcd's empty AuthInfo (revision 0: "user name is empty"). */
+  async #judged(ctx: RequestContext, check: (store: AuthStore, ai: AuthInfo) => void): Promise<AuthInfo> {
     const ai = (await this.info(ctx)) ?? { username: '', revision: 0 };
-    checkTxn(store, ai, txn, (id) => this.#host.leaseKeys(id));
+    check(this.#host.auth(), ai);
     return ai;
   }
 
@@ -132,12 +138,12 @@ export class AuthGate {
   }
 
   /** etcd's checkLeaseTimeToLive: reading a lease needs read permission on each of its keys. */
-  async checkLeaseRead(ctx: RequestContext, leaseId: bigint): Promise<void> {
-    const store = this.#host.auth();
-    if (!store.enabled) return;
-    const ai = await this.info(ctx);
-    if (ai === undefined) throw new AuthError('userEmpty');
-    for (const key of this.#host.leaseKeys(leaseId)) store.checkRead(ai, key, empty);
+  checkLeaseRead(ctx: RequestContext, leaseId: bigint): MaybePromise<void> {
+    if (!this.#host.auth().enabled) return;
+    return this.info(ctx).then((ai) => {
+      if (ai === undefined) throw new AuthError('userEmpty');
+      for (const key of this.#host.leaseKeys(leaseId)) this.#host.auth().checkRead(ai, key, empty);
+    });
   }
 
   /** A watch create's refusal (etcd's isWatchPermitted), as the cancel reason etcd sends; undefined: allowed. */

@@ -29,7 +29,7 @@ export interface ServerAuth {
   readonly gate: AuthGate;
   readonly api: AuthApi;
   /** The request with the caller's auth info, for apply to judge (etcd's RequestHeader). */
-  stamp(req: RaftRequest, ctx: RequestContext): Promise<RaftRequest>;
+  stamp(req: RaftRequest, ctx: RequestContext): RaftRequest | Promise<RaftRequest>;
   /** A restored snapshot brought a new auth store: tell it about this member's tokens. */
   rebind(store: AuthStore): void;
   guardWatch(stream: WatchStream, sink: WatchSink, ctx: RequestContext): WatchStream;
@@ -47,9 +47,9 @@ export function createServerAuth(host: ServerAuthHost, options: ServerAuthOption
   return {
     gate,
     api,
-    stamp: async (req, ctx) => {
-      const auth = await gate.info(ctx);
-      return auth === undefined ? req : { ...req, auth };
+    stamp: (req, ctx) => {
+      if (!host.auth().enabled) return req;
+      return gate.info(ctx).then((auth) => (auth === undefined ? req : { ...req, auth }));
     },
     rebind: (store) => store.setHooks(tokens),
     guardWatch: (stream, sink, ctx) => ({
