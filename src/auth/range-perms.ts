@@ -95,9 +95,12 @@ export class RangePerms {
   }
 }
 
-/** etcd's isValidPermissionRange: a key is required; a range end, when given, lies after it or is "\0". */
+/**
+ * etcd 3.5's isValidPermissionRange: a key is required; a range end, when given, lies after it or starts with
+ * a zero byte (from-key). etcd 3.4 accepted any range end.
+ */
 export function isValidPermissionRange(key: Uint8Array, rangeEnd: Uint8Array): boolean {
   if (key.length === 0) return false;
-  if (rangeEnd.length === 0 || isOpenEnd(rangeEnd)) return true;
+  if (rangeEnd.length === 0 || rangeEnd[0] === 0) return true;
   return compareBytes(key, rangeEnd) < 0;
 }

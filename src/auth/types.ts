@@ -51,6 +51,7 @@ export type AuthErrorCode =
   | 'roleNotFound'
   | 'roleEmpty'
   | 'authFailed'
+  | 'noPasswordUser'
   | 'permissionNotGiven'
   | 'permissionDenied'
   | 'roleNotGranted'

@@ -112,6 +112,8 @@ export const etcdErrors = {
 
   // Not in rpctypes: etcd passes raft.ErrProposalDropped through togRPCError's default (Unknown, raw text).
   proposalDropped: spec(Status.UNKNOWN, 'raft proposal dropped'),
+  // Not in rpctypes: etcd's Authenticate passes auth.ErrNoPasswordUser through untranslated (Unknown).
+  noPasswordUser: spec(Status.UNKNOWN, 'auth: authentication failed, password was given for no password user'),
   // Watch cancel_reason for a client-chosen id already in use (etcd's mvcc.ErrWatcherDuplicateID text).
   watchDuplicateId: spec(Status.INVALID_ARGUMENT, 'mvcc: duplicate watch ID provided on the WatchStream'),
 } as const satisfies Record<string, ErrorSpec>;

@@ -42,5 +42,6 @@ describe('RangePerms (etcd range_perm_cache)', () => {
     expect(isValidPermissionRange(b('a'), b('\0'))).toBe(true);
     expect(isValidPermissionRange(b('b'), b('a'))).toBe(false);
     expect(isValidPermissionRange(b('a'), b('a'))).toBe(false);
+    expect(isValidPermissionRange(b('b'), b('\0a'))).toBe(true);
   });
 });

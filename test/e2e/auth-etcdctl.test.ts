@@ -146,9 +146,40 @@ const script: Step[] = [
   step('auth', 'disable'),
 ];
 
-async function runScript(endpoint: string): Promise<string> {
+/** Edges: empty passwords and names, empty-key and open-ended permissions, users without a password. */
+const edgeScript: Step[] = [
+  step('user', 'add', 'empty:'),
+  step('user', 'add', 'root:rootpw'),
+  step('user', 'grant-role', 'root', 'root'),
+  step('role', 'add', 'r'),
+  step('role', 'grant-permission', 'r', 'read', '--prefix', ''),
+  step('role', 'grant-permission', 'r', 'write', '--from-key', ''),
+  step('role', 'grant-permission', 'r', 'readwrite', 'x', '--from-key'),
+  step('role', 'get', 'r'),
+  step('user', 'add', 'u:upw'),
+  step('user', 'grant-role', 'u', 'r'),
+  step('user', 'add', 'nopw', '--no-password'),
+  step('user', 'grant-role', 'nopw', 'r'),
+  step('auth', 'enable'),
+  as('u:upw', 'get', '--from-key', ''),
+  as('u:upw', 'put', 'anything', '1'),
+  as('u:upw', 'get', '--prefix', ''),
+  as('empty:', 'get', 'a'),
+  as('nopw:', 'get', 'a'),
+  as('root:rootpw', 'user', 'get', 'nopw'),
+  { args: ['--user=root:rootpw', 'user', 'passwd', 'nopw', '--interactive=false'], input: 'x\n' },
+  as('nopw:x', 'get', 'a'),
+  as('root:rootpw', 'role', 'revoke-permission', 'r', '', '--prefix'),
+  as('root:rootpw', 'role', 'get', 'r'),
+  as('root:rootpw', 'user', 'delete', 'nosuch'),
+  as('root:rootpw', 'role', 'delete', 'nosuch'),
+  as('root:rootpw', 'role', 'add', ''),
+  as('root:rootpw', 'user', 'add', ':x'),
+];
+
+async function runScript(endpoint: string, steps: Step[]): Promise<string> {
   let out = '';
-  for (const s of script) out += await ctl(endpoint, s);
+  for (const s of steps) out += await ctl(endpoint, s);
   return normalise(out);
 }
 
@@ -177,8 +208,15 @@ describe.skipIf(!runnable)('auth against etcd 3.4, through etcdctl', () => {
   it('answers the user, role, auth and permission-denied script byte for byte as etcd', async () => {
     const etcdEndpoint = await startEtcd();
     const ours = await startServer({ name: 'auth-diff' });
-    const [theirs, mine] = [await runScript(etcdEndpoint), await runScript(`127.0.0.1:${ours.clientPort}`)];
+    const [theirs, mine] = [await runScript(etcdEndpoint, script), await runScript(`127.0.0.1:${ours.clientPort}`, script)];
     if (process.env.AUTH_DIFF_DUMP) writeFileSync(process.env.AUTH_DIFF_DUMP, `${theirs}\n=====\n${mine}`);
+    expect(mine).toBe(theirs);
+  }, 300_000);
+
+  it('answers the edge cases (empty passwords and keys, open ranges, password-less users) as etcd', async () => {
+    const etcdEndpoint = await startEtcd();
+    const ours = await startServer({ name: 'auth-edges' });
+    const [theirs, mine] = [await runScript(etcdEndpoint, edgeScript), await runScript(`127.0.0.1:${ours.clientPort}`, edgeScript)];
     expect(mine).toBe(theirs);
   }, 300_000);
 

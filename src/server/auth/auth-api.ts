@@ -79,7 +79,8 @@ export class AuthApi {
     if (!store.enabled) throw new AuthError('authNotEnabled');
     const revision = store.revision;
     const u = store.user(name);
-    if (u === undefined || u.noPassword) throw new AuthError('authFailed');
+    if (u === undefined) throw new AuthError('authFailed');
+    if (u.noPassword) throw new AuthError('noPasswordUser');
     if (!(await bcrypt.compare(password, u.password))) throw new AuthError('authFailed');
     return revision;
   }
