@@ -63,7 +63,15 @@ describe('auth in a cluster', () => {
     expect(Buffer.from(onB.kvs[0].value).toString()).toBe('7');
     await expect(unary(b.clientPort, 'etcdserverpb.KV', 'Range', { key: Buffer.from('secret'), serializable: true }, issued)).rejects.toThrow(/permission denied/);
     await expect(unary(b.clientPort, 'etcdserverpb.KV', 'Range', { key: Buffer.from('pub/7'), serializable: true })).rejects.toThrow(/user name is empty/);
-    const status = await unary(b.clientPort, 'etcdserverpb.Auth', 'AuthStatus', {});
+    // AuthStatus is not served by a learner: wait until b is promoted.
+    const status = await waitFor('AuthStatus on b once promoted', async () => {
+      try {
+        return await unary(b.clientPort, 'etcdserverpb.Auth', 'AuthStatus', {});
+      } catch (err) {
+        if (/not supported for learner|no leader/.test(String(err))) return undefined;
+        throw err;
+      }
+    }, 60_000);
     expect(status.enabled).toBe(true);
   }, 180_000);
 });
