@@ -106,3 +106,12 @@ export const gatewayJsonBytesMax = Math.ceil((grpcMessageBytesMax * 4) / 3) + 64
 export const scheduledSnapshotWakeMsMax = 60 * 60 * 1000;
 /** Cluster reset: how long k3s's --cluster-reset waits for the reset to be applied before giving up. */
 export const clusterResetApplyMsMax = 60_000;
+
+/** Simple auth tokens kept per member; past it the least recently used goes (etcd has no cap; a login storm must not grow memory). */
+export const simpleTokensMax = 100_000;
+/** Authenticate retries when the auth revision moved between the password check and apply (etcd loops unbounded). */
+export const authenticateAttemptsMax = 8;
+/** etcd's default bcrypt cost (bcrypt.DefaultCost); --bcrypt-cost may choose 4..31. */
+export const bcryptCostDefault = 10;
+/** etcd's --auth-token-ttl default, seconds. */
+export const authTokenTtlSecondsDefault = 300;

@@ -8,9 +8,9 @@
  * under src/mvcc allowed to import a package).
  */
 
-/** Key spaces, as etcd's bbolt buckets. */
-export type Bucket = 'key' | 'meta' | 'lease' | 'alarm' | 'members';
-export const buckets: readonly Bucket[] = ['key', 'meta', 'lease', 'alarm', 'members'];
+/** Key spaces, as etcd's bbolt buckets. New buckets go last: a bucket's index is its LevelDB key prefix. */
+export type Bucket = 'key' | 'meta' | 'lease' | 'alarm' | 'members' | 'auth' | 'authUsers' | 'authRoles';
+export const buckets: readonly Bucket[] = ['key', 'meta', 'lease', 'alarm', 'members', 'auth', 'authUsers', 'authRoles'];
 
 export type BatchOp =
   | { type: 'put'; bucket: Bucket; key: Uint8Array; value: Uint8Array }

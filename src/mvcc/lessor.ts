@@ -316,6 +316,12 @@ export class Lessor implements LeaseHooks {
     return { id, ttlSeconds, grantedTtlSeconds: lease.ttlSeconds, keys };
   }
 
+  /** The keys attached to a lease, in no order (none for an unknown lease): auth checks them. */
+  keysOf(id: bigint): Uint8Array[] {
+    const lease = this.#leases.get(id);
+    return lease === undefined ? [] : [...lease.keys.values()];
+  }
+
   /** Every lease id with its granted TTL, by id. */
   leases(): Array<{ id: bigint; ttlSeconds: number }> {
     return [...this.#leases.values()]

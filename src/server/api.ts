@@ -23,6 +23,7 @@ import type {
   TxnRequest,
   TxnResponse,
 } from '../mvcc/types.js';
+import type { AuthApi } from './auth/auth-api.js';
 import type { WatchCreateRequest, WatchResponse, WatchSend } from '../mvcc/watch-types.js';
 
 /** What each call carries from the client besides its request. */
@@ -35,6 +36,10 @@ export interface RequestContext {
   readonly requireLeader: boolean;
   /** Aborted when the client cancels or its deadline passes; pending work may stop waiting. */
   readonly signal: AbortSignal;
+  /** The auth token of gRPC metadata `token` (or the gateway's `authorization`), as etcd reads it. */
+  readonly token?: string | undefined;
+  /** The common name of the client's verified TLS certificate (the user under --client-cert-auth). */
+  readonly certCommonName?: string | undefined;
 }
 
 export interface ResponseHeader {
@@ -139,6 +144,8 @@ export interface WatchStream {
 }
 
 export interface EtcdApi {
+  /** The Auth service's core (users, roles, tokens); optional so a core without auth need not have it. */
+  readonly authApi?: AuthApi;
   /** Header for a response; `revision` omitted: the store's current revision. Cheap and synchronous. */
   header(revision?: number): ResponseHeader;
   /** Whether this member currently knows a leader (require-leader checks, closing hasleader streams). */

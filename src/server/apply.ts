@@ -5,6 +5,7 @@
  *
  * Results are returned to the caller, which wakes the proposer (if this member proposed the entry).
  */
+import { applyAuthRequest, AuthError, checkDeleteRange, checkLeaseKeys, checkPut, checkTxn, isAuthRequest, type AuthInfo, type AuthRequestKind, type AuthStore } from '../auth/index.js';
 import type { ConfChange, ConfState } from '../raft/types.js';
 import {
   MvccError,
@@ -38,6 +39,7 @@ export interface ApplyLessor {
   grant(id: bigint, ttlSeconds: number): { id: bigint; ttlSeconds: number };
   revoke(id: bigint): void;
   checkpoint(id: bigint, remainingTtlSeconds: number): void;
+  keysOf(id: bigint): Iterable<Uint8Array>;
 }
 
 /** What apply needs from the alarm store. */
@@ -61,29 +63,51 @@ export class Applier {
   readonly #lessor: ApplyLessor;
   readonly #alarms: ApplyAlarms;
   readonly #membership: Membership;
+  readonly #auth: AuthStore;
+  readonly #leaseKeys: (id: bigint) => Iterable<Uint8Array>;
 
-  constructor(parts: { store: ApplyStore; lessor: ApplyLessor; alarms: ApplyAlarms; membership: Membership }) {
+  constructor(parts: { store: ApplyStore; lessor: ApplyLessor; alarms: ApplyAlarms; membership: Membership; auth: AuthStore }) {
     this.#store = parts.store;
     this.#lessor = parts.lessor;
     this.#alarms = parts.alarms;
     this.#membership = parts.membership;
+    this.#auth = parts.auth;
+    this.#leaseKeys = (id) => parts.lessor.keysOf(id);
   }
 
   /** Apply one normal entry's request. The entry index is recorded as the consistent index. */
   applyRequest(index: number, req: RaftRequest): ApplyResult {
     this.#store.setConsistentIndex(index);
     try {
-      const value = this.#dispatch(req);
+      this.#checkPermission(req);
+      const value = isAuthRequest(req) ? applyAuthRequest(this.#auth, req, req.auth, index) : this.#dispatch(req);
       return { ok: true, value, revision: this.#store.revision };
     } catch (error) {
       // Only expected refusals may pass; anything else is a bug in apply and must crash the member,
       // since members would otherwise diverge.
-      if (!(error instanceof MvccError)) throw error;
+      if (!(error instanceof MvccError) && !(error instanceof AuthError)) throw error;
       return { ok: false, error, revision: this.#store.revision };
     }
   }
 
-  #dispatch(req: RaftRequest): unknown {
+  /** etcd's authApplierV3: KV writes and lease revokes are judged here, at the auth state of this entry. */
+  #checkPermission(req: RaftRequest): void {
+    if (!this.#auth.enabled) return;
+    const ai: AuthInfo | undefined = req.auth;
+    switch (req.kind) {
+      case 'put':
+        return checkPut(this.#auth, ai, req.put, this.#leaseKeys);
+      case 'deleteRange':
+        return checkDeleteRange(this.#auth, ai, req.deleteRange);
+      case 'txn':
+        return checkTxn(this.#auth, ai, req.txn, this.#leaseKeys);
+      case 'leaseRevoke':
+        return checkLeaseKeys(this.#auth, ai, req.leaseId, this.#leaseKeys);
+      default:
+    }
+  }
+
+  #dispatch(req: Exclude<RaftRequest, { kind: AuthRequestKind }>): unknown {
     switch (req.kind) {
       case 'put':
         this.#refuseWhenNoSpace();

@@ -4,11 +4,13 @@
  * package, kube-apiserver) recognise errors by these exact messages, so they live in ONE table; nothing else
  * in the server spells an `etcdserver: ...` string.
  *
- * Expected refusals from other layers map here: MvccError codes (src/mvcc/types.ts) and Raft ProposeError
+ * Expected refusals from other layers map here: MvccError codes (src/mvcc/types.ts), AuthError codes
+ * (src/auth/types.ts, named after rows of this table) and Raft ProposeError
  * (src/raft/types.ts). Anything else becomes UNKNOWN with its message only (never a stack), as etcd's
  * togRPCError does; a broken invariant (AssertionError) becomes INTERNAL with a fixed message.
  */
 import { status as Status } from '@grpc/grpc-js';
+import { AuthError } from '../auth/types.js';
 import { AssertionError } from '../base/assert.js';
 import type { MvccErrorCode } from '../mvcc/types.js';
 import { MvccError } from '../mvcc/types.js';
@@ -110,6 +112,8 @@ export const etcdErrors = {
 
   // Not in rpctypes: etcd passes raft.ErrProposalDropped through togRPCError's default (Unknown, raw text).
   proposalDropped: spec(Status.UNKNOWN, 'raft proposal dropped'),
+  // Not in rpctypes: etcd's Authenticate passes auth.ErrNoPasswordUser through untranslated (Unknown).
+  noPasswordUser: spec(Status.UNKNOWN, 'auth: authentication failed, password was given for no password user'),
   // Watch cancel_reason for a client-chosen id already in use (etcd's mvcc.ErrWatcherDuplicateID text).
   watchDuplicateId: spec(Status.INVALID_ARGUMENT, 'mvcc: duplicate watch ID provided on the WatchStream'),
 } as const satisfies Record<string, ErrorSpec>;
@@ -159,6 +163,25 @@ export function fromMvccError(e: MvccError): EtcdError {
   return new EtcdError(mvccToEtcd[e.code]);
 }
 
+export function fromAuthError(e: AuthError): EtcdError {
+  return new EtcdError(e.code);
+}
+
+/**
+ * etcd 3.5's Maintenance auth checks (Defragment, Snapshot, Hash, HashKV) return server/auth's errors without
+ * translating them, so clients see UNKNOWN with auth's own text ("auth: permission denied"), as from 3.4.
+ */
+const untranslatedAuthMessages: Partial<Record<AuthError['code'], string>> = {
+  userEmpty: 'auth: user name is empty',
+  userNotFound: 'auth: user not found',
+  permissionDenied: 'auth: permission denied',
+  invalidAuthToken: 'auth: invalid auth token',
+};
+
+export function untranslatedAuthError(e: AuthError): Error {
+  return new Error(untranslatedAuthMessages[e.code] ?? etcdErrors[e.code].message);
+}
+
 export function fromProposeError(e: ProposeError): EtcdError {
   return new EtcdError(proposeToEtcd[e]);
 }
@@ -176,6 +199,7 @@ export function toGrpcError(err: unknown): GrpcStatusError {
     const row = etcdErrors[mvccToEtcd[err.code]];
     return { code: row.status, details: row.message };
   }
+  if (err instanceof AuthError) return { code: etcdErrors[err.code].status, details: etcdErrors[err.code].message };
   if (err instanceof AssertionError) return { code: Status.INTERNAL, details: 'etcetera: internal error' };
   if (err instanceof Error && err.name === 'AbortError') {
     return { code: etcdErrors.canceled.status, details: etcdErrors.canceled.message };

@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os';
 import type { Logger } from './log.js';
 import { LeaderLoops } from './leader-loops.js';
 import { Proposer } from './proposer.js';
-import { decodeConfChangeContext, decodeRequest } from './raft-request.js';
+import { decodeConfChangeContext, decodeRequest, type RaftRequest } from './raft-request.js';
 import { pack, unpack } from './codec.js';
 import type { RaftDriver } from './raft-driver.js';
 import { ReadIndexBatcher } from './read-index.js';
@@ -39,6 +39,7 @@ import { droppedWatchResponseOrdinal, type TestFault } from './test-faults.js';
 import { checkCorruption, corruptCheckIntervalMs, type HashAt } from './corruption-check.js';
 import type { ServerMetrics } from './server-metrics.js';
 import { checkDeleteRange, checkPut, checkRange, checkTxn } from './validate.js';
+import { createServerAuth, type ServerAuth, type ServerAuthOptions } from './auth/server-auth.js';
 
 export const etcdVersion = '3.5.17';
 
@@ -83,6 +84,8 @@ export interface EtcdServerParts {
   /** Best effort: tell a member removed by a committed change that it is out. */
   notifyRemoved(member: Member): void;
   onFatal(error: unknown): void;
+  /** --auth-token, --auth-token-ttl, --bcrypt-cost, --client-cert-auth (defaults: etcd's). */
+  auth?: ServerAuthOptions;
 }
 
 export class EtcdServer implements EtcdApi {
@@ -115,6 +118,7 @@ export class EtcdServer implements EtcdApi {
   #compactor: AutoCompactor | undefined;
   #corruptTimer: NodeJS.Timeout | undefined;
   #flushTimer: NodeJS.Timeout | undefined;
+  readonly #auth: ServerAuth;
 
   constructor(parts: EtcdServerParts) {
     this.#p = parts;
@@ -141,6 +145,11 @@ export class EtcdServer implements EtcdApi {
     });
     this.#cluster = new ClusterOps(this.#clusterHost());
     this.#loops = new LeaderLoops(this.#loopsHost());
+    this.#auth = createServerAuth(this.#authHost(), parts.auth);
+  }
+
+  get authApi(): ServerAuth['api'] {
+    return this.#auth.api;
   }
 
   /** Attach the driver (created after the server, since the driver calls back into it) and start. */
@@ -326,6 +335,7 @@ export class EtcdServer implements EtcdApi {
     await this.#state.store.flushDurable();
     await this.#p.snapshotData.removeAll();
     this.#storeView.rebind(this.#state.store);
+    this.#auth.rebind(this.#state.auth);
     this.#hub.restore?.();
     this.#confVoters = snapshot.meta.confState.voters;
     this.#confLearners = snapshot.meta.confState.learners;
@@ -453,20 +463,23 @@ export class EtcdServer implements EtcdApi {
     checkRange(req);
     if (!req.serializable) await this.linearizableBarrier(ctx);
     else this.#checkAlive(ctx);
-    return this.#state.store.range(req);
+    const ai = await this.#auth.gate.checkRead(ctx, req.key, req.rangeEnd);
+    const r = this.#state.store.range(req);
+    this.#auth.gate.afterRead(ai);
+    return r;
   }
 
   async put(req: PutRequest, ctx: RequestContext): Promise<PutResponse> {
     checkPut(req, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
     await this.#checkQuota(req.key.length + req.value.length);
-    return (await this.#proposer.propose({ kind: 'put', put: req })) as PutResponse;
+    return (await this.#proposer.propose(await this.#auth.stamp({ kind: 'put', put: req }, ctx))) as PutResponse;
   }
 
   async deleteRange(req: DeleteRangeRequest, ctx: RequestContext): Promise<DeleteRangeResponse> {
     checkDeleteRange(req, this.#p.requestLimits?.requestBytesMax);
     await this.#awaitLeader(ctx);
-    return (await this.#proposer.propose({ kind: 'deleteRange', deleteRange: req })) as DeleteRangeResponse;
+    return (await this.#proposer.propose(await this.#auth.stamp({ kind: 'deleteRange', deleteRange: req }, ctx))) as DeleteRangeResponse;
   }
 
   async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
@@ -475,10 +488,13 @@ export class EtcdServer implements EtcdApi {
     if (isReadOnlyTxn(req)) {
       // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.
       await this.linearizableBarrier(ctx);
-      return this.#state.store.txn(req);
+      const ai = await this.#auth.gate.checkLocalTxn(ctx, req);
+      const r = this.#state.store.txn(req);
+      this.#auth.gate.afterRead(ai);
+      return r;
     }
     await this.#checkQuota(txnBytes(req));
-    return (await this.#proposer.propose({ kind: 'txn', txn: req })) as TxnResponse;
+    return (await this.#proposer.propose(await this.#auth.stamp({ kind: 'txn', txn: req }, ctx))) as TxnResponse;
   }
 
   async compact(req: CompactionRequest, ctx: RequestContext): Promise<{ revision: number }> {
@@ -527,7 +543,7 @@ export class EtcdServer implements EtcdApi {
   async leaseRevoke(id: bigint, ctx: RequestContext): Promise<{ revision: number }> {
     await this.#awaitLeader(ctx);
     if (!this.#state.lessor.exists(id)) throw new EtcdError('leaseNotFound');
-    await this.#proposer.propose({ kind: 'leaseRevoke', leaseId: id }, ctx.signal);
+    await this.#proposer.propose(await this.#auth.stamp({ kind: 'leaseRevoke', leaseId: id }, ctx), ctx.signal);
     return { revision: this.#state.store.revision };
   }
 
@@ -538,6 +554,7 @@ export class EtcdServer implements EtcdApi {
 
   async leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
     await this.#awaitLeader(ctx);
+    await this.#auth.gate.checkLeaseRead(ctx, id);
     return this.#onLeader(ctx, 'leaseTimeToLive', { id, keys }, () =>
       this.#state.lessor.timeToLive(id, performance.now(), keys),
     ) as Promise<LeaseTimeToLiveResult>;
@@ -586,25 +603,27 @@ export class EtcdServer implements EtcdApi {
   // ---- Watch ----
 
   openWatchStream(sink: WatchSink, ctx: RequestContext): WatchStream {
-    void ctx;
-    if (this.#p.unsafeTestFaults?.has('drop-watch-event') === true) return this.#hub.openStream(dropOneEvent(sink.send));
-    return this.#hub.openStream(sink.send);
+    if (this.#p.unsafeTestFaults?.has('drop-watch-event') === true) return this.#auth.guardWatch(this.#hub.openStream(dropOneEvent(sink.send)), sink, ctx);
+    return this.#auth.guardWatch(this.#hub.openStream(sink.send), sink, ctx);
   }
 
   // ---- Cluster ----
 
   async memberAdd(req: { peerUrls: string[]; isLearner: boolean }, ctx: RequestContext): Promise<MemberAddResult> {
     await this.#awaitLeader(ctx);
+    await this.#auth.gate.checkAdmin(ctx);
     return this.#cluster.memberAdd(req);
   }
 
   async memberRemove(id: bigint, ctx: RequestContext): Promise<Member[]> {
     await this.#awaitLeader(ctx);
+    await this.#auth.gate.checkAdmin(ctx);
     return this.#cluster.memberRemove(id);
   }
 
   async memberUpdate(req: { id: bigint; peerUrls: string[] }, ctx: RequestContext): Promise<Member[]> {
     await this.#awaitLeader(ctx);
+    await this.#auth.gate.checkAdmin(ctx);
     return this.#cluster.memberUpdate(req);
   }
 
@@ -615,6 +634,7 @@ export class EtcdServer implements EtcdApi {
 
   async memberPromote(id: bigint, ctx: RequestContext): Promise<Member[]> {
     await this.#awaitLeader(ctx);
+    await this.#auth.gate.checkAdmin(ctx);
     return this.#cluster.memberPromote(id);
   }
 
@@ -657,23 +677,25 @@ export class EtcdServer implements EtcdApi {
 
   async defragment(ctx: RequestContext): Promise<void> {
     this.#checkAlive(ctx);
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     await this.#state.store.defragment();
   }
 
   async hash(ctx: RequestContext): Promise<HashResult> {
-    void ctx;
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     const h = await this.#state.store.hash();
     return { hash: h.hash, revision: h.hashRevision };
   }
 
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
-    void ctx;
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     const h = await this.#state.store.hashKV(revision);
     return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
 
   async snapshot(ctx: RequestContext): Promise<SnapshotSource> {
     this.#checkAlive(ctx);
+    await this.#auth.gate.checkMaintenanceAdmin(ctx);
     // etcd's own format (a bbolt file), so etcdctl's snapshot status/restore and etcd itself read it.
     return maintenanceSnapshot(this.#state.store, this.#p.snapshotTempDir ?? tmpdir(), etcdVersion);
   }
@@ -788,6 +810,21 @@ export class EtcdServer implements EtcdApi {
       peerRequest: this.#p.peerRequest,
       timeoutMs: requestTimeoutMs(this.#p.electionMs),
       logger: this.#p.logger,
+    };
+  }
+
+  #authHost() {
+    return {
+      auth: () => this.#state.auth,
+      revision: () => this.#state.store.revision,
+      leaseKeys: (id: bigint) => this.#state.lessor.keysOf(id),
+      applied: () => this.#appliedWait.applied,
+      commit: () => this.#commit,
+      waitApplied: (index: number) => this.#appliedWait.wait(index),
+      timeoutMs: requestTimeoutMs(this.#p.electionMs),
+      awaitLeader: (ctx: RequestContext) => this.#awaitLeader(ctx),
+      linearizableBarrier: (ctx: RequestContext) => this.linearizableBarrier(ctx),
+      propose: (req: RaftRequest, signal?: AbortSignal) => this.#proposer.propose(req, signal),
     };
   }
 

@@ -264,6 +264,10 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     },
     notifyRemoved: (member) => void notifyRemoved(transport, member, log),
     onFatal: (error) => fatal(error),
+    auth: {
+      ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
+      clientCertAuth: o.clientTls?.clientCertAuth === true,
+    },
   });
   fatal = (error) => {
     log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });

@@ -3,11 +3,16 @@
  * apply needs is inside the entry (ids chosen by the proposer, the leader's time-based decisions), so apply
  * stays a deterministic function of the entry and the current state.
  */
+import type { AuthInfo, AuthRequest } from '../auth/index.js';
 import type { AlarmType, DeleteRangeRequest, PutRequest, TxnRequest } from '../mvcc/types.js';
 import { pack, unpack } from './codec.js';
 import type { Member } from './membership.js';
 
-export type RaftRequest =
+/**
+ * `auth`: the user the request speaks for and the auth revision its permissions were judged at (etcd's
+ * RequestHeader username / auth_revision); absent when the client sent no credentials.
+ */
+export type RaftRequest = (
   | { kind: 'put'; put: PutRequest }
   | { kind: 'deleteRange'; deleteRange: DeleteRangeRequest }
   | { kind: 'txn'; txn: TxnRequest }
@@ -17,7 +22,9 @@ export type RaftRequest =
   | { kind: 'leaseCheckpoint'; checkpoints: { leaseId: bigint; remainingTtlSeconds: number }[] }
   | { kind: 'alarm'; action: 'activate' | 'deactivate'; memberId: bigint; alarm: AlarmType }
   | { kind: 'publish'; memberId: bigint; name: string; clientUrls: string[] }
-  | { kind: 'memberUpdate'; memberId: bigint; peerUrls: string[] };
+  | { kind: 'memberUpdate'; memberId: bigint; peerUrls: string[] }
+  | AuthRequest
+) & { auth?: AuthInfo };
 
 export interface RaftEnvelope {
   /** The proposer's request id: only the proposing member waits on it. */

@@ -1,11 +1,12 @@
 /**
  * The replicated state of one member, loaded from its backend: the MVCC store, leases, alarms and the member
- * list, plus the applier over them. Rebuilt as a whole when a Raft snapshot replaces the backend contents.
+ * list, users and roles, plus the applier over them. Rebuilt as a whole when a Raft snapshot replaces the backend contents.
  */
 import type { Backend } from '../mvcc/backend.js';
 import { KvStore, type SnapshotSource } from '../mvcc/kv-store.js';
 import { Lessor } from '../mvcc/lessor.js';
 import { AlarmStore } from '../mvcc/alarms.js';
+import { AuthStore } from '../auth/auth-store.js';
 import { Applier } from './apply.js';
 import { Membership } from './membership.js';
 
@@ -20,6 +21,7 @@ export class ServerState {
     readonly lessor: Lessor,
     readonly alarms: AlarmStore,
     readonly membership: Membership,
+    readonly auth: AuthStore,
     readonly applier: Applier,
   ) {}
 
@@ -40,7 +42,8 @@ export class ServerState {
     store.setLeaseHooks(lessor);
     const alarms = await AlarmStore.load(backend, store.buffer);
     const membership = await Membership.load(backend);
-    const applier = new Applier({ store, lessor, alarms, membership });
-    return new ServerState(store, lessor, alarms, membership, applier);
+    const auth = await AuthStore.load(backend, store.buffer);
+    const applier = new Applier({ store, lessor, alarms, membership, auth });
+    return new ServerState(store, lessor, alarms, membership, auth, applier);
   }
 }

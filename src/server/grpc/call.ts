@@ -16,6 +16,20 @@ const requireLeaderValue = 'true';
 interface Cancellable extends EventEmitter {
   metadata: Metadata;
   cancelled: boolean;
+  getAuthContext?(): { sslPeerCertificate?: { subject?: { CN?: string | string[] } } };
+}
+
+/** etcd's rpctypes.TokenFieldNameGRPC, then TokenFieldNameSwagger (the gateway's header). */
+function tokenOf(metadata: Metadata): string | undefined {
+  const v = metadata.get('token');
+  const w = v.length > 0 ? v : metadata.get('authorization');
+  return w.length > 0 && typeof w[0] === 'string' ? w[0] : undefined;
+}
+
+/** grpc-js reports a peer certificate only for a verified TLS connection. */
+function certCommonName(call: Cancellable): string | undefined {
+  const cn = call.getAuthContext?.().sslPeerCertificate?.subject?.CN;
+  return Array.isArray(cn) ? cn[0] : cn;
 }
 
 export function requiresLeader(metadata: Metadata): boolean {
@@ -30,12 +44,16 @@ export function requiresLeader(metadata: Metadata): boolean {
  */
 export class CallContext implements RequestContext {
   readonly requireLeader: boolean;
+  readonly token: string | undefined;
+  #call: Cancellable;
   #controller: AbortController | undefined;
   #cancelled = false;
   #finished = false;
 
   constructor(call: Cancellable) {
     this.requireLeader = requiresLeader(call.metadata);
+    this.token = tokenOf(call.metadata);
+    this.#call = call;
     if (call.cancelled) this.#cancelled = true;
     else call.once('cancelled', () => this.#cancel());
   }
@@ -44,6 +62,11 @@ export class CallContext implements RequestContext {
     this.#controller ??= new AbortController();
     if (this.#cancelled && !this.#controller.signal.aborted) this.#controller.abort();
     return this.#controller.signal;
+  }
+
+  /** Read only when auth asks (no token under --client-cert-auth): the certificate lookup is not free. */
+  get certCommonName(): string | undefined {
+    return certCommonName(this.#call);
   }
 
   get cancelled(): boolean {

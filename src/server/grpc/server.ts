@@ -22,6 +22,7 @@ import type { Logger } from '../log.js';
 import type { GrpcLimits, TlsPolicy } from '../member-options.js';
 import { type GrpcMetrics, instrumentGrpcServer } from '../grpc-metrics.js';
 import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../tls-policy.js';
+import { authService } from './auth-service.js';
 import { clusterService } from './cluster-service.js';
 import { electionService } from './election-service.js';
 import { kvService } from './kv-service.js';
@@ -179,6 +180,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     ['v3electionpb.Election', electionService(api)],
     ...unimplementedServiceNames.map((name) => [name, unimplementedService(name)] as const),
   ]);
+  // The Auth service of a core that has one (EtcdApi.authApi) replaces the unimplemented placeholder.
+  if (api.authApi !== undefined) services.set('etcdserverpb.Auth', authService(api, api.authApi));
   for (const [name, impl] of services) server.addService(serviceDefinition(name), impl);
 
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());

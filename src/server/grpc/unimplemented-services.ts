@@ -1,5 +1,5 @@
 /**
- * Auth: etcetera has no users or roles yet. Every method
+ * Auth when the core has no authApi (EtcdApi.authApi is optional): every method
  * answers UNIMPLEMENTED at once (streams too), so clients fail fast instead of hanging.
  */
 import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
