@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { KvStore } from '../../src/mvcc/kv-store.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
-import { putReq, rangeReq, s } from './helpers.js';
+import { b, putReq, rangeReq, s } from './helpers.js';
 
 /** Apply entries `from`..`to` of `term`; entry i puts k<i> unless listed in `empty`. */
 function applyEntries(st: KvStore, from: number, to: number, term = 1, empty: number[] = []): void {
@@ -18,7 +18,7 @@ function applyEntries(st: KvStore, from: number, to: number, term = 1, empty: nu
 
 async function persisted(backend: MemoryBackend): Promise<{ index: number; keys: string[] }> {
   const st = await KvStore.open(backend);
-  const keys = st.range(rangeReq('k', { rangeEnd: 'l' })).kvs.map((kv) => s(kv.key)).sort();
+  const keys = st.range(rangeReq('k', { rangeEnd: b('l') })).kvs.map((kv) => s(kv.key)).sort();
   return { index: st.consistentIndex, keys };
 }
 
@@ -88,6 +88,17 @@ describe('flushes capped at the durable log index', () => {
     await st.flush();
     await physicalDone;
     expect((await KvStore.open(backend)).compactRevision).toBe(3);
+  });
+
+  it('HashKV counts the writes held back as well as the flushed ones', async () => {
+    const st = await KvStore.open(new MemoryBackend());
+    st.setDurableIndex(2);
+    applyEntries(st, 1, 5);
+    await st.flush();
+    const held = await st.hashKV(0);
+    st.setDurableIndex(5);
+    await st.flush();
+    expect(await st.hashKV(0)).toEqual(held);
   });
 
   it('a store no log drives flushes everything applied', async () => {
