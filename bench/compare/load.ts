@@ -1,6 +1,7 @@
 /**
  * Load shapes: closed loop (N clients, each sends its next request when the previous one answered, for a fixed
- * duration after a warm-up) and paced open loop (a fixed offered rate, with a cap on requests in flight).
+ * duration after a warm-up; optionally each paced to a share of an offered rate) and paced open loop (a fixed
+ * offered rate, with a cap on requests in flight).
  * Latency is measured per request with performance.now() and kept as raw samples (a few hundred thousand at
  * most per run), so percentiles are exact.
  */
@@ -38,6 +39,11 @@ export interface ClosedLoopOptions {
   warmupMs: number;
   /** One request by client `c` (its `seq`th); must reject on failure. */
   op: (c: number, seq: number) => Promise<unknown>;
+  /**
+   * Offered rate of all clients together: each client sends at most every clients/ratePerSec seconds (its
+   * next request when the previous one answered and its next slot came). Absent: as fast as answers come.
+   */
+  ratePerSec?: number;
 }
 
 export async function closedLoop(o: ClosedLoopOptions): Promise<ClosedLoopResult> {
@@ -48,8 +54,14 @@ export async function closedLoop(o: ClosedLoopOptions): Promise<ClosedLoopResult
   let errors = 0;
   let opsAll = 0;
   let firstError: string | undefined;
+  const slotMs = o.ratePerSec === undefined ? 0 : (o.clients * 1000) / o.ratePerSec;
   const worker = async (c: number): Promise<void> => {
+    // Clients start spread over one slot, so a paced load is even from the first request.
+    let due = t0 + (slotMs * c) / o.clients;
     for (let seq = 0; ; seq++) {
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      due += slotMs;
       const start = performance.now();
       if (start >= stopAt) return;
       try {

@@ -33,6 +33,11 @@ export const targets: Record<string, Target> = {
   'stall.elections': { kind: 'abs', max: 0, text: '0' },
   'stall.failed': { kind: 'abs', max: 0, text: '0' },
   'stall.rate': { kind: 'abs', min: 45, text: '≥ 45' },
+  // Issue 15: a leader's slow fsync must not hold replies a quorum made durable.
+  'stall.closed.rate': { kind: 'ratio', min: 2.5, text: '≥ 2.5× etcd' },
+  'stall.closed.elections': { kind: 'abs', max: 0, text: '0' },
+  'stall.closed.failed': { kind: 'abs', max: 0, text: '0' },
+  'stall.closed.p99': { kind: 'abs', max: 1500, text: '< 1500 ms (the stall)' },
   // Issue 10 (bounded memory).
   'mem1.peak': { kind: 'ratio', max: 1.0, text: '≤ 1.0× etcd' },
   'mem1.rest': { kind: 'ratio', max: 1.0, text: '≤ 1.0× etcd' },

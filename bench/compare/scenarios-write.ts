@@ -1,6 +1,6 @@
 /**
  * Write scenarios of issue 6: (1) puts from 1/16/256 clients, (2) the same with every fsync delayed 20 ms,
- * (3) Kubernetes at rest, (4) SD-card stalls.
+ * (3) Kubernetes at rest, (4) SD-card stalls, open loop (issue 6) and closed loop (issue 15).
  */
 import { RawClient } from './client.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
@@ -148,36 +148,71 @@ export const atRest: Scenario = {
   },
 };
 
+const stallCluster: ClusterOptions = { size: 3, fsyncDelayUs: 1_500_000, fsyncWhen: '40+40' };
+const stallValue = Buffer.alloc(256, 0x63);
+const stallPut = (seq: number): Buffer => encodePut(Buffer.from(`registry/events/${seq % 500}`), stallValue);
+
+/** Elections during `load`, counted once a pending one has had time to finish. */
+async function countingElections<T>(cluster: Cluster, load: () => Promise<T>): Promise<{ result: T; elections: number }> {
+  const termBefore = await cluster.maxTerm();
+  const result = await load();
+  await new Promise((res) => setTimeout(res, 2000));
+  return { result, elections: (await cluster.maxTerm()) - termBefore };
+}
+
+/** Open loop (issue 6): 50 writes/s offered whatever the answers do. */
+async function stallsOpenLoop(ctx: RunContext, cluster: Cluster): Promise<Measure[]> {
+  const conn = new RawClient((await cluster.leader()).clientUrl);
+  try {
+    const { result: r, elections } = await countingElections(cluster, () => paced({
+      ratePerSec: 50, durationMs: dur(ctx, 30_000, 8000), maxInFlight: 1000,
+      op: (seq) => conn.put(stallPut(seq), 5000),
+    }));
+    ctx.log(`  ${cluster.describe()} open loop: ${r.ok} ok, ${r.failed} failed, ${r.skipped} skipped, ${elections} elections, ` +
+      `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms; errors ${JSON.stringify(r.errorsByMessage)}`);
+    return [
+      { key: 'stall.elections', label: 'elections (term increase)', unit: '', better: 'lower', value: elections },
+      { key: 'stall.failed', label: 'failed requests', unit: '', better: 'lower', value: r.failed + r.skipped },
+      { key: 'stall.rate', label: 'achieved writes/s (of 50)', unit: '/s', better: 'higher', value: r.achievedPerSec },
+      { key: 'stall.p99', label: 'p99 latency', unit: 'ms', better: 'lower', value: r.p99Ms },
+    ];
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * Closed loop (issue 15): 8 clients, 50 writes/s offered in all, each client waiting for its answer. A stall
+ * that holds replies holds the clients, so the achieved rate shows whether a leader's slow fsync delays
+ * replies that a quorum of followers already made durable.
+ */
+async function stallsClosedLoop(ctx: RunContext, cluster: Cluster): Promise<Measure[]> {
+  const conns = openConnections((await cluster.leader()).clientUrl, connectionsFor(8));
+  try {
+    const { result: r, elections } = await countingElections(cluster, () => closedLoop({
+      clients: 8, ratePerSec: 50, durationMs: dur(ctx, 30_000, 8000), warmupMs: 0,
+      op: (c, seq) => conns[c % conns.length]!.put(stallPut(seq * 8 + c), 5000),
+    }));
+    ctx.log(`  ${cluster.describe()} closed loop, 8 clients: ${r.opsPerSec.toFixed(1)} writes/s, ${r.errors} failed, ${elections} elections, ` +
+      `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms${r.firstError ? ` (${r.firstError})` : ''}`);
+    return [
+      { key: 'stall.closed.elections', label: 'closed loop, 8 clients: elections', unit: '', better: 'lower', value: elections },
+      { key: 'stall.closed.failed', label: 'closed loop, 8 clients: failed requests', unit: '', better: 'lower', value: r.errors },
+      { key: 'stall.closed.rate', label: 'closed loop, 8 clients: writes/s (of 50)', unit: '/s', better: 'higher', value: r.opsPerSec },
+      { key: 'stall.closed.p99', label: 'closed loop, 8 clients: p99 latency', unit: 'ms', better: 'lower', value: r.p99Ms },
+    ];
+  } finally {
+    for (const c of conns) c.close();
+  }
+}
+
 export const sdStalls: Scenario = {
   name: 'sd-stalls',
-  title: '4. SD-card stalls: every 40th fsync delayed 1.5 s, 50 writes/s offered',
-  seconds: (quick) => (quick ? 20 : 45),
+  title: '4. SD-card stalls: every 40th fsync of each member delayed 1.5 s, 50 writes/s offered',
+  seconds: (quick) => 2 * (quick ? 20 : 45),
   async run(ctx) {
-    const o: ClusterOptions = { size: 3, fsyncDelayUs: 1_500_000, fsyncWhen: '40+40' };
-    return withCluster(ctx, o, async (cluster) => {
-      const leader = await cluster.leader();
-      const conn = new RawClient(leader.clientUrl);
-      const value = Buffer.alloc(256, 0x63);
-      try {
-        const termBefore = await cluster.maxTerm();
-        const r = await paced({
-          ratePerSec: 50, durationMs: dur(ctx, 30_000, 8000), maxInFlight: 1000,
-          op: (seq) => conn.put(encodePut(Buffer.from(`registry/events/${seq % 500}`), value), 5000),
-        });
-        // Let a pending election finish before reading the terms.
-        await new Promise((res) => setTimeout(res, 2000));
-        const elections = (await cluster.maxTerm()) - termBefore;
-        ctx.log(`  ${cluster.describe()}: ${r.ok} ok, ${r.failed} failed, ${r.skipped} skipped, ${elections} elections, ` +
-          `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms; errors ${JSON.stringify(r.errorsByMessage)}`);
-        return [
-          { key: 'stall.elections', label: 'elections (term increase)', unit: '', better: 'lower', value: elections },
-          { key: 'stall.failed', label: 'failed requests', unit: '', better: 'lower', value: r.failed + r.skipped },
-          { key: 'stall.rate', label: 'achieved writes/s (of 50)', unit: '/s', better: 'higher', value: r.achievedPerSec },
-          { key: 'stall.p99', label: 'p99 latency', unit: 'ms', better: 'lower', value: r.p99Ms },
-        ];
-      } finally {
-        conn.close();
-      }
-    });
+    const open = await withCluster(ctx, stallCluster, (cluster) => stallsOpenLoop(ctx, cluster));
+    const closed = await withCluster(ctx, stallCluster, (cluster) => stallsClosedLoop(ctx, cluster));
+    return [...open, ...closed];
   },
 };

@@ -86,11 +86,16 @@ export class WriteBuffer {
     return this.#bytes;
   }
 
-  /** Hand the collected ops over and start empty. */
-  take(): BatchOp[] {
-    const ops = this.#ops;
-    this.#ops = [];
-    this.#bytes = 0;
+  /** Hand the first `count` collected ops over (all by default), keeping the rest in order. */
+  take(count = this.#ops.length): BatchOp[] {
+    if (count >= this.#ops.length) {
+      const ops = this.#ops;
+      this.#ops = [];
+      this.#bytes = 0;
+      return ops;
+    }
+    const ops = this.#ops.splice(0, count);
+    for (const op of ops) this.#bytes -= op.key.length + (op.type === 'put' ? op.value.length : 0);
     return ops;
   }
 }

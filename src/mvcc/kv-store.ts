@@ -8,6 +8,11 @@
  * a restart loads exactly the state at the persisted consistent index and Raft replays the rest (W12).
  * All backend I/O (flushes, physical compaction chunks, snapshot export, defragment) runs through one FIFO
  * queue, which keeps batches in order and makes an export a consistent point-in-time copy.
+ *
+ * Entries may be applied before the Raft log holds them durably (RaftConfig.applyUnstable), so a flush
+ * writes only the effects of entries up to the durable index (setDurableIndex): the buffer is cut where each
+ * applied index ends (FlushMark), and what lies beyond the durable index waits for the log's next ack. A crash
+ * then never leaves a consistent index the log cannot replay past.
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
 import { compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax, valueCacheBytesDefault } from '../base/limits.js';
@@ -127,6 +132,21 @@ interface PhysicalJob {
   reject: (err: unknown) => void;
 }
 
+/**
+ * Where the buffered effects of the entries up to any index in [from, index] end (the entries after `from`
+ * buffered nothing): the first `ops` buffered ops, the first `jobs` pending compactions, revision codes up to
+ * `lastCode`.
+ */
+interface FlushMark {
+  from: number;
+  fromTerm: number;
+  index: number;
+  term: number;
+  ops: number;
+  jobs: number;
+  lastCode: number;
+}
+
 /** Flushes between two refreshes of the backend's size estimate. */
 export const flushesPerSizeRefresh = 16;
 
@@ -138,6 +158,10 @@ export class KvStore {
   #consistentIndex = 0;
   #term = 0;
   #flushedIndex = -1;
+  /** Marks of applied indexes not flushed yet, oldest first; the current index's mark is implicit. */
+  #marks: FlushMark[] = [];
+  /** Flushes write no effect of an entry above this (Infinity: a store no log drives, as in tools and tests). */
+  #durableIndex = Infinity;
   #io: Promise<void> = Promise.resolve();
   /** Compactions whose schedule is still in the buffer: their deletes start after the next flush. */
   #pendingJobs: PhysicalJob[] = [];
@@ -336,8 +360,55 @@ export class KvStore {
   setConsistentIndex(index: number, term = this.#term): void {
     assertSafeInteger(index, 'consistent index');
     assert(index >= this.#consistentIndex, `consistent index went back from ${this.#consistentIndex} to ${index}`);
+    // Everything buffered so far is the effect of entries up to the previous index.
+    if (index > this.#consistentIndex) this.#markApplied();
     this.#consistentIndex = index;
     this.#term = term;
+  }
+
+  /** The Raft log is durable up to `index`: flushes may write the effects of entries up to it. */
+  setDurableIndex(index: number): void {
+    assertSafeInteger(index, 'durable index');
+    this.#durableIndex = index;
+  }
+
+  #currentMark(): FlushMark {
+    const core = this.#core;
+    const [index, term] = [this.#consistentIndex, this.#term];
+    return { from: index, fromTerm: term, index, term, ops: core.buffer.size, jobs: this.#pendingJobs.length, lastCode: core.lastCode };
+  }
+
+  #markApplied(): void {
+    const mark = this.#currentMark();
+    const last = this.#marks.at(-1);
+    // An entry that buffered nothing extends the last mark instead of adding one.
+    if (last !== undefined && last.ops === mark.ops && last.jobs === mark.jobs) {
+      last.index = mark.index;
+      last.term = mark.term;
+    } else {
+      this.#marks.push(mark);
+    }
+  }
+
+  /**
+   * What a flush may write: the newest mark reaching the durable index, as of the highest index of it at or
+   * below the durable index whose term is known, and how many of #marks it covers.
+   */
+  #flushableMark(): { mark: FlushMark; covered: number } | undefined {
+    const durable = this.#durableIndex;
+    if (this.#consistentIndex <= durable) return { mark: this.#currentMark(), covered: this.#marks.length };
+    let covered = 0;
+    while (covered < this.#marks.length && this.#marks[covered]!.from <= durable) covered++;
+    if (covered === 0) return undefined;
+    const m = this.#marks[covered - 1]!;
+    if (m.index <= durable) return { mark: m, covered };
+    // Terms never decrease along the log: equal at both ends, the durable index has that term as well.
+    const at = m.term === m.fromTerm ? { index: durable, term: m.term } : { index: m.from, term: m.fromTerm };
+    // The mark stays, for the entries above: from now on it starts where this flush ends.
+    const part = { ...m, ...at };
+    m.from = at.index;
+    m.fromTerm = at.term;
+    return { mark: part, covered: covered - 1 };
   }
 
   range(req: RangeRequest): RangeResponse {
@@ -419,13 +490,22 @@ export class KvStore {
    * synchronously, so apply may continue while the write is in flight; flushes land in call order.
    */
   flush(): Promise<void> {
-    const ops = this.#core.buffer.take();
-    if (ops.length === 0 && this.#consistentIndex === this.#flushedIndex) return this.#io;
-    this.#flushedIndex = this.#consistentIndex;
-    ops.push({ type: 'put', bucket: 'meta', key: consistentIndexKey, value: u64Bytes(this.#consistentIndex) });
-    ops.push({ type: 'put', bucket: 'meta', key: termKey, value: u64Bytes(this.#term) });
-    const jobs = this.#pendingJobs.splice(0);
-    const upTo = this.#core.lastCode;
+    const flushable = this.#flushableMark();
+    if (flushable === undefined) return this.#io;
+    const { mark, covered } = flushable;
+    if (mark.ops === 0 && mark.index <= this.#flushedIndex) return this.#io;
+    assert(mark.index >= this.#flushedIndex, `flush at ${mark.index} behind the flushed index ${this.#flushedIndex}`);
+    const ops = this.#core.buffer.take(mark.ops);
+    const jobs = this.#pendingJobs.splice(0, mark.jobs);
+    this.#marks.splice(0, covered);
+    for (const later of this.#marks) {
+      later.ops -= mark.ops;
+      later.jobs -= mark.jobs;
+    }
+    this.#flushedIndex = mark.index;
+    ops.push({ type: 'put', bucket: 'meta', key: consistentIndexKey, value: u64Bytes(mark.index) });
+    ops.push({ type: 'put', bucket: 'meta', key: termKey, value: u64Bytes(mark.term) });
+    const upTo = mark.lastCode;
     for (const op of ops) this.#bytesSinceSize += op.key.length + (op.type === 'put' ? op.value.length : 0);
     // The backend's size estimate is a native call of its own; refreshing it on every flush showed in
     // profiles. Between refreshes the quota adds the bytes written since, so it never under-counts growth.
@@ -446,12 +526,12 @@ export class KvStore {
   }
 
   /**
-   * Flush everything applied so far and make the backend durable (fsync) up to the consistent index: after
-   * this, the Raft log may release the entries the backend holds. Resolves with that index.
+   * Flush everything applied so far (up to the durable index) and make the backend durable (fsync): after
+   * this, the Raft log may release the entries the backend holds. Resolves with the index made durable.
    */
   async flushDurable(): Promise<number> {
-    const index = this.#consistentIndex;
     void this.flush();
+    const index = this.#flushedIndex;
     await this.#enqueue(() => this.#backend.write([], { sync: true }));
     return index;
   }

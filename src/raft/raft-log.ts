@@ -8,8 +8,9 @@
  *                                          ^stable (acked durable)   ^handedOut (given to a Ready)
  *
  * Invariants (asserted): firstIndex-1 ≤ committed ≤ lastIndex; applied ≤ committedHandedOut ≤
- * min(committed, stable) (apart from a restored snapshot, whose index is applied by restoring it);
- * a truncation never reaches at or below committed; stable and handedOut never exceed lastIndex.
+ * min(committed, stable) (apart from a restored snapshot, whose index is applied by restoring it), or
+ * ≤ committed alone with applyUnstable; a truncation never reaches at or below committed; stable and
+ * handedOut never exceed lastIndex; entries above stable are never released (a later ack names them).
  *
  * Rewrites and acknowledgements. The driver writes Readies in order but acknowledges each one later, so when
  * Ready k's ack arrives, the writes of later Readies may already be on disk, partly or wholly, without being
@@ -61,7 +62,11 @@ export class RaftLog {
    */
   #rewritesInFlight: { readySeq: number; from: number }[] = [];
 
-  constructor(snapshot: SnapshotMeta, entries: Entry[], commit: number, applied: number) {
+  /** Committed entries may be handed out before they are stable (RaftConfig.applyUnstable). */
+  readonly #applyUnstable: boolean;
+
+  constructor(snapshot: SnapshotMeta, entries: Entry[], commit: number, applied: number, applyUnstable = false) {
+    this.#applyUnstable = applyUnstable;
     this.#snapshotMeta = snapshot;
     this.#firstIndex = snapshot.index + 1;
     this.#prevTerm = snapshot.term;
@@ -253,7 +258,8 @@ export class RaftLog {
     assert(this.term(index) === term, `snapshot term ${term} does not match the log at ${index}`);
     this.#snapshot = snapshot;
     this.#snapshotMeta = snapshot.meta;
-    const releaseTo = index - keepEntries;
+    // Applied entries may not be stable yet (applyUnstable): keep those, a later ack still names them.
+    const releaseTo = Math.min(index - keepEntries, this.stable);
     if (releaseTo < this.#firstIndex) return;
     this.#prevTerm = this.term(releaseTo)!;
     this.#entries.splice(0, releaseTo - this.#firstIndex + 1);
@@ -278,16 +284,16 @@ export class RaftLog {
     return this.handedOut < this.lastIndex;
   }
 
-  /** The highest index that may be applied: committed and durable here. */
+  /** The highest index that may be applied: committed, and durable here unless applyUnstable. */
   applicableIndex(): number {
-    return Math.min(this.committed, this.stable);
+    return this.#applyUnstable ? this.committed : Math.min(this.committed, this.stable);
   }
 
   hasNextCommitted(): boolean {
     return this.committedHandedOut < this.applicableIndex();
   }
 
-  /** The next committed, durable entries (each handed out once, in order), at most `maxBytes` but ≥ 1. */
+  /** The next applicable entries (each handed out once, in order), at most `maxBytes` but ≥ 1. */
   takeCommitted(maxBytes: number): Entry[] {
     const hi = this.applicableIndex();
     if (this.committedHandedOut >= hi) return [];

@@ -56,7 +56,7 @@ export class RawNode {
   constructor(config: RaftConfig, bootstrap: RaftBootstrap) {
     validateConfig(config);
     const { hardState, snapshot, entries } = bootstrap;
-    const log = new RaftLog(snapshot, entries, hardState.commit, bootstrap.applied);
+    const log = new RaftLog(snapshot, entries, hardState.commit, bootstrap.applied, config.applyUnstable === true);
     const initial = bootstrap.initialConfState;
     const brandNew =
       snapshot.index === 0 && entries.length === 0 && initial !== undefined && initial.voters.length > 0;
@@ -237,6 +237,14 @@ export class RawNode {
     }
   }
 
+  /**
+   * The log is durable here up to this index (acknowledged through onPersisted). With applyUnstable the
+   * application may have applied beyond it, and must persist applied state only up to it.
+   */
+  get stableIndex(): number {
+    return this.#r.log.stable;
+  }
+
   /** The application applied everything up to and including `index`. */
   onApplied(index: number): void {
     this.#r.log.appliedTo(index);
@@ -306,4 +314,5 @@ function validateConfig(c: RaftConfig): void {
   assert(Number.isSafeInteger(c.maxMsgBytes) && c.maxMsgBytes > 0, 'maxMsgBytes must be positive');
   assert(Number.isSafeInteger(c.maxInflightMsgs) && c.maxInflightMsgs > 0, 'maxInflightMsgs must be positive');
   assert(Number.isSafeInteger(c.maxUncommittedBytes) && c.maxUncommittedBytes > 0, 'maxUncommittedBytes must be positive');
+  assert(c.applyUnstable === undefined || typeof c.applyUnstable === 'boolean', 'applyUnstable must be a boolean');
 }

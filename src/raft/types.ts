@@ -127,7 +127,9 @@ export interface ReadState {
  *    (and, if there was a snapshot, it is included in that acknowledgement);
  * 4. apply `committedEntries` in order, calling `applyConfChange` for conf-change entries, then call
  *    `RawNode.onApplied(lastAppliedIndex)`. Committed entries are handed out only once they are durable
- *    locally too (acknowledged by onPersisted), so the state machine is never ahead of its own log.
+ *    locally too (acknowledged by onPersisted), so the state machine is never ahead of its own log; with
+ *    `applyUnstable` as soon as they are committed, and the driver persists applied state only up to
+ *    `RawNode.stableIndex`.
  */
 export interface Ready {
   /** Present when the leader or role changed since the last Ready. */
@@ -213,6 +215,14 @@ export interface RaftConfig {
   rng: { int(n: number): number };
   /** Optional logger for interesting transitions; must not affect behaviour. */
   logger?: (line: string) => void;
+  /**
+   * Hand committed entries out for applying before they are durable locally (default false: only once
+   * committed and acknowledged by onPersisted). A committed entry is durable on a quorum, so applying it
+   * early is safe for the cluster, and a leader's slow disk then delays no reply its followers made durable
+   * (etcd's raftNode applies in parallel with its own WAL write). The driver then owns one rule: applied
+   * state may be persisted only up to stableIndex (else a crash leaves it ahead of the log).
+   */
+  applyUnstable?: boolean;
   /**
    * Test-only faults that break the core on purpose, so the simulator can prove its checkers catch them.
    * Never set outside tests.

@@ -119,6 +119,9 @@ export class EtcdServer implements EtcdApi {
   #corruptTimer: NodeJS.Timeout | undefined;
   #flushTimer: NodeJS.Timeout | undefined;
   readonly #auth: ServerAuth;
+  /** The log is durable up to here (the store flushes no further); waiters for it, e.g. a snapshot. */
+  #stableIndex = 0;
+  #stableWaiters: { index: number; resolve: () => void }[] = [];
 
   constructor(parts: EtcdServerParts) {
     this.#p = parts;
@@ -155,6 +158,7 @@ export class EtcdServer implements EtcdApi {
   /** Attach the driver (created after the server, since the driver calls back into it) and start. */
   start(driver: RaftDriver, appliedIndex: number, snapshotIndex: number): void {
     this.#driver = driver;
+    this.#onStable(driver.node.stableIndex);
     this.#appliedWait.advance(appliedIndex);
     this.#snapshotIndex = snapshotIndex;
     const cs = driver.status().confState;
@@ -226,8 +230,28 @@ export class EtcdServer implements EtcdApi {
       restoreSnapshot: (snapshot: Snapshot) => this.#restoreSnapshot(snapshot),
       onSoftState: (s: SoftState) => this.#onSoftState(s),
       onReadStates: (states: ReadState[]) => this.#reads.onReadStates(states),
+      onStable: (index: number) => this.#onStable(index),
       onFatal: (error: unknown) => this.#p.onFatal(error),
     };
+  }
+
+  /** Entries are applied once committed, maybe before they are durable here: the store's flushes wait. */
+  #onStable(index: number): void {
+    // Applied state the last flush had to leave behind is flushed now (no later apply may come to do it).
+    const heldBack = this.#appliedWait.applied > this.#stableIndex;
+    this.#stableIndex = index;
+    this.#state.store.setDurableIndex(index);
+    if (heldBack) this.#scheduleFlush();
+    if (this.#stableWaiters.length === 0) return;
+    const due = this.#stableWaiters.filter((w) => w.index <= index);
+    this.#stableWaiters = this.#stableWaiters.filter((w) => w.index > index);
+    for (const w of due) w.resolve();
+  }
+
+  /** Resolves once the log is durable up to `index` (never, if the member stops first). */
+  #whenStable(index: number): Promise<void> {
+    if (index <= this.#stableIndex) return Promise.resolve();
+    return new Promise((resolve) => this.#stableWaiters.push({ index, resolve }));
   }
 
   #onSoftState(s: SoftState): void {
@@ -331,6 +355,7 @@ export class EtcdServer implements EtcdApi {
     const source = snapshot.data.length > 0 ? snapshot.data : await this.#p.snapshotData.source(snapshot.meta);
     assert(source !== undefined, `the data of snapshot ${snapshot.meta.term}/${snapshot.meta.index} is missing`);
     this.#state = await State.restore(this.#p.backend, source, this.#p.stateOptions);
+    this.#state.store.setDurableIndex(this.#stableIndex);
     // The received file may go only once the backend that replaced it is durable.
     await this.#state.store.flushDurable();
     await this.#p.snapshotData.removeAll();
@@ -362,6 +387,8 @@ export class EtcdServer implements EtcdApi {
     this.#bytesSinceSnapshot = 0;
     void (async () => {
       try {
+        // Applied may run ahead of the local log: the backend holds the snapshot's index once the log does.
+        await this.#whenStable(meta.index);
         const durable = await this.#state.store.flushDurable();
         assert(durable >= meta.index, `backend durable to ${durable}, behind the snapshot at ${meta.index}`);
         const snapshot: Snapshot = { meta, data: new Uint8Array(0) };
@@ -776,6 +803,10 @@ export class EtcdServer implements EtcdApi {
     this.#reads.failAll(new EtcdError('stopped'));
     this.#hub.close();
     if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    // Every applied entry was handed to the log before it was applied: once those saves are durable, all of
+    // the applied state may be flushed (a failed log keeps the store at what is durable).
+    const allDurable = await this.#driver.persisted().then(() => true, () => false);
+    if (allDurable) this.#state.store.setDurableIndex(this.#appliedWait.applied);
     await this.#state.store.flush();
     await this.#state.store.idle();
   }

@@ -154,6 +154,8 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
       maxMsgBytes: raftMsgBytesMax,
       maxInflightMsgs: raftInflightMsgsMax,
       maxUncommittedBytes: raftUncommittedBytesMax,
+      // A slow local fsync must not hold replies a quorum made durable; the store flushes only what is durable.
+      applyUnstable: true,
       rng: new Prng(randomBytes(4).readUInt32BE(0)),
       logger: (line) => log.debug(line),
     },

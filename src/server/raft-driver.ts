@@ -6,8 +6,9 @@
  *   and only when the log says they are durable do `messagesAfterPersist` leave and onPersisted() reach the
  *   core. Persistence runs beside the loop: while a sync is in flight the loop keeps ticking, heartbeating,
  *   voting and receiving, and the leader replicates entries before its own copy is on disk.
- * - Committed entries go to the apply pipeline, in order; a received snapshot is restored before any entry
- *   after it is applied.
+ * - Committed entries go to the apply pipeline, in order (with applyUnstable, before this member's own copy is
+ *   durable: onStable tells the application how far it may persist); a received snapshot is restored before
+ *   any entry after it is applied.
  */
 import { assert } from '../base/assert.js';
 import type {
@@ -44,6 +45,11 @@ export interface DriverApp {
   restoreSnapshot(snapshot: Snapshot): Promise<void>;
   onSoftState(state: SoftState): void;
   onReadStates(states: ReadState[]): void;
+  /**
+   * The log is durable up to `index` (after each acknowledged save). Entries may be applied before this
+   * (RaftConfig.applyUnstable): applied state must be persisted only up to here.
+   */
+  onStable(index: number): void;
   /** A failure of the log is fatal: the member stops (never retry an fsync). */
   onFatal(error: unknown): void;
 }
@@ -106,6 +112,11 @@ export class RaftDriver {
   advanceTicks(ticks: number): void {
     for (let i = 0; i < ticks; i++) this.#node.tick();
     this.#schedule();
+  }
+
+  /** Resolves once every save handed to the log so far is durable (or rejects if the log failed). */
+  persisted(): Promise<void> {
+    return this.#persistTail;
   }
 
   get hardState(): HardState {
@@ -239,6 +250,7 @@ export class RaftDriver {
         if (snapshot !== undefined) this.#enqueueApply({ snapshot });
         if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
         this.#node.onPersisted(rd.persistedUpTo);
+        this.#app.onStable(this.#node.stableIndex);
         this.#drainNow();
       },
       (error: unknown) => this.#app.onFatal(error),

@@ -8,8 +8,9 @@
  * - batchBytesMax: a write batch is cut at this size (a single bigger save is a batch of its own).
  * - recycleSegmentsMax: released segments kept as spares and reused instead of zero-filling new ones
  *   (needs preallocate; 0 turns recycling off).
- * - commitDelayMs: on slow devices, once the load shows concurrency (the previous batch held several saves),
- *   wait this long before writing so more saves share one sync. 0 on SSD: a sync is cheaper than the wait.
+ * - commitDelayMs: on slow devices, once the load shows concurrency (the previous batch held several
+ *   entries), wait at most this long for the queue to hold as many again before writing, so the writers of
+ *   the last sync share the next one. 0 on SSD: a sync is cheaper than the wait.
  *
  * `auto` times a few small fdatasyncs in the data directory at open and picks by the median.
  */

@@ -17,7 +17,9 @@
  *   below the saved commit index: that would lose committed entries, an assertion).
  * - Group commit: saves that arrive while a batch is being written and synced form the next batch; each
  *   batch is one write(2) then one fdatasync(2), capped at the profile's batchBytesMax. At low load a save
- *   waits for exactly one sync. Callers must not mutate entries they passed until the save resolves.
+ *   waits for exactly one sync. With a commit delay, a batch waits at most that long to hold as many
+ *   entries as the last one did (#batchFull). Callers must not mutate entries they passed until the save
+ *   resolves.
  * - A failed write, sync, rename or preallocation is fatal (W7): every pending and later save rejects with
  *   the same WalFatalError, `onFatal` is called once, nothing is retried or acknowledged. The server exits.
  * - The data directory is locked while open (lock.ts): a second open fails with WalLockedError.
@@ -64,6 +66,8 @@ interface PendingSave {
   /** Call order, to tell which of two hard states is newer. */
   seq: number;
   bytesBound: number;
+  /** Its entries, or 1 for a save without entries. */
+  units: number;
   /** A snapshot file that must be durable before this save's meta record is written. */
   ready: Promise<void> | undefined;
   resolve: () => void;
@@ -95,7 +99,12 @@ export class Wal {
   #failure: WalFatalError | undefined;
   #closed = false;
   #batchSeq = 0;
-  #lastBatchSaves = 0;
+  /** Entries queued (a save without entries counts as one): what the commit-delay window measures. */
+  #queuedUnits = 0;
+  /** The units the last batch carried: a commit-delay window ends once the queue holds as many. */
+  #fillTarget = 0;
+  /** Ends the commit-delay window in progress early (the batch is full). */
+  #endWindow: (() => void) | undefined;
   /** The step in progress, named in the WalFatalError if it fails. */
   #operation = 'write';
   #releaseChain: Promise<unknown> = Promise.resolve();
@@ -254,8 +263,11 @@ export class Wal {
     }
     const saved = new Promise<void>((resolve, reject) => {
       const bound = bytesBound(request);
-      this.#queue.push({ request, seq, bytesBound: bound, ready, resolve, reject });
+      const units = Math.max(1, request.entries?.length ?? 0);
+      this.#queue.push({ request, seq, bytesBound: bound, units, ready, resolve, reject });
       this.#queuedBytes += bound;
+      this.#queuedUnits += units;
+      if (this.#endWindow !== undefined && this.#batchFull()) this.#endWindow();
       this.#draining ??= this.#drain();
     });
     this.#tail = saved.catch(() => undefined);
@@ -271,9 +283,7 @@ export class Wal {
           await head.ready;
           head.ready = undefined;
         }
-        if (this.#tuning.commitDelayMs > 0 && this.#lastBatchSaves > 1 && this.#queuedBytes < this.#tuning.batchBytesMax) {
-          await new Promise((resolve) => setTimeout(resolve, this.#tuning.commitDelayMs));
-        }
+        if (this.#tuning.commitDelayMs > 0 && !this.#batchFull()) await this.#commitWindow();
         // A failure while we waited (a snapshot file, a segment being prepared) ends the log: write nothing.
         if (this.#failure || this.#queue.length === 0) break;
         this.#inFlight = this.#takeBatch();
@@ -291,15 +301,42 @@ export class Wal {
     }
   }
 
+  /**
+   * Group commit under concurrency: the batch is full once the queue holds as many entries as the last batch
+   * carried (the writers of that batch are back), or the byte cap. A lone writer (last batch: one entry) is
+   * always full, so it waits for exactly one sync; writes that queued behind a sync fill the next batch at
+   * once whenever there are as many of them as before.
+   */
+  #batchFull(): boolean {
+    return this.#queuedUnits >= this.#fillTarget || this.#queuedBytes >= this.#tuning.batchBytesMax;
+  }
+
+  /** Waits at most commitDelayMs for the batch to fill; #enqueue ends the wait early when it does. */
+  #commitWindow(): Promise<void> {
+    return new Promise((resolve) => {
+      const end = (): void => {
+        clearTimeout(timer);
+        this.#endWindow = undefined;
+        resolve();
+      };
+      const timer = setTimeout(end, this.#tuning.commitDelayMs);
+      this.#endWindow = end;
+    });
+  }
+
   #takeBatch(): PendingSave[] {
     let count = 0;
     let bytes = 0;
+    let units = 0;
     for (const next of this.#queue) {
       if (count > 0 && (next.ready || bytes + next.bytesBound > this.#tuning.batchBytesMax)) break;
       bytes += next.bytesBound;
+      units += next.units;
       count++;
     }
     this.#queuedBytes -= bytes;
+    this.#queuedUnits -= units;
+    this.#fillTarget = units;
     return this.#queue.splice(0, count);
   }
 
@@ -354,7 +391,6 @@ export class Wal {
     await this.#segments.datasync();
     this.#syncSeconds.observe((performance.now() - start) / 1000);
     this.#batchSeq = (this.#batchSeq + 1) >>> 0;
-    this.#lastBatchSaves = batch.length;
     const c = this.#counters;
     c.syncs++;
     c.batches++;
@@ -372,6 +408,7 @@ export class Wal {
     this.#inFlight = [];
     this.#queue = [];
     this.#queuedBytes = 0;
+    this.#queuedUnits = 0;
     for (const s of pending) s.reject(err);
     this.#options.logger?.(err.message);
     this.#options.onFatal?.(err);

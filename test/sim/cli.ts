@@ -18,7 +18,9 @@
  * leader append-only, leader completeness, commits only onto current-term entries (figure 8), state-machine
  * safety (chain hash per applied index: applied sequences are prefixes of one another), commit ≤ last index,
  * applied ≤ commit, no truncation at or below commit, durable commit never decreases, no vote grant or append
- * ack sent before it is durable, committed entries applied only once durable locally, learners never vote or
+ * ack sent before it is durable, committed entries applied only once durable locally (in the seeds without
+ * applyUnstable; with it, 3 seeds in 4, the write-behind backend is never written beyond the durable log, and
+ * a restart from it replays exactly the rest), learners never vote or
  * campaign, ReadIndex answers linearizable (index ≥ everything applied anywhere before the read was issued).
  *
  * LIVENESS. After the chaos phase everything is healed (no drops or duplicates; delays stay under half a tick)

@@ -42,12 +42,23 @@ export interface DurableState {
   log: LogMirror;
 }
 
+/**
+ * The application's write-behind backend (the server's LevelDB): its state at `index`, written outside the
+ * log's queue and durable at once, the worst case for the rule that it never gets ahead of the durable log.
+ */
+export interface BackendState {
+  index: number;
+  data: Uint8Array;
+}
+
 export class SimDisk {
   #rng: Prng;
   profile: DiskProfile;
   #pending: DiskWrite[] = [];
   #lastDoneStep = 0;
   readonly durable: DurableState = { hardState: { term: 0, vote: 0n, commit: 0 }, log: new LogMirror() };
+  /** Survives crashes (see BackendState); undefined until the node first flushes. */
+  backend: BackendState | undefined;
   writes = 0;
 
   constructor(rng: Prng, profile: DiskProfile = fastDisk) {
@@ -133,7 +144,24 @@ export class SimDisk {
     return lost;
   }
 
-  /** What a restarting node reads back; the state machine restarts from the durable snapshot. */
+  /**
+   * Write the backend at `index`: the durable log must already hold that entry (a crash now would otherwise
+   * leave applied state the log cannot replay to, and the restart would claim entries it does not have).
+   */
+  writeBackend(index: number, term: number, data: Uint8Array): void {
+    const log = this.durable.log;
+    const held = index <= log.snapIndex || log.term(index) === term;
+    if (index > log.lastIndex() || !held) {
+      throw new SimViolation(`backend written at ${index} (term ${term}) beyond the durable log (last ${log.lastIndex()}, term there ${log.term(index)})`);
+    }
+    if (this.backend !== undefined && index < this.backend.index) throw new SimViolation(`backend went back from ${this.backend.index} to ${index}`);
+    this.backend = { index, data };
+  }
+
+  /**
+   * What a restarting node reads back; the state machine restarts from the durable snapshot, or from the
+   * backend when that is newer (then `applied` is the backend's index).
+   */
   bootstrap(): RaftBootstrap {
     const d = this.durable;
     const meta = d.snapshot?.meta ?? { index: 0, term: 0, confState: { voters: [], learners: [] } };
@@ -141,7 +169,7 @@ export class SimDisk {
       hardState: { ...d.hardState },
       snapshot: meta,
       entries: d.log.entries.slice(),
-      applied: meta.index,
+      applied: Math.max(meta.index, this.backend?.index ?? 0),
     };
   }
 

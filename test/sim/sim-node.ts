@@ -2,7 +2,8 @@
  * The driver of one simulated node, doing exactly what the server's driver loop will do with a RawNode:
  * call ready() until it has nothing, send `messages` at once, queue hardState/snapshot/entries on the disk,
  * and only when the disk says durable send `messagesAfterPersist` and call onPersisted; apply committedEntries
- * (conf changes through applyConfChange), call onApplied, and compact every `compactEvery` applied entries.
+ * (conf changes through applyConfChange), call onApplied, write the applied state to a write-behind backend
+ * once the log is durable that far, and compact every `compactEvery` applied entries.
  * Every observable effect is reported to the checker as it happens.
  */
 import { fromUtf8 } from '../../src/base/bytes.js';
@@ -30,6 +31,8 @@ export interface NodeEnv {
 export interface NodeTuning {
   compactEvery: number;
   keepEntries: number;
+  /** Self-test only: write the backend at the applied index even when the log is not durable that far. */
+  unsafeBackendAheadOfLog?: boolean;
 }
 
 const readyLoopMax = 1000;
@@ -52,6 +55,8 @@ export class SimNode {
   #env: NodeEnv;
   #tuning: NodeTuning;
   #lastCompactIndex = 0;
+  /** RaftConfig.applyUnstable of the running incarnation. */
+  #applyUnstable = false;
 
   constructor(id: NodeId, disk: SimDisk, env: NodeEnv, tuning: NodeTuning) {
     this.id = id;
@@ -69,7 +74,11 @@ export class SimNode {
     const boot = this.disk.bootstrap();
     if (initial !== undefined && this.disk.isEmpty()) boot.initialConfState = initial;
     const snap = this.disk.durable.snapshot;
-    this.sm = snap === undefined ? new KvStateMachine() : KvStateMachine.fromSnapshot(snap.data);
+    const backend = this.disk.backend;
+    const fromBackend = backend !== undefined && backend.index > (snap?.meta.index ?? 0);
+    this.sm = fromBackend ? KvStateMachine.fromSnapshot(backend.data)
+      : snap === undefined ? new KvStateMachine() : KvStateMachine.fromSnapshot(snap.data);
+    this.#applyUnstable = config.applyUnstable === true;
     this.confState = snap?.meta.confState ?? initial ?? { voters: [], learners: [] };
     this.log = this.disk.durable.log.clone();
     this.hs = { ...this.disk.durable.hardState };
@@ -78,11 +87,17 @@ export class SimNode {
     this.#lastCompactIndex = boot.snapshot.index;
     this.incarnation++;
     this.frozen = false;
+    // Asserts that the log holds every entry up to the backend's index (committed ≤ last index).
     this.raw = new RawNode(config, boot);
     if (snap !== undefined) {
-      this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
+      if (!fromBackend) this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
       // The core keeps no snapshot across a restart: hand it the durable one for lagging followers.
       this.raw.compact(snap, this.#tuning.keepEntries);
+    }
+    if (fromBackend) {
+      // The core replayed the conf changes up to the backend's index itself.
+      this.confState = this.raw.status().confState;
+      this.#env.checker.onRestore(this.id, this.sm.appliedIndex, this.sm.hash);
     }
     this.drain();
   }
@@ -117,6 +132,7 @@ export class SimNode {
       w.messagesAfterPersist.forEach((m, i) => this.#send(m, w.ackedTerms?.[i]));
       if (w.ack !== undefined) raw.onPersisted(w.ack);
     }
+    this.#flushBackend(raw);
     this.drain();
   }
 
@@ -187,7 +203,7 @@ export class SimNode {
       if (e.index !== this.sm.appliedIndex + 1) {
         throw new SimViolation(`node ${this.id} applies ${e.index} after ${this.sm.appliedIndex}`);
       }
-      if (e.index > durable.snapIndex && durable.term(e.index) !== e.term) {
+      if (!this.#applyUnstable && e.index > durable.snapIndex && durable.term(e.index) !== e.term) {
         throw new SimViolation(`node ${this.id} applies ${e.index} before it is durable locally`);
       }
       if (e.type === EntryType.ConfChange) {
@@ -202,7 +218,21 @@ export class SimNode {
       if (pid !== undefined) this.#env.onApplied(this.id, pid);
     }
     raw.onApplied(this.sm.appliedIndex);
+    this.#flushBackend(raw);
     this.#maybeCompact(raw);
+  }
+
+  /**
+   * The server's write-behind backend: applied state is written only once the log is durable up to it
+   * (stableIndex), else it waits in memory for the ack (this model flushes all or nothing).
+   */
+  #flushBackend(raw: RawNode): void {
+    const index = this.sm.appliedIndex;
+    if (index <= (this.disk.backend?.index ?? 0)) return;
+    if (index > raw.stableIndex && this.#tuning.unsafeBackendAheadOfLog !== true) return;
+    const term = this.log.term(index);
+    if (term === undefined) throw new SimViolation(`node ${this.id} cannot find the term of applied index ${index}`);
+    this.disk.writeBackend(index, term, this.sm.snapshot());
   }
 
   #maybeCompact(raw: RawNode): void {

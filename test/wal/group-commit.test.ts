@@ -173,3 +173,63 @@ describe('a failed write or sync is fatal (W7)', () => {
     await expect(wal.save({ entries: [entry(1)] })).rejects.toBeInstanceOf(WalClosedError);
   });
 });
+
+describe('the commit-delay window', () => {
+  const slowWindow = (fs: SimFs): WalOptions => opts(fs, { commitDelayMs: 1000 });
+  const elapsedMs = async (work: Promise<unknown>): Promise<number> => {
+    const start = performance.now();
+    await work;
+    return performance.now() - start;
+  };
+  /** A WAL with a 1 s window whose first save (entry 1) is held inside its sync. */
+  const heldWal = async () => {
+    const g = gate();
+    const { wal } = await Wal.open(dir, slowWindow(new SimFs({ beforeSync: () => g.wait() })));
+    g.close();
+    const head = wal.save({ entries: [entry(1)] });
+    await new Promise((r) => setTimeout(r, 5));
+    return { g, wal, head };
+  };
+
+  it('saves queued behind a sync ride in the next one without waiting out the window', async () => {
+    const { g, wal, head } = await heldWal();
+    const two = [2, 3].map((i) => wal.save({ entries: [entry(i)] }));
+    g.release();
+    g.close(); // the batch of two is now held inside its sync
+    await new Promise((r) => setTimeout(r, 5));
+    const four = [4, 5, 6, 7].map((i) => wal.save({ entries: [entry(i)] }));
+    const syncsBefore = wal.metrics.syncs;
+    g.release();
+    // The last batch held two entries and four wait: the batch is full, the 1 s window is not waited.
+    expect(await elapsedMs(Promise.all([head, ...two, ...four]))).toBeLessThan(500);
+    expect(wal.metrics.syncs - syncsBefore).toBe(2);
+    await wal.close();
+  });
+
+  it('ends as soon as the queue holds as many entries as the last batch, and not before', async () => {
+    const { g, wal, head } = await heldWal();
+    const four = [2, 3, 4, 5].map((i) => wal.save({ entries: [entry(i)] }));
+    g.release();
+    await Promise.all([head, ...four]); // the last batch carried four entries
+    const syncsBefore = wal.metrics.syncs;
+    let acked = 0;
+    const three = [6, 7, 8].map((i) => wal.save({ entries: [entry(i)] }).then(() => acked++));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(acked).toBe(0); // three of four: the window is still open
+    const fourth = wal.save({ entries: [entry(9)] });
+    expect(await elapsedMs(Promise.all([...three, fourth]))).toBeLessThan(500);
+    expect(wal.metrics.syncs - syncsBefore).toBe(1);
+    await wal.close();
+  });
+
+  it('a lone writer never waits for the window', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, slowWindow(fs));
+    const work = (async () => {
+      for (let i = 1; i <= 20; i++) await wal.save({ entries: [entry(i)] });
+    })();
+    expect(await elapsedMs(work)).toBeLessThan(500);
+    expect(wal.metrics.syncs).toBe(20);
+    await wal.close();
+  });
+});
