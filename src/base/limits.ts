@@ -40,6 +40,21 @@ export const grpcOverheadBytes = 512 * 1024;
 export const grpcMessageBytesMax = requestBytesMax + grpcOverheadBytes;
 /** Raft: bytes of entries in one MsgApp (etcd: MaxSizePerMsg 1 MiB). */
 export const raftMsgBytesMax = 1024 * 1024;
+/**
+ * Joining (`--server`): how long a new member keeps asking before it gives up with a clear error (at least
+ * this, or 10 election timeouts), the timeout of one attempt, and the join challenges a member holds open.
+ */
+export const joinRetryMsMin = 15_000;
+export const joinAttemptTimeoutMs = 3_000;
+export const joinChallengesMax = 256;
+export const joinChallengeTtlMs = 30_000;
+/**
+ * WAL segment sizes: a new log's first segment is this small (zero-filled while the member starts; the
+ * profile's size follows, prepared in the background), and a segment never takes more than half the free
+ * space, halving from the profile's size down to walSegmentBytesMin.
+ */
+export const walFirstSegmentBytes = 1024 * 1024;
+export const walSegmentBytesMin = 1024 * 1024;
 /** Raft: MsgApp in flight per follower (etcd: MaxInflightMsgs 4096 / 512 in etcdserver). */
 export const raftInflightMsgsMax = 512;
 /** Raft: uncommitted entry bytes the leader accepts before dropping proposals (etcd uses 1 GiB by default). */

@@ -57,6 +57,8 @@ export interface Member {
   peerUrls: string[];
   clientUrls: string[];
   isLearner: boolean;
+  /** Joined with `--server` (k3s): the leader promotes it once caught up. API-added learners wait for `member promote`. */
+  autoPromote?: boolean;
 }
 
 export interface MemberAddResult {

@@ -97,31 +97,46 @@ export class ClusterOps {
 
   /**
    * k3s-style join: a new member, authenticated by the cluster token, asks any member to add it. It is added
-   * as a learner (it cannot hurt the quorum while it catches up) and promoted by the leader once caught up.
-   * Idempotent: a member that crashed after asking gets its existing id back.
+   * as a learner (it cannot hurt the quorum while it catches up) under a new id, and promoted by the leader
+   * once caught up. A member already holding its peer URL or name is a stale incarnation (a wiped node
+   * rejoining, or a join that crashed before it wrote its identity): k3s removes it first, and so do we,
+   * unless it is still active (then the joiner retries until it is not, or gives up with this error).
    */
   async join(req: JoinRequest): Promise<JoinResponse> {
     checkUrls(req.peerUrls);
     if (!this.#h.isLeader()) return (await this.#forward('join', req)) as JoinResponse;
-    const existing = this.#h.membership().list().find((m) => m.peerUrls.some((u) => req.peerUrls.includes(u)));
-    let memberId: bigint;
-    if (existing !== undefined) {
-      memberId = existing.id;
-    } else {
-      const member: Member = { id: newMemberId(this.#h.membership()), name: req.name, peerUrls: req.peerUrls, clientUrls: req.clientUrls, isLearner: true };
-      await this.#propose('addLearner', member);
-      memberId = member.id;
-      this.#h.logger.info('member joined as learner', { member: memberId.toString(16), name: req.name });
+    const stale = this.#h.membership().list().filter((m) => m.peerUrls.some((u) => req.peerUrls.includes(u)) || (req.name !== '' && m.name === req.name));
+    const progress = this.#h.driver().status().progress;
+    for (const m of stale) {
+      const what = `member ${m.id.toString(16)} (${m.name || 'unstarted'}, ${m.peerUrls.join(',')}) has this name or peer URL`;
+      if (m.id === this.#h.memberId) throw new Error(`${what} and is the leader answering this join: give the new member its own --name and peer URL`);
+      if (progress?.get(m.id)?.recentActive === true) {
+        throw new Error(`${what} and is still active: stop it, or remove it with \`etcdctl member remove\`, before joining again`);
+      }
     }
-    return { memberId, clusterId: this.#h.clusterId(), members: this.#h.membership().list() };
+    for (const m of stale) {
+      await this.memberRemove(m.id);
+      this.#h.logger.info('removed a stale member to let it rejoin under a new id', { member: m.id.toString(16), name: m.name });
+    }
+    const member: Member = {
+      id: newMemberId(this.#h.membership()),
+      name: req.name,
+      peerUrls: req.peerUrls,
+      clientUrls: req.clientUrls,
+      isLearner: true,
+      autoPromote: true,
+    };
+    await this.#propose('addLearner', member);
+    this.#h.logger.info('member joined as learner', { member: member.id.toString(16), name: req.name });
+    return { memberId: member.id, clusterId: this.#h.clusterId(), members: this.#h.membership().list() };
   }
 
-  /** Leader loop: promote learners that have caught up (k3s promotes joined members automatically). */
+  /** Leader loop: promote `--server` joiners that have caught up (k3s does; API-added learners wait for `member promote`). */
   async promoteCaughtUpLearners(): Promise<void> {
     if (!this.#h.isLeader()) return;
     const status = this.#h.driver().status();
     for (const m of this.#h.membership().list()) {
-      if (!m.isLearner) continue;
+      if (!m.isLearner || m.autoPromote !== true) continue;
       const progress = status.progress?.get(m.id);
       if (progress === undefined || progress.match + learnerPromoteLagEntries < status.commit) continue;
       try {

@@ -43,7 +43,7 @@ const specs: OptionSpec[] = [
   { group: 'member', flag: 'quota-backend-bytes', kind: 'uint', default: '0', help: 'Raise alarms when backend size exceeds the given quota (0 defaults to 2 GiB).' },
   { group: 'member', flag: 'auto-compaction-mode', kind: 'enum', values: ['periodic', 'revision'], default: 'periodic', help: "Interpret 'auto-compaction-retention' as a duration ('periodic') or a revision count ('revision')." },
   { group: 'member', flag: 'auto-compaction-retention', kind: 'string', default: '0', help: "Auto compaction retention: hours or a duration like '5m' (periodic), or revisions. 0 disables it." },
-  { group: 'member', flag: 'storage-profile', kind: 'enum', values: ['auto', 'ssd', 'emmc', 'sd'], default: 'auto', help: "Write-ahead log tuning for the device: 'auto' measures fsync latency at start." },
+  { group: 'member', flag: 'storage-profile', kind: 'enum', values: ['auto', 'remeasure', 'ssd', 'emmc', 'sd'], default: 'auto', help: "Write-ahead log tuning for the device: 'auto' measures fsync latency once and remembers it in the data dir; 'remeasure' measures again." },
   { group: 'member', flag: 'config-file', kind: 'string', default: '', help: 'Path to a YAML file with options (keys are etcd\'s config-file names); flags and environment override it.' },
   { group: 'member', flag: 'unsafe-no-fsync', kind: 'bool', default: 'false', help: 'Disables fsync, unsafe, will cause data loss.' },
   { group: 'member', flag: 'force-new-cluster', kind: 'bool', default: 'false', help: 'Force to create a new one member cluster.' },

@@ -330,7 +330,8 @@ export class EtcdServer implements EtcdApi {
       this.#p.notifyRemoved(removedMember);
     }
     this.#p.syncPeers(this.#state.membership.list());
-    this.#campaignIfAlone();
+    // After this batch is applied: Raft does not campaign while a committed conf change is unapplied.
+    queueMicrotask(() => this.#campaignIfAlone());
     if (removedSelf) {
       this.#p.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.memberId) });
       // Stop a little later, as etcd does (10 ticks): a leader that removed itself has just broadcast the

@@ -3,6 +3,7 @@
  * - WalCorruptError: durable data is damaged; the WAL refuses to open rather than drop committed records.
  * - WalFatalError: a write or sync failed. The WAL is dead: every pending and later save rejects with it and
  *   nothing is retried (after a failed fsync the page cache state is unknown; PostgreSQL's "fsyncgate").
+ * - WalNoSpaceError: a new log's first segment does not fit on the disk, even at the smallest size.
  * - WalLockedError: another process (or another open in this one) holds the data directory.
  * - WalClosedError: the WAL was closed.
  */
@@ -27,6 +28,17 @@ export class WalFatalError extends Error {
     override readonly cause: unknown,
   ) {
     super(`wal: ${operation} failed (${describe(cause)}); the log is unusable and the process must exit`);
+  }
+}
+
+export class WalNoSpaceError extends Error {
+  override name = 'WalNoSpaceError';
+  readonly code = 'WAL_NO_SPACE';
+  constructor(
+    readonly dir: string,
+    readonly neededBytes: number,
+  ) {
+    super(`wal: no space in ${dir} for the write-ahead log: even the smallest segment (${neededBytes / (1024 * 1024)} MiB) does not fit; free some space or give --data-dir a larger disk`);
   }
 }
 

@@ -42,6 +42,8 @@ export interface FsPort {
   syncDir(dir: string): Promise<void>;
   /** Exclusive lock on the directory while the WAL is open; rejects with WalLockedError. */
   lock(dir: string): Promise<DirLock>;
+  /** Bytes free for this process on the directory's file system (statfs); absent or undefined when unknown. */
+  freeBytes?(dir: string): Promise<number | undefined>;
 }
 
 class NodeFile implements FilePort {
@@ -124,5 +126,9 @@ export class NodeFsPort implements FsPort {
   }
   lock(dir: string): Promise<DirLock> {
     return acquireDirLock(dir);
+  }
+  async freeBytes(dir: string): Promise<number | undefined> {
+    const s = await fsp.statfs(dir).catch(() => undefined);
+    return s === undefined ? undefined : s.bavail * s.bsize;
   }
 }

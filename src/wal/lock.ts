@@ -4,9 +4,9 @@
  * Choice: a `LOCK` file created with O_CREAT|O_EXCL that holds the owner's pid and its start time (field 22 of
  * /proc/<pid>/stat). Opening a directory whose LOCK names a live process (including this very process: a
  * second open in the same process) fails with WalLockedError naming the directory and the holder. A LOCK
- * left by a killed process (SIGKILL, power loss) names a dead pid, or a pid now reused by another program,
- * which the start time exposes; such a stale lock is removed and the open proceeds, so a crash never blocks
- * a restart.
+ * left by a killed process (SIGKILL, power loss) names a dead pid, a zombie (exited, not yet reaped by its
+ * parent: state Z), or a pid now reused by another program, which the start time exposes; such a stale lock
+ * is removed and the open proceeds, so a crash never blocks a restart.
  *
  * Limits (documented, accepted): (1) two processes that find the same stale lock at the same instant can both
  * remove it and both win (an flock would not have this window); (2) without /proc (not Linux) liveness falls
@@ -26,20 +26,30 @@ interface Holder {
   startTime: string;
 }
 
-async function startTimeOf(pid: number): Promise<string | undefined> {
+/** Fields 3 (state) and 22 (starttime) of /proc/<pid>/stat; undefined when there is no such process. */
+async function procStat(pid: number): Promise<{ state: string; startTime: string } | undefined> {
   try {
     const stat = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
     // The command name may contain spaces and parentheses: fields are counted after the last ')'.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19]; // field 22 overall: starttime
+    return { state: fields[0] ?? '', startTime: fields[19] ?? '' };
   } catch {
     return undefined;
   }
 }
 
+async function startTimeOf(pid: number): Promise<string | undefined> {
+  return (await procStat(pid))?.startTime;
+}
+
 async function isAlive(holder: Holder): Promise<boolean> {
-  const startTime = await startTimeOf(holder.pid);
-  if (startTime !== undefined) return holder.startTime === '' || startTime === holder.startTime;
+  const stat = await procStat(holder.pid);
+  if (stat !== undefined) {
+    // A zombie (Z) or dead (X) process has exited and closed its files; only its parent has not reaped it
+    // yet (a restart right after kill -9). It holds nothing, as an flock would already be released.
+    if (stat.state === 'Z' || stat.state === 'X') return false;
+    return holder.startTime === '' || stat.startTime === holder.startTime;
+  }
   try {
     await fsp.access('/proc/self/stat');
     return false; // /proc works, so the pid has no entry: the process is gone

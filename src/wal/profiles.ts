@@ -12,13 +12,15 @@
  *   entries), wait at most this long for the queue to hold as many again before writing, so the writers of
  *   the last sync share the next one. 0 on SSD: a sync is cheaper than the wait.
  *
- * `auto` times a few small fdatasyncs in the data directory at open and picks by the median.
+ * `auto` times a few small fdatasyncs in the data directory at its first open, picks by the median and
+ * remembers the choice (profile-memo.ts).
  */
 import { assert } from '../base/index.js';
 import type { FsPort } from './fs-port.js';
 
 export type ProfileName = 'ssd' | 'emmc' | 'sd';
-export type ProfileChoice = ProfileName | 'auto';
+/** `auto`: the profile remembered in the data directory, or measured once and remembered; `remeasure`: measure again. */
+export type ProfileChoice = ProfileName | 'auto' | 'remeasure';
 
 export interface WalTuning {
   segmentBytes: number;

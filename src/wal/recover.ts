@@ -1,6 +1,7 @@
 /**
  * Recovery at open: read every segment in order, scan and replay it, and repair a torn tail of the last one.
- * Nothing is modified until the whole log has been read and replayed without finding corruption.
+ * Nothing is modified until the whole log has been read and replayed without finding corruption, and a torn
+ * tail is cleared only if the log without it still holds every committed entry.
  */
 import { WalCorruptError } from './errors.js';
 import type { FilePort, FsPort } from './fs-port.js';
@@ -21,7 +22,8 @@ export interface Recovered {
 
 const zeros = new Uint8Array(1024 * 1024);
 
-export async function recover(fs: FsPort, dir: string, log: (line: string) => void): Promise<Recovered> {
+/** `appliedIndex`: an index the state machine already applied (so committed): the log must reach it. */
+export async function recover(fs: FsPort, dir: string, log: (line: string) => void, appliedIndex = 0): Promise<Recovered> {
   const names = await fs.list(dir);
   // Temp files (a segment being prepared, a snapshot being written, the sync probe) are never referenced.
   for (const name of names.filter((n) => n.endsWith('.tmp'))) await fs.unlink(`${dir}/${name}`);
@@ -56,17 +58,38 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
     end = scanned.end;
   }
   const replay = replayer.finish();
+  refuseLostCommit(replay, appliedIndex, repair === undefined ? undefined : { file: `${dir}/${found[found.length - 1]!.name}`, offset: repair.end });
 
   const last = segments[segments.length - 1];
   if (last === undefined) return { replay, segments, active: undefined, pos: segmentHeaderBytes, lastBatchSeq, spares };
   const active = await fs.open(`${dir}/${last.name}`, 'existing');
   if (repair !== undefined) {
     // W2/W3: clear the torn batch with zeros (keeping the preallocated size) so appends resume on a clean tail.
-    log(`wal: ${last.name}: torn tail at offset ${repair.end} (${repair.reason}); clearing ${repair.extent - repair.end} bytes`);
+    log(`wal: ${last.name}: torn tail at offset ${repair.end} (${repair.reason}): an unfinished write, never acknowledged; clearing ${repair.extent - repair.end} bytes`);
     for (let at = repair.end; at < repair.extent; at += zeros.length) {
       await active.write(zeros, Math.min(zeros.length, repair.extent - at), at);
     }
     await active.datasync();
   }
   return { replay, segments, active, pos: end, lastBatchSeq, spares };
+}
+
+/**
+ * A torn tail is safe to drop only if it held nothing committed: a write that never finished was never
+ * acknowledged. If the log without it ends below the durable commit index, a record that was synced (and
+ * acknowledged) is damaged, not torn: refuse before anything is modified, and say what the operator can do.
+ */
+function refuseLostCommit(replay: ReplayResult, appliedIndex: number, tear: { file: string; offset: number } | undefined): void {
+  const last = replay.snapshot.index + replay.entries.length;
+  const committed = Math.max(replay.hardState.commit, appliedIndex);
+  if (committed <= last) return;
+  const where = tear ?? { file: 'the log', offset: 0 };
+  const known = appliedIndex > replay.hardState.commit ? `the backend already applied index ${appliedIndex}` : `its hard state says ${committed} are committed`;
+  throw new WalCorruptError(
+    where.file,
+    where.offset,
+    `committed entries are missing (the readable log ends at index ${last}, ${known}), ` +
+      'so the damaged record is not a torn write; the log was left as it is. This member cannot recover on its own: restore its data ' +
+      'directory from a backup, or remove it from the cluster (etcdctl member remove), wipe its data directory and join again',
+  );
 }

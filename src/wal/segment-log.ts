@@ -11,8 +11,15 @@
  * written. Zero-filling costs one byte written per byte of log (measured: ~7% of the bytes written per
  * record by a lone appender), which flash wear should not pay twice. Old records in a recycled file never
  * validate again: record CRCs are seeded with the segment's sequence number (segment.ts).
+ *
+ * Sizes (issue 12, item 10): a new log's first segment is small (walFirstSegmentBytes), so a new member
+ * does not zero-fill 64 MiB before it serves; the next ones have the profile's size, prepared in the
+ * background, but never more than half the free space (halving down to walSegmentBytesMin): a small disk
+ * gets smaller segments instead of a failed preallocation. A preallocation that fails leaves no temp file.
  */
 import { assert } from '../base/index.js';
+import { walFirstSegmentBytes, walSegmentBytesMin } from '../base/limits.js';
+import { WalFatalError, WalNoSpaceError } from './errors.js';
 import type { FilePort, FsPort } from './fs-port.js';
 import type { WalTuning } from './profiles.js';
 import { encodeSegmentHeader, segmentFileName, segmentHeaderBytes, segmentSalt, segmentSpareName, segmentTempName } from './segment.js';
@@ -28,6 +35,7 @@ interface Prepared {
   file: FilePort;
   tmpPath: string;
   seq: number;
+  bytes: number;
 }
 
 /**
@@ -45,7 +53,10 @@ export class SegmentLog {
   readonly #onBackgroundError: (err: unknown) => void;
   readonly #segments: LiveSegment[];
   #active: FilePort | undefined;
+  /** The active segment's size: appends past it rotate. */
+  #activeBytes: number;
   #pos: number;
+  readonly #log: (line: string) => void;
   #next: Promise<Prepared> | undefined;
   #salt: number;
   readonly #spares: string[];
@@ -58,8 +69,9 @@ export class SegmentLog {
     fs: FsPort,
     dir: string,
     tuning: WalTuning,
-    opened: { segments: LiveSegment[]; active: FilePort | undefined; pos: number; spares: string[] },
+    opened: { segments: LiveSegment[]; active: FilePort | undefined; pos: number; spares: string[]; activeBytes: number },
     onBackgroundError: (err: unknown) => void,
+    log: (line: string) => void = () => {},
   ) {
     this.#fs = fs;
     this.#dir = dir;
@@ -67,6 +79,8 @@ export class SegmentLog {
     this.#segments = opened.segments;
     this.#active = opened.active;
     this.#pos = opened.pos;
+    this.#activeBytes = tuning.preallocate ? Math.max(opened.activeBytes, opened.pos) : tuning.segmentBytes;
+    this.#log = log;
     this.#spares = [...opened.spares];
     const last = opened.segments[opened.segments.length - 1];
     this.#salt = last === undefined ? 0 : segmentSalt(last.seq);
@@ -85,7 +99,7 @@ export class SegmentLog {
   /** True when a batch of up to `bytes` does not fit and the active segment already holds records. */
   needsRotation(bytes: number): boolean {
     if (this.#active === undefined) return true;
-    return this.#pos > segmentHeaderBytes && this.#pos + bytes > this.#tuning.segmentBytes;
+    return this.#pos > segmentHeaderBytes && this.#pos + bytes > this.#activeBytes;
   }
 
   /** Starts preparing the next segment in the background (idempotent). */
@@ -102,18 +116,57 @@ export class SegmentLog {
     const tmpPath = `${this.#dir}/${segmentTempName(seq)}`;
     const recycled = await this.#recycle(seq, tmpPath);
     if (recycled) return recycled;
+    return this.#create(seq, tmpPath, await this.#fittingBytes());
+  }
+
+  /** The profile's segment size, halved while it would take more than half the free space. */
+  async #fittingBytes(): Promise<number> {
+    const wanted = this.#tuning.segmentBytes;
+    if (!this.#tuning.preallocate) return wanted;
+    const free = await this.#fs.freeBytes?.(this.#dir);
+    let bytes = wanted;
+    while (free !== undefined && bytes > walSegmentBytesMin && 2 * bytes > free) bytes = Math.max(walSegmentBytesMin, Math.floor(bytes / 2 / 4096) * 4096);
+    if (bytes !== wanted) this.#log(`wal: ${this.#dir}: ${mib(free ?? 0)} free; preparing a ${mib(bytes)} segment instead of ${mib(wanted)}`);
+    return bytes;
+  }
+
+  async #create(seq: number, tmpPath: string, bytes: number): Promise<Prepared> {
     const file = await this.#fs.open(tmpPath, 'create');
-    const header = encodeSegmentHeader(seq, false);
-    await file.write(header, header.length, 0);
-    if (this.#tuning.preallocate) {
-      for (let at = segmentHeaderBytes; at < this.#tuning.segmentBytes; at += zeroFillChunk.length) {
-        const n = Math.min(zeroFillChunk.length, this.#tuning.segmentBytes - at);
-        await file.write(zeroFillChunk, n, at);
-        this.preallocatedBytes += n;
+    try {
+      const header = encodeSegmentHeader(seq, false);
+      await file.write(header, header.length, 0);
+      if (this.#tuning.preallocate) {
+        for (let at = segmentHeaderBytes; at < bytes; at += zeroFillChunk.length) {
+          const n = Math.min(zeroFillChunk.length, bytes - at);
+          await file.write(zeroFillChunk, n, at);
+          this.preallocatedBytes += n;
+        }
       }
+      await file.sync();
+    } catch (err) {
+      // Never leave a half-filled temp file on a full disk.
+      await file.close().catch(() => undefined);
+      await this.#fs.unlink(tmpPath).catch(() => undefined);
+      throw err;
     }
-    await file.sync();
-    return { file, tmpPath, seq };
+    return { file, tmpPath, seq, bytes };
+  }
+
+  /**
+   * The first segment of a new log: small, so a new member serves at once (the next one, full-size, is
+   * prepared in the background). A disk without room even for it is a WalNoSpaceError, with nothing left.
+   */
+  async createFirst(firstIndex: number): Promise<void> {
+    assert(this.#segments.length === 0 && this.#next === undefined, 'the log already has segments');
+    const bytes = this.#tuning.preallocate ? Math.min(walFirstSegmentBytes, this.#tuning.segmentBytes) : this.#tuning.segmentBytes;
+    const free = await this.#fs.freeBytes?.(this.#dir);
+    if (free !== undefined && this.#tuning.preallocate && free < bytes) throw new WalNoSpaceError(this.#dir, bytes);
+    const prepared = this.#create(0, `${this.#dir}/${segmentTempName(0)}`, bytes).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new WalNoSpaceError(this.#dir, bytes);
+      throw new WalFatalError('first segment creation', err);
+    });
+    this.#next = prepared;
+    await this.rotate(firstIndex);
   }
 
   /** A spare of the right size, renamed to the temp name, with a new header; undefined when none. */
@@ -123,7 +176,8 @@ export class SegmentLog {
       if (spare === undefined) return undefined;
       await this.#fs.rename(spare, tmpPath);
       const file = await this.#fs.open(tmpPath, 'existing');
-      if ((await file.size()) !== this.#tuning.segmentBytes) {
+      const bytes = await file.size();
+      if (bytes !== this.#tuning.segmentBytes) {
         await file.close();
         await this.#fs.unlink(tmpPath);
         continue;
@@ -132,7 +186,7 @@ export class SegmentLog {
       await file.write(header, header.length, 0);
       await file.datasync();
       this.segmentsRecycled++;
-      return { file, tmpPath, seq };
+      return { file, tmpPath, seq, bytes };
     }
   }
 
@@ -151,6 +205,7 @@ export class SegmentLog {
     await this.#fs.syncDir(this.#dir);
     const previous = this.#active;
     this.#active = next.file;
+    this.#activeBytes = this.#tuning.preallocate ? next.bytes : this.#tuning.segmentBytes;
     this.#pos = segmentHeaderBytes;
     this.#salt = segmentSalt(next.seq);
     this.#segments.push({ name, seq: next.seq, maxIndex: 0 });
@@ -168,7 +223,7 @@ export class SegmentLog {
     // Prepare the next segment only once this one is half full: zero-filling a fresh 64 MiB file is 16k page
     // writes on the thread pool, which a member that just started (or a short-lived one) should not pay
     // while it serves; half a segment of log leaves plenty of time to finish before rotation.
-    if (this.#pos > this.#tuning.segmentBytes / 2) this.prepareNext();
+    if (this.#pos > this.#activeBytes / 2) this.prepareNext();
     const seg = this.#segments[this.#segments.length - 1]!;
     seg.maxIndex = Math.max(seg.maxIndex, maxIndex);
   }
@@ -212,4 +267,8 @@ export class SegmentLog {
     await this.#active?.close();
     this.#active = undefined;
   }
+}
+
+function mib(bytes: number): string {
+  return `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MiB`;
 }

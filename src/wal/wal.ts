@@ -33,6 +33,7 @@ import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js'
 import { WalClosedError, WalFatalError } from './errors.js';
 import { NodeFsPort, type DirLock, type FsPort } from './fs-port.js';
 import { Histogram, recordsPerBatchBounds, syncSecondsBounds, type WalMetrics } from './metrics.js';
+import { readProfileMemo, writeProfileMemo } from './profile-memo.js';
 import { measureSyncLatencyMs, pickProfile, profiles, validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
 import { BatchEncoder } from './record.js';
 import { recover } from './recover.js';
@@ -52,6 +53,8 @@ export interface WalOptions {
   fs?: FsPort;
   /** Overrides of the chosen profile's knobs (tests, benchmarks). */
   tuning?: Partial<WalTuning>;
+  /** An index the state machine already applied (the backend's consistent index): the log must reach it. */
+  appliedIndex?: number;
 }
 
 export interface WalState {
@@ -142,24 +145,16 @@ export class Wal {
     await fs.mkdirp(dir);
     const lock = await fs.lock(dir);
     try {
-      const recovered = await recover(fs, dir, log);
-      const choice = options.profile ?? 'auto';
-      let measured: number | undefined;
-      let profile: ProfileName;
-      if (choice === 'auto') {
-        measured = await measureSyncLatencyMs(fs, dir, () => performance.now());
-        profile = pickProfile(measured);
-      } else {
-        profile = choice;
-      }
-      const tuning = { ...profiles[profile], ...options.tuning };
+      const recovered = await recover(fs, dir, log, options.appliedIndex ?? 0);
+      const { profile, measured, tuning, memo } = await chooseProfile(fs, dir, options);
       validateTuning(tuning);
-      const detail = measured === undefined ? 'chosen' : `auto: median fdatasync ${measured.toFixed(2)} ms`;
+      const detail = measured === undefined ? 'chosen' : `auto: median fdatasync ${measured.toFixed(2)} ms${memo === 'remembered' ? ', remembered' : ''}`;
       log(`wal: ${dir}: profile ${profile} (${detail}), segment ${tuning.segmentBytes} B, batch ≤ ${tuning.batchBytesMax} B, commit delay ${tuning.commitDelayMs} ms`);
       const wal = new Wal({ fs, dir, lock, tuning, profile, measuredSyncLatencyMs: measured, options });
       const { replay } = recovered;
-      wal.#segments = new SegmentLog(fs, dir, tuning, recovered, (err) => wal.#fail('segment preparation', err));
-      if (recovered.active === undefined) await wal.#segments.rotate(replay.snapshot.index + 1);
+      const activeBytes = recovered.active === undefined ? 0 : await recovered.active.size();
+      wal.#segments = new SegmentLog(fs, dir, tuning, { ...recovered, activeBytes }, (err) => wal.#fail('segment preparation', err), log);
+      if (recovered.active === undefined) await wal.#segments.createFirst(replay.snapshot.index + 1);
       wal.#batchSeq = ((recovered.lastBatchSeq ?? -1) + 1) >>> 0;
       const last = replay.snapshot.index + replay.entries.length;
       wal.#accepted = new SaveValidator({ last, snapshotIndex: replay.snapshot.index, commit: replay.hardState.commit, term: replay.hardState.term });
@@ -428,4 +423,34 @@ export class Wal {
       });
     }
   }
+}
+
+/**
+ * The profile: given, or (`auto`) the one remembered in the directory, or measured now and remembered
+ * (`remeasure` always measures).
+ */
+async function chooseProfile(
+  fs: FsPort,
+  dir: string,
+  options: WalOptions,
+): Promise<{ profile: ProfileName; measured: number | undefined; tuning: WalTuning; memo: 'remembered' | 'written' | 'none' }> {
+  const choice = options.profile ?? 'auto';
+  const memo = await readProfileMemo(fs, dir);
+  let profile: ProfileName;
+  let measured: number | undefined;
+  let memoUse: 'remembered' | 'written' | 'none' = 'none';
+  if (choice === 'auto' && memo !== undefined) {
+    profile = memo.profile;
+    measured = memo.syncLatencyMs;
+    memoUse = 'remembered';
+  } else if (choice === 'auto' || choice === 'remeasure') {
+    measured = await measureSyncLatencyMs(fs, dir, () => performance.now());
+    profile = pickProfile(measured);
+    await writeProfileMemo(fs, dir, { profile, syncLatencyMs: measured });
+    memoUse = 'written';
+  } else {
+    profile = choice;
+  }
+  const tuning = { ...profiles[profile], ...options.tuning };
+  return { profile, measured, tuning, memo: memoUse };
 }

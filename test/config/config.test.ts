@@ -139,7 +139,7 @@ describe('server configuration', () => {
     ['a bad compaction mode', ['--auto-compaction-mode', 'foo'], {}, /invalid value "foo" for --auto-compaction-mode.*periodic, revision/],
     ['a bad periodic retention', ['--auto-compaction-retention', '5 fortnights'], {}, /for mode periodic/],
     ['a bad revision retention', ['--auto-compaction-mode', 'revision', '--auto-compaction-retention', '1h'], {}, /for mode revision/],
-    ['a bad storage profile', ['--storage-profile', 'floppy'], {}, /must be one of auto, ssd, emmc, sd/],
+    ['a bad storage profile', ['--storage-profile', 'floppy'], {}, /must be one of auto, remeasure, ssd, emmc, sd/],
     ['a bad log level', ['--log-level', 'loud'], {}, /--log-level.*debug, info, warn, error, panic, fatal/],
     ['a bad cluster state', ['--initial-cluster-state', 'bogus'], {}, /invalid value "bogus" for --initial-cluster-state/],
     ['a malformed initial cluster', ['--initial-cluster', 'n1'], {}, /--initial-cluster: bad entry "n1"/],

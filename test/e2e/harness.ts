@@ -127,6 +127,7 @@ export async function waitReady(sp: ServerProcess, timeoutMs = 30_000): Promise<
 }
 
 export async function killAll(): Promise<void> {
+  closeClients();
   await Promise.all([...running].map((sp) => sp.kill('SIGKILL')));
 }
 
@@ -148,6 +149,11 @@ export function closeClients(): void {
 export async function memberList(c: Etcd3): Promise<{ id: string; name: string; isLearner: boolean }[]> {
   const r = await c.cluster.memberList({ linearizable: true } as never);
   return r.members.map((m) => ({ id: m.ID, name: m.name, isLearner: m.isLearner }));
+}
+
+/** Resolves with the exit code (or signal), or 'still running' after `ms`. */
+export function exitWithin(sp: ServerProcess, ms: number): Promise<number | string> {
+  return Promise.race([sp.exited, sleep(ms).then(() => 'still running')]);
 }
 
 export function removeDir(dir: string): void {

@@ -65,6 +65,8 @@ export interface GrpcServerOptions {
   metrics?: GrpcMetrics;
   /** HTTP/1.1 routes besides the gateway; returns false for paths it does not serve (then 404). */
   http?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+  /** Further services of our own on the same port (the join service, join-service.ts). */
+  services?: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
 }
 
 export interface GrpcServerHandle {
@@ -74,7 +76,7 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http', 'services']);
 /** A connection that has not sent its first bytes by then speaks neither HTTP/2 nor HTTP/1.1 to us. */
 const firstBytesMs = 10_000;
 
@@ -183,6 +185,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   // The Auth service of a core that has one (EtcdApi.authApi) replaces the unimplemented placeholder.
   if (api.authApi !== undefined) services.set('etcdserverpb.Auth', authService(api, api.authApi));
   for (const [name, impl] of services) server.addService(serviceDefinition(name), impl);
+  for (const s of options.services ?? []) server.addService(s.definition, s.implementation);
 
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const gateway = createGateway(services);

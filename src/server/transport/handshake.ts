@@ -30,7 +30,8 @@ export interface AcceptedPeer {
   from: NodeId;
 }
 
-function mac(token: string, role: 'client' | 'server', parts: (Uint8Array | string | bigint)[]): Buffer {
+/** HMAC of `parts` under the join token; also authenticates joins over the client port (grpc/join-service.ts). */
+export function tokenMac(token: string, role: 'client' | 'server', parts: (Uint8Array | string | bigint)[]): Buffer {
   const hmac = createHmac('sha256', token);
   hmac.update(`etcetera-peer-v1/${role}`);
   for (const part of parts) {
@@ -44,7 +45,7 @@ function mac(token: string, role: 'client' | 'server', parts: (Uint8Array | stri
   return hmac.digest();
 }
 
-function macEquals(a: unknown, b: Buffer): boolean {
+export function macEquals(a: unknown, b: Buffer): boolean {
   return a instanceof Uint8Array && a.length === b.length && timingSafeEqual(a, b);
 }
 
@@ -91,7 +92,7 @@ export async function acceptHandshake(
     conn.refuse(reason);
     throw new PeerAuthError(reason);
   };
-  if (!macEquals(auth.mac, mac(identity.token, 'client', [serverNonce, clientNonce, kind, from, to]))) {
+  if (!macEquals(auth.mac, tokenMac(identity.token, 'client', [serverNonce, clientNonce, kind, from, to]))) {
     refuse('authentication failed: the peer does not know this cluster\'s join token');
   }
   const ownCluster = identity.clusterId();
@@ -103,7 +104,7 @@ export async function acceptHandshake(
   }
   const reason = from === 0n ? undefined : authorize?.(from);
   if (reason !== undefined) refuse(reason);
-  conn.send(FrameType.Welcome, { id: identity.selfId, mac: mac(identity.token, 'server', [clientNonce, serverNonce, identity.selfId]) });
+  conn.send(FrameType.Welcome, { id: identity.selfId, mac: tokenMac(identity.token, 'server', [clientNonce, serverNonce, identity.selfId]) });
   return { kind: kind as StreamKind, from };
 }
 
@@ -126,11 +127,11 @@ export async function offerHandshake(
     to,
     clusterId: identity.clusterId(),
     nonce: clientNonce,
-    mac: mac(identity.token, 'client', [serverNonce, clientNonce, kind, from, to]),
+    mac: tokenMac(identity.token, 'client', [serverNonce, clientNonce, kind, from, to]),
   });
   const welcome = expect(await conn.nextFrame(timeoutMs, 'peer welcome'), FrameType.Welcome, 'welcome');
   const serverId = asId(welcome.id, 'welcome.id');
-  if (!macEquals(welcome.mac, mac(identity.token, 'server', [clientNonce, serverNonce, serverId]))) {
+  if (!macEquals(welcome.mac, tokenMac(identity.token, 'server', [clientNonce, serverNonce, serverId]))) {
     conn.destroy();
     throw new PeerAuthError('authentication failed: the peer does not know this cluster\'s join token');
   }
