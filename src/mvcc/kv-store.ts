@@ -583,10 +583,11 @@ export class KvStore {
   reclaim(): Promise<void> {
     if (this.#reclaiming !== undefined) return this.#reclaiming;
     if (this.#droppedSinceReclaim === 0) return Promise.resolve();
-    this.#droppedSinceReclaim = 0;
     this.#reclaiming = (async () => {
       await this.flush();
       await Promise.all([...this.#runningJobs]);
+      // A compaction whose schedule is not durable yet has not deleted anything: the next refusal retries.
+      if (this.#pendingJobs.length === 0) this.#droppedSinceReclaim = 0;
       await this.#backend.defragment();
       await this.#enqueue(() => this.#measureSize());
     })().finally(() => {
