@@ -5,8 +5,6 @@
  * LevelDB's implicit snapshot, so a scan is a point-in-time view.
  * The one file under src/mvcc allowed to import a package.
  */
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { assert } from '../base/assert.js';
 import { buckets, type Backend, type BackendView, type BatchOp, type Bucket, type ScanOptions, type WriteOptions } from './backend.js';
@@ -37,20 +35,28 @@ function plain(b: Uint8Array): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
+export interface LevelBackendOptions {
+  /**
+   * The bytes the database occupies on disk, measured by the caller (the server sums the files of the
+   * directory). Without it, LevelDB's own estimate of its tables (the memtable and its log not counted).
+   */
+  diskBytes?: () => Promise<number>;
+}
+
 export class LevelBackend implements Backend {
   readonly #db: Db;
-  readonly #location: string;
+  readonly #diskBytes: (() => Promise<number>) | undefined;
 
-  private constructor(db: Db, location: string) {
+  private constructor(db: Db, options: LevelBackendOptions) {
     this.#db = db;
-    this.#location = location;
+    this.#diskBytes = options.diskBytes;
   }
 
   /** Open (creating if needed) the database in `location`, a directory. */
-  static async open(location: string): Promise<LevelBackend> {
+  static async open(location: string, options: LevelBackendOptions = {}): Promise<LevelBackend> {
     const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(location, { keyEncoding: 'view', valueEncoding: 'view' });
     await db.open();
-    return new LevelBackend(db, location);
+    return new LevelBackend(db, options);
   }
 
   async write(ops: BatchOp[], options: WriteOptions = {}): Promise<void> {
@@ -113,21 +119,10 @@ export class LevelBackend implements Backend {
     await this.#db.clear();
   }
 
-  /**
-   * The bytes the database's files occupy on disk: its tables, and its log, which holds what the memtable
-   * holds (LevelDB's approximateSize counts tables only, so a small database would seem empty). Like
-   * etcd's db size, it counts deleted data until compaction rewrites the tables that hold it.
-   */
+  /** The database's size on disk (see LevelBackendOptions.diskBytes); it counts deleted data until compaction drops it. */
   async sizeBytes(): Promise<number> {
-    let total = 0;
-    for (const name of await readdir(this.#location)) {
-      try {
-        total += (await stat(join(this.#location, name))).size;
-      } catch {
-        // LevelDB removed an obsolete file between the listing and the stat.
-      }
-    }
-    return total;
+    if (this.#diskBytes !== undefined) return this.#diskBytes();
+    return this.#db.approximateSize(new Uint8Array([0]), new Uint8Array([buckets.length]));
   }
 
   /** Compact the whole key space, dropping deleted entries and rewriting the files (etcd's Defragment). */

@@ -33,6 +33,7 @@ import { resetToSingleMember } from './cluster-reset.js';
 import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
 import { startScheduledSnapshots } from './scheduled-snapshots.js';
 import { SnapshotDataDir } from './snapshot-data.js';
+import { directoryBytes } from './dir-bytes.js';
 import { openIndexCheckpoint, removeIndexCheckpoint, saveIndexCheckpoint } from './index-checkpoint-file.js';
 import { ServerState, type StateOptions } from './server-state.js';
 import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
@@ -99,7 +100,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
   let fatal: (error: unknown) => void = () => {};
   // The backend first: its consistent index is committed, and the log must still reach it (a damaged last
   // record is then not a torn write, and the log is left untouched).
-  const backend = await LevelBackend.open(join(memberDir, 'db')).catch((error: unknown) => {
+  const dbDir = join(memberDir, 'db');
+  const backend = await LevelBackend.open(dbDir, { diskBytes: () => directoryBytes(dbDir) }).catch((error: unknown) => {
     if ((error as { code?: unknown }).code !== 'LEVEL_LOCKED' && !/lock/i.test(String((error as { cause?: unknown }).cause))) throw error;
     throw new Error(`${memberDir} is in use by another process; is another etcetera running on it?`);
   });
