@@ -9,6 +9,7 @@ import { open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KvStore } from '../mvcc/kv-store.js';
 import type { Logger } from './log.js';
+import { syncDir } from './snapshot-data.js';
 
 const fileName = 'index.ckpt';
 
@@ -49,9 +50,7 @@ export async function saveIndexCheckpoint(memberDir: string, store: KvStore, log
       await fh.close();
     }
     await rename(tmp, path);
-    const dir = await open(memberDir, 'r');
-    await dir.sync();
-    await dir.close();
+    await syncDir(memberDir);
     log.info('saved the key index for a fast restart', { bytes, ms: Math.round(performance.now() - t0) });
   } catch (err) {
     await rm(tmp, { force: true }).catch(() => {});

@@ -88,6 +88,21 @@ class NodeFile implements FilePort {
   }
 }
 
+/** Writes `name` in `dir` whole or not at all: temp file, fsync, rename, directory fsync (never a name without its contents). */
+export async function writeFileAtomically(fs: FsPort, dir: string, name: string, bytes: Uint8Array): Promise<void> {
+  const tmp = `${dir}/${name}.tmp`;
+  await fs.unlink(tmp).catch(() => undefined);
+  const file = await fs.open(tmp, 'create');
+  try {
+    await file.write(bytes, bytes.length, 0);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await fs.rename(tmp, `${dir}/${name}`);
+  await fs.syncDir(dir);
+}
+
 export class NodeFsPort implements FsPort {
   async mkdirp(dir: string): Promise<void> {
     await fsp.mkdir(dir, { recursive: true });

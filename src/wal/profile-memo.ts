@@ -4,7 +4,7 @@
  * fdatasync latency sits near a threshold, picked a different profile from one start to the next.
  * `--storage-profile remeasure` measures again and replaces the memo.
  */
-import type { FsPort } from './fs-port.js';
+import { writeFileAtomically, type FsPort } from './fs-port.js';
 import type { ProfileName } from './profiles.js';
 
 export interface ProfileMemo {
@@ -33,16 +33,5 @@ export async function readProfileMemo(fs: FsPort, dir: string): Promise<ProfileM
 
 /** temp file (removed by recovery if a crash leaves it), sync, rename, directory sync. */
 export async function writeProfileMemo(fs: FsPort, dir: string, memo: ProfileMemo): Promise<void> {
-  const tmp = `${dir}/${memoName}.tmp`;
-  await fs.unlink(tmp).catch(() => undefined);
-  const file = await fs.open(tmp, 'create');
-  try {
-    const bytes = new TextEncoder().encode(`${JSON.stringify(memo)}\n`);
-    await file.write(bytes, bytes.length, 0);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await fs.rename(tmp, `${dir}/${memoName}`);
-  await fs.syncDir(dir);
+  await writeFileAtomically(fs, dir, memoName, new TextEncoder().encode(`${JSON.stringify(memo)}\n`));
 }

@@ -10,7 +10,7 @@ import { Packr } from 'msgpackr';
 import type { Snapshot } from '../raft/types.js';
 import { crc32c } from './crc32c.js';
 import { WalCorruptError } from './errors.js';
-import type { FsPort } from './fs-port.js';
+import { writeFileAtomically, type FsPort } from './fs-port.js';
 import { snapshotMetaFrom } from './record.js';
 
 const magic = Buffer.from('ETCESNAP', 'latin1');
@@ -64,17 +64,6 @@ export function decodeSnapshotFile(buf: Uint8Array, file: string): Snapshot {
 /** Temp file, fsync, rename, directory fsync. Returns the file name. */
 export async function writeSnapshotFile(fs: FsPort, dir: string, s: Snapshot): Promise<string> {
   const name = snapshotFileName(s.meta.term, s.meta.index);
-  const tmp = `${dir}/${name}.tmp`;
-  await fs.unlink(tmp).catch(() => undefined);
-  const bytes = encodeSnapshotFile(s);
-  const file = await fs.open(tmp, 'create');
-  try {
-    await file.write(bytes, bytes.length, 0);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await fs.rename(tmp, `${dir}/${name}`);
-  await fs.syncDir(dir);
+  await writeFileAtomically(fs, dir, name, encodeSnapshotFile(s));
   return name;
 }
