@@ -91,6 +91,16 @@ export const walRecordBytesMax = 16 * 1024 * 1024;
 assert(walRecordBytesMax >= walRecordChunkBytes + 2 * requestBytesMax, 'a WAL record must hold a chunk plus one request');
 /** MVCC: revisions deleted per backend batch during physical compaction (etcd: compaction-batch-limit 1000). */
 export const compactionBatchKeysMax = 1000;
+/**
+ * MVCC: after a compaction, the store rewrites LevelDB's tables in the background (a reclaim) once it is over
+ * this fraction of the quota and the revisions dropped since the last reclaim are at least
+ * reclaimGarbageFraction of those kept. bbolt reuses freed pages at once, so etcd's db size stays near its
+ * live data; LevelDB keeps deleted data until it compacts the tables holding it. Without this, a store that
+ * rewrites compacted keys floats at the quota, where the etcdBackendQuotaLowSpace alert (95%) fires.
+ */
+export const reclaimAtQuotaFraction = 0.5;
+/** MVCC: see reclaimAtQuotaFraction; it bounds the rewrite cost on a large live data set (SD-card wear). */
+export const reclaimGarbageFraction = 0.25;
 /** Peer transport: inbound connections (authenticated or not) held at once; more are closed on accept. */
 export const peerInboundConnectionsMax = 1024;
 /**

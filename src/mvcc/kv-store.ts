@@ -15,7 +15,10 @@
  * then never leaves a consistent index the log cannot replay past.
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
-import { compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax, valueCacheBytesDefault } from '../base/limits.js';
+import {
+  compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax, reclaimAtQuotaFraction, reclaimGarbageFraction,
+  valueCacheBytesDefault,
+} from '../base/limits.js';
 import { buckets, WriteBuffer, type Backend, type BackendView, type BatchOp } from './backend.js';
 import { chunked, compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
 import { hashBounds, hashEntries, type KvHash } from './hash.js';
@@ -480,6 +483,8 @@ export class KvStore {
         await this.#measureSize();
       });
       job.resolve();
+      // A failed reclaim leaves the tables as they were; the backend's next write reports the failure.
+      if (this.#reclaimWorthIt()) void this.reclaim().catch(() => {});
     } catch (err) {
       job.reject(err);
     }
@@ -594,6 +599,12 @@ export class KvStore {
       this.#reclaiming = undefined;
     });
     return this.#reclaiming;
+  }
+
+  /** See reclaimAtQuotaFraction: over that share of the quota, with enough dropped since the last reclaim. */
+  #reclaimWorthIt(): boolean {
+    if (this.#droppedSinceReclaim === 0 || this.dbSizeBytes() <= this.#quotaBytes * reclaimAtQuotaFraction) return false;
+    return this.#droppedSinceReclaim >= this.#core.log.length * reclaimGarbageFraction;
   }
 
   /**

@@ -44,7 +44,8 @@ describe('backend quota (NOSPACE)', () => {
       if (i % 8 === 0) await client.kv.compact({ revision: put.header.revision, physical: true });
     }
     const status = await client.maintenance.status();
-    expect(Number(status.dbSize)).toBeLessThan(quotaBytes);
+    // Below the 95% at which etcdBackendQuotaLowSpace alerts: the store reclaims in the background.
+    expect(Number(status.dbSize)).toBeLessThan(quotaBytes * 0.8);
     expect((await client.maintenance.alarm({ action: AlarmAction.Get, memberID: 0, alarm: AlarmType.None })).alarms).toEqual([]);
   }, 120_000);
 
