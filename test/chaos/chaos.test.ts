@@ -63,15 +63,23 @@ describe('chaos: the checkers catch a server broken on purpose', () => {
     { fault: 'drop-watch-event', run: 'C9-pause-leader', checker: /^L4 / },
     { fault: 'skip-read-index', run: 'C9-pause-leader', checker: /^L1 / },
   ];
+  // A planted bug shows only when the fault's timing lets it (a stale read needs a read to land on the paused
+  // leader): each must be caught within attemptsMax seeded runs, the first of which catches it on a quiet machine.
+  const attemptsMax = 3;
   for (const b of broken) {
-    it(`catches ${b.fault} (${b.run}, seed 13)`, async () => {
+    it(`catches ${b.fault} (${b.run}, within ${attemptsMax} runs from seed 13)`, async () => {
       process.env[testFaultsEnv] = b.fault;
       try {
-        const r = await runOnce({ seed: 13, fault: b.run, timeoutMs: 100_000 });
-        expect(r.violations.some((v) => b.checker.test(v)), `no ${b.checker} violation; got:\n${r.violations.slice(0, 5).join('\n')}`).toBe(true);
+        const missed: string[] = [];
+        for (let seed = 13; seed < 13 + attemptsMax; seed++) {
+          const r = await runOnce({ seed, fault: b.run, timeoutMs: 100_000 });
+          if (r.violations.some((v) => b.checker.test(v))) return;
+          missed.push(`seed ${seed}: ${r.violations.slice(0, 5).join('; ') || 'no violation'}`);
+        }
+        expect.fail(`no ${b.checker} violation in ${attemptsMax} runs:\n${missed.join('\n')}`);
       } finally {
         delete process.env[testFaultsEnv];
       }
-    }, 120_000);
+    }, attemptsMax * 120_000);
   }
 });
