@@ -4,14 +4,15 @@
  * are pending, "no leader" when none is known, "request timed out" when the entry is not applied in time.
  */
 import { applyLagEntriesMax, pendingProposalsMax } from '../base/limits.js';
-import type { ProposeResult } from '../raft/types.js';
+import type { ProposeResult as RaftProposeResult } from '../raft/types.js';
 import type { ApplyResult } from './apply.js';
 import { EtcdError, fromProposeError } from './errors.js';
 import { encodeRequest, RequestIdGenerator, type RaftRequest } from './raft-request.js';
+import type { ProposeResult } from './request/propose-results.js';
 import { WaitRegistry } from './wait.js';
 
 export interface ProposerHost {
-  propose(data: Uint8Array): ProposeResult;
+  propose(data: Uint8Array): RaftProposeResult;
   /** Raft's commit index minus the applied index. */
   applyLag(): number;
   hasLeader(): boolean;
@@ -38,10 +39,11 @@ export class Proposer {
   }
 
   /** Propose and wait for the apply result; refusals from apply are thrown as they are (MvccError). */
-  async propose(req: RaftRequest, signal?: AbortSignal): Promise<unknown> {
+  async propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>> {
     const result = await this.proposeRaw(req, signal);
     if (!result.ok) throw result.error;
-    return result.value;
+    // Apply answers each kind with its ProposeResults type (the one place that relies on it).
+    return result.value as ProposeResult<R>;
   }
 
   async proposeRaw(req: RaftRequest, signal?: AbortSignal): Promise<ApplyResult> {

@@ -9,6 +9,8 @@
  * - ack-before-persist: Readies are acknowledged as durable before the log has them (a kill -9 loses
  *   acknowledged writes).
  */
+import type { WatchSend } from '../mvcc/watch-types.js';
+
 export type TestFault = 'drop-watch-event' | 'skip-read-index' | 'ack-before-persist';
 
 export const testFaultsEnv = 'UNSAFE_ETCETERA_TEST_FAULTS';
@@ -28,3 +30,12 @@ export function parseTestFaults(text: string | undefined): Set<TestFault> {
 
 /** Which event-bearing response of a stream loses an event under drop-watch-event. */
 export const droppedWatchResponseOrdinal = 5;
+
+/** drop-watch-event: lose one event of one response on a stream (the watch checker must see the gap). */
+export function dropOneEvent(send: WatchSend): WatchSend {
+  let withEvents = 0;
+  return (r) => {
+    if (r.events.length === 0 || ++withEvents !== droppedWatchResponseOrdinal) return send(r);
+    return send({ ...r, events: r.events.slice(1) });
+  };
+}

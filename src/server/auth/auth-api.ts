@@ -11,6 +11,7 @@ import type { AuthRequest } from '../../auth/requests.js';
 import { AuthError, type Permission } from '../../auth/types.js';
 import type { RequestContext } from '../api.js';
 import type { RaftRequest } from '../raft-request.js';
+import type { ProposeResult } from '../request/propose-results.js';
 import type { AuthGate } from './auth-gate.js';
 import { SimpleTokens } from './simple-tokens.js';
 
@@ -19,7 +20,7 @@ export interface AuthApiHost {
   gate: AuthGate;
   awaitLeader(ctx: RequestContext): Promise<void>;
   linearizableBarrier(ctx: RequestContext): Promise<void>;
-  propose(req: RaftRequest, signal?: AbortSignal): Promise<unknown>;
+  propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>>;
   bcryptCost: number;
 }
 
@@ -39,7 +40,7 @@ export class AuthApi {
     this.#h = host;
   }
 
-  async #propose(req: AuthRequest, ctx: RequestContext): Promise<unknown> {
+  async #propose<R extends AuthRequest>(req: R, ctx: RequestContext): Promise<ProposeResult<R>> {
     await this.#h.awaitLeader(ctx);
     const auth = await this.#h.gate.info(ctx);
     return this.#h.propose(auth === undefined ? req : { ...req, auth }, ctx.signal);
@@ -68,7 +69,7 @@ export class AuthApi {
     for (let attempt = 0; attempt < authenticateAttemptsMax; attempt++) {
       const checkedRevision = await this.#checkPassword(name, password);
       const simpleTokenPrefix = SimpleTokens.genPrefix();
-      const r = (await this.#h.propose({ kind: 'authenticate', name, simpleTokenPrefix }, ctx.signal)) as { revision: number; index: number };
+      const r = await this.#h.propose({ kind: 'authenticate', name, simpleTokenPrefix }, ctx.signal);
       if (checkedRevision === this.#h.auth().revision) return this.#h.gate.tokens.issue(name, simpleTokenPrefix, r.index, r.revision);
     }
     throw new AuthError('authOldRevision');
@@ -96,11 +97,11 @@ export class AuthApi {
   }
 
   async userGet(name: string, ctx: RequestContext): Promise<string[]> {
-    return ((await this.#propose({ kind: 'userGet', name }, ctx)) as { roles: string[] }).roles;
+    return (await this.#propose({ kind: 'userGet', name }, ctx)).roles;
   }
 
   async userList(ctx: RequestContext): Promise<string[]> {
-    return ((await this.#propose({ kind: 'userList' }, ctx)) as { users: string[] }).users;
+    return (await this.#propose({ kind: 'userList' }, ctx)).users;
   }
 
   async userDelete(name: string, ctx: RequestContext): Promise<void> {
@@ -125,11 +126,11 @@ export class AuthApi {
   }
 
   async roleGet(role: string, ctx: RequestContext): Promise<Permission[]> {
-    return ((await this.#propose({ kind: 'roleGet', role }, ctx)) as { perm: Permission[] }).perm;
+    return (await this.#propose({ kind: 'roleGet', role }, ctx)).perm;
   }
 
   async roleList(ctx: RequestContext): Promise<string[]> {
-    return ((await this.#propose({ kind: 'roleList' }, ctx)) as { roles: string[] }).roles;
+    return (await this.#propose({ kind: 'roleList' }, ctx)).roles;
   }
 
   async roleDelete(role: string, ctx: RequestContext): Promise<void> {

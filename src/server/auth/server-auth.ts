@@ -29,7 +29,7 @@ export interface ServerAuth {
   readonly gate: AuthGate;
   readonly api: AuthApi;
   /** The request with the caller's auth info, for apply to judge (etcd's RequestHeader). */
-  stamp(req: RaftRequest, ctx: RequestContext): RaftRequest | Promise<RaftRequest>;
+  stamp<R extends RaftRequest>(req: R, ctx: RequestContext): R | Promise<R>;
   /** A restored snapshot brought a new auth store: tell it about this member's tokens. */
   rebind(store: AuthStore): void;
   guardWatch(stream: WatchStream, sink: WatchSink, ctx: RequestContext): WatchStream;

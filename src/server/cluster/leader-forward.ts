@@ -1,0 +1,66 @@
+/**
+ * Work that only the leader may do (lease renewals and TTL reads, since the leader owns lease expiry):
+ * run here when this member leads, else forwarded over the peer transport; and the leader's side of those
+ * forwarded peer requests.
+ */
+import { performance } from 'node:perf_hooks';
+import { hex } from '../../base/hex.js';
+import type { ClusterOps } from '../cluster-ops.js';
+import { EtcdError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { ServerState } from '../server-state.js';
+
+export interface LeaderForwardHost {
+  memberId: bigint;
+  isLeader(): boolean;
+  leader(): bigint;
+  stopped(): boolean;
+  state(): ServerState;
+  cluster: ClusterOps;
+  logger: Logger;
+  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  onRemoved(): void;
+}
+
+export class LeaderForward {
+  readonly #h: LeaderForwardHost;
+
+  constructor(host: LeaderForwardHost) {
+    this.#h = host;
+  }
+
+  /** Run `local` on the leader: here if this member leads, else forwarded over the peer transport. */
+  async onLeader(method: string, payload: unknown, local: () => unknown): Promise<unknown> {
+    if (this.#h.isLeader()) return local();
+    const leader = this.#h.leader();
+    if (leader === 0n) throw new EtcdError('noLeader');
+    const member = this.#h.state().membership.get(leader);
+    const url = member?.peerUrls[0];
+    if (url === undefined) throw new EtcdError('noLeader');
+    return this.#h.peerRequest(url, method, payload);
+  }
+
+  /** Peer requests forwarded to this member (as the leader). */
+  async handlePeerRequest(method: string, payload: any): Promise<unknown> {
+    const state = this.#h.state();
+    switch (method) {
+      case 'removed':
+        // Only a member that has applied our removal sends this; the handshake proved it knows the token.
+        if (payload.id === this.#h.memberId && !this.#h.stopped()) {
+          this.#h.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.#h.memberId) });
+          setImmediate(() => this.#h.onRemoved());
+        }
+        return {};
+      case 'leaseKeepAlive':
+        if (!this.#h.isLeader()) throw new EtcdError('notLeader');
+        return state.lessor.renew(payload.id, performance.now());
+      case 'hashKV':
+        return state.store.hashKV(payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
+      case 'leaseTimeToLive':
+        if (!this.#h.isLeader()) throw new EtcdError('notLeader');
+        return state.lessor.timeToLive(payload.id, performance.now(), payload.keys);
+      default:
+        return this.#h.cluster.handlePeerRequest(method, payload);
+    }
+  }
+}

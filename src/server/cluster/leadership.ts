@@ -1,0 +1,86 @@
+/**
+ * This member's view of Raft leadership and progress, as the driver last reported it (soft state on every
+ * change, hard state after each applied batch): who leads, the term, the commit index; and the listeners
+ * that wait for a leader change. The lessor is promoted and demoted here, with leadership.
+ */
+import { performance } from 'node:perf_hooks';
+import { hex } from '../../base/hex.js';
+import type { HardState, SoftState } from '../../raft/types.js';
+import type { EtcdServerParts } from '../etcd-server-parts.js';
+import { EtcdError } from '../errors.js';
+import type { RaftDriver } from '../raft-driver.js';
+import type { ReadIndexBatcher } from '../read-index.js';
+import type { ServerState } from '../server-state.js';
+
+export interface LeadershipHost {
+  parts: EtcdServerParts;
+  reads: ReadIndexBatcher;
+  driver(): RaftDriver;
+  state(): ServerState;
+}
+
+export class Leadership {
+  readonly #h: LeadershipHost;
+  #leader = 0n;
+  #isLeader = false;
+  #term = 0;
+  #commit = 0;
+  #leaderListeners = new Set<(leader: bigint) => void>();
+
+  constructor(host: LeadershipHost) {
+    this.#h = host;
+  }
+
+  get leader(): bigint {
+    return this.#leader;
+  }
+
+  get isLeader(): boolean {
+    return this.#isLeader;
+  }
+
+  get term(): number {
+    return this.#term;
+  }
+
+  get commit(): number {
+    return this.#commit;
+  }
+
+  hasLeader(): boolean {
+    return this.#leader !== 0n;
+  }
+
+  onLeaderChange(listener: (leader: bigint) => void): () => void {
+    this.#leaderListeners.add(listener);
+    return () => this.#leaderListeners.delete(listener);
+  }
+
+  /** Raft's hard state after a batch was applied. */
+  onHardState(hs: HardState): void {
+    this.#commit = hs.commit;
+    this.#term = hs.term;
+  }
+
+  onSoftState(s: SoftState): void {
+    const p = this.#h.parts;
+    const status = this.#h.driver().status();
+    this.#term = status.term;
+    const wasLeader = this.#isLeader;
+    this.#isLeader = s.role === 'leader';
+    if (s.leader !== this.#leader) {
+      const hadLeader = this.#leader !== 0n;
+      this.#leader = s.leader;
+      if (hadLeader) this.#h.reads.onLeaderChange(new EtcdError('leaderChanged'));
+      if (s.leader !== 0n) p.metrics.leaderChanges.inc();
+      p.logger.info('leader changed', { leader: hex(s.leader), term: status.term });
+      for (const l of this.#leaderListeners) l(s.leader);
+    }
+    if (this.#isLeader && !wasLeader) {
+      // Leases: the new leader counts every lease's remaining TTL from now (checkpointed TTLs included).
+      this.#h.state().lessor.promote(performance.now(), { extendMs: p.electionMs });
+    } else if (!this.#isLeader && wasLeader) {
+      this.#h.state().lessor.demote();
+    }
+  }
+}

@@ -1,0 +1,51 @@
+/** What the composition root (member.ts) hands an EtcdServer: identity, storage, ports and knobs. */
+import type { Backend } from '../mvcc/backend.js';
+import type { Snapshot, SnapshotMeta } from '../raft/types.js';
+import type { Member } from './api.js';
+import type { AutoCompaction } from './auto-compactor.js';
+import type { ServerAuthOptions } from './auth/server-auth.js';
+import type { Logger } from './log.js';
+import type { ServerMetrics } from './server-metrics.js';
+import type { ServerState, StateOptions } from './server-state.js';
+import type { TestFault } from './test-faults.js';
+
+export interface EtcdServerParts {
+  /** etcd --max-request-bytes and --max-txn-ops (default: etcd's defaults). */
+  requestLimits?: { requestBytesMax: number; txnOpsMax: number };
+  /** etcd --experimental-watch-progress-notify-interval. */
+  watchProgressIntervalMs?: number;
+  memberId: bigint;
+  clusterId: bigint;
+  name: string;
+  clientUrls: string[];
+  peerUrls: string[];
+  backend: Backend;
+  state: ServerState;
+  stateOptions: StateOptions;
+  logger: Logger;
+  metrics: ServerMetrics;
+  heartbeatMs: number;
+  electionMs: number;
+  snapshotCount: number;
+  autoCompaction?: AutoCompaction;
+  unsafeTestFaults?: Set<TestFault>;
+  /** Where Maintenance.Snapshot builds its file (default the OS temp dir); `*.tmp` there is removed at start. */
+  snapshotTempDir?: string;
+  /** Persist a snapshot, then let the log release what it covers. */
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /** Received snapshot data (snapshot-data.ts): read to restore, removed once the backend holds it durably. */
+  snapshotData: {
+    source(meta: SnapshotMeta): Promise<(() => AsyncIterable<Uint8Array>) | undefined>;
+    removeAll(): Promise<void>;
+  };
+  releaseLog(index: number): void;
+  /** The peer transport's request RPC, for forwarding to the leader. */
+  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  syncPeers(members: Member[]): void;
+  onRemoved(): void;
+  /** Best effort: tell a member removed by a committed change that it is out. */
+  notifyRemoved(member: Member): void;
+  onFatal(error: unknown): void;
+  /** --auth-token, --auth-token-ttl, --bcrypt-cost, --client-cert-auth (defaults: etcd's). */
+  auth?: ServerAuthOptions;
+}
