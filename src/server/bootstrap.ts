@@ -15,6 +15,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open as openFile, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { hex } from '../base/hex.js';
 import { encodeConfChange } from '../raft/conf.js';
 import { EntryType, type Entry, type HardState } from '../raft/types.js';
 import { Wal } from '../wal/wal.js';
@@ -92,6 +93,20 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
 }
 
 /** Restart: the stored token wins; a different one on the command line is an error, never a new cluster. */
+/** A member added for a start that cannot run must not stay in the cluster as an orphan learner. */
+export async function leaveAfterFailedJoin(o: MemberOptions, identity: Identity, token: string, serverUrl: string): Promise<void> {
+  try {
+    await askCluster(askOptions(o, token), [serverUrl], 'memberRemove', { id: identity.memberId });
+    await rm(join(o.dataDir, 'member'), { recursive: true, force: true });
+    o.logger.warn('start failed after joining: removed this member from the cluster again; the next start joins afresh', { member: hex(identity.memberId) });
+  } catch (error) {
+    o.logger.error('start failed after joining, and removing this member again failed too: remove it with `etcdctl member remove`', {
+      member: hex(identity.memberId),
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
 async function restartToken(o: MemberOptions, identity: Identity, memberDir: string): Promise<string> {
   const stored = identity.token ?? (await readTokenFile(o.dataDir)) ?? (o.bootstrap.kind === 'static' ? o.bootstrap.clusterToken : undefined);
   if (stored === undefined) {
