@@ -66,3 +66,22 @@ export async function hashEntries(core: MvccCore, bounds: HashBounds, entries: A
   }
   return { hash: crc.sum(), compactRevision: compactRev, hashRevision: rev };
 }
+
+/**
+ * Backend entries merged with unflushed ones, by revision: an unflushed revision the backend already has
+ * (a flush that landed after the view was taken is not in it; one that landed before is in both) once.
+ */
+export async function* withUnflushed(stored: AsyncIterable<[Uint8Array, Uint8Array]>, unflushed: [number, Uint8Array][]): AsyncIterable<[Uint8Array, Uint8Array]> {
+  let next = 0;
+  for await (const entry of stored) {
+    const { rev, tombstone } = bytesToRevision(entry[0]);
+    const code = revCode(rev.main, rev.sub, tombstone);
+    while (next < unflushed.length && unflushed[next]![0] < code) {
+      const [c, raw] = unflushed[next++]!;
+      yield [codeToBytes(c), raw];
+    }
+    if (next < unflushed.length && unflushed[next]![0] === code) next++;
+    yield entry;
+  }
+  for (; next < unflushed.length; next++) yield [codeToBytes(unflushed[next]![0]), unflushed[next]![1]];
+}

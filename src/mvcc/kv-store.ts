@@ -13,30 +13,38 @@
  * writes only the effects of entries up to the durable index (setDurableIndex): the buffer is cut where each
  * applied index ends (FlushMark), and what lies beyond the durable index waits for the log's next ack. A crash
  * then never leaves a consistent index the log cannot replay past.
+ *
+ * Parts: flush-marks.ts (the cuts), backend-queue.ts (the I/O queue and size), physical-compaction.ts
+ * (backend deletes and reclaim), kv-snapshot-io.ts (export/import), hash.ts, kv-events.ts, kv-inspect.ts.
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
-import {
-  compactionBatchKeysMax, quotaBackendBytesDefault, quotaBackendBytesMax, reclaimAtQuotaFraction, reclaimGarbageFraction,
-  valueCacheBytesDefault,
-} from '../base/limits.js';
-import { buckets, WriteBuffer, type Backend, type BackendView, type BatchOp } from './backend.js';
-import { chunked, compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
-import { hashBounds, hashEntries, type KvHash } from './hash.js';
-import { encodeIndexCheckpoint, IndexCheckpointError, IndexCheckpointReader } from './index-checkpoint.js';
-import { KeyIndex } from './key-index.js';
+import { quotaBackendBytesDefault, quotaBackendBytesMax, reclaimAtQuotaFraction, reclaimGarbageFraction, valueCacheBytesDefault } from '../base/limits.js';
+import { WriteBuffer, type Backend, type BackendView } from './backend.js';
+import { BackendQueue } from './backend-queue.js';
+import { compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
+import { FlushMarks, type FlushMark } from './flush-marks.js';
+import { hashBounds, hashEntries, withUnflushed, type KvHash } from './hash.js';
+import { encodeIndexCheckpoint, IndexCheckpointError } from './index-checkpoint.js';
+import { loadIndexCheckpoint } from './index-checkpoint-load.js';
 import { decodeKeyValue } from './kv-codec.js';
 import { MvccCore, type WriteListener } from './kv-core.js';
+import { readEvents } from './kv-events.js';
+import { checkCoreInvariants, liveKeyCount, retainedBytes } from './kv-inspect.js';
+import { consistentIndexKey, termKey, u64Bytes, readU64 } from './kv-meta.js';
 import { rangeRequest } from './kv-read.js';
+import { checkSnapshot, exportView, writeSnapshotInto, type SnapshotExport, type SnapshotSource } from './kv-snapshot-io.js';
 import type { LeaseHooks } from './lease-hooks.js';
+import { PhysicalCompaction } from './physical-compaction.js';
 import { bytesToRevision, revisionToBytes } from './revision.js';
-import { codeIsTombstone, codeMain, codeToBytes, revCode } from './rev-code.js';
+import { codeToBytes, revCode } from './rev-code.js';
 import { ValueStore } from './value-store.js';
-import { SnapshotDecoder, SnapshotEncoder } from './snapshot.js';
 import { applyDeleteRange, applyPut, applyTxn, checkPut } from './txn.js';
 import {
-  EventType, MvccError, type DeleteRangeRequest, type DeleteRangeResponse, type Event, type PutRequest, type PutResponse,
+  MvccError, type DeleteRangeRequest, type DeleteRangeResponse, type Event, type PutRequest, type PutResponse,
   type RangeRequest, type RangeResponse, type TxnRequest, type TxnResponse,
 } from './types.js';
+
+export type { SnapshotExport, SnapshotSource } from './kv-snapshot-io.js';
 
 export interface KvStoreOptions {
   /** NOSPACE threshold; 0 or absent: etcd's 2 GiB default; negative: no quota; clamped to 8 GiB. */
@@ -46,108 +54,6 @@ export interface KvStoreOptions {
   valueCacheBytes?: number;
   /** A key index saved at the last clean stop (index-checkpoint.ts), used when it matches the backend. */
   indexCheckpoint?: AsyncIterable<Uint8Array>;
-}
-
-const consistentIndexKey = new TextEncoder().encode('consistent_index');
-/** etcd 3.5 keeps the term of the consistent index beside it; a snapshot sent to a follower needs both. */
-const termKey = new TextEncoder().encode('term');
-/** Ops per backend batch while importing a snapshot. */
-const importBatchOpsMax = 1000;
-
-/** A snapshot source that can be read more than once (it is checked whole before the backend is cleared). */
-export type SnapshotSource = Uint8Array | (() => AsyncIterable<Uint8Array>);
-
-/** What exportSnapshot hands out: a consistent copy of the backend, streamed. */
-export interface SnapshotExport {
-  /** The applied Raft index the copy is exactly as of, and its term. */
-  consistentIndex: number;
-  term: number;
-  /** The meta bucket (a few small entries, by their latin1 key), e.g. what the server stores beside the index. */
-  meta: Map<string, Uint8Array>;
-  /** The snapshot stream (snapshot.ts format); may be read more than once, until close(). */
-  chunks(): AsyncIterable<Uint8Array>;
-  /** The backend view behind the copy: call once the copy is no longer read. */
-  view: BackendView;
-}
-
-function latin1(b: Uint8Array): string {
-  let out = '';
-  for (const byte of b) out += String.fromCharCode(byte);
-  return out;
-}
-
-async function* chunksOf(source: SnapshotSource): AsyncIterable<Uint8Array> {
-  if (source instanceof Uint8Array) yield source;
-  else yield* source();
-}
-
-/**
- * Backend entries merged with unflushed ones, by revision: an unflushed revision the backend already has
- * (a flush that landed after the view was taken is not in it; one that landed before is in both) once.
- */
-async function* withUnflushed(stored: AsyncIterable<[Uint8Array, Uint8Array]>, unflushed: [number, Uint8Array][]): AsyncIterable<[Uint8Array, Uint8Array]> {
-  let next = 0;
-  for await (const entry of stored) {
-    const { rev, tombstone } = bytesToRevision(entry[0]);
-    const code = revCode(rev.main, rev.sub, tombstone);
-    while (next < unflushed.length && unflushed[next]![0] < code) {
-      const [c, raw] = unflushed[next++]!;
-      yield [codeToBytes(c), raw];
-    }
-    if (next < unflushed.length && unflushed[next]![0] === code) next++;
-    yield entry;
-  }
-  for (; next < unflushed.length; next++) yield [codeToBytes(unflushed[next]![0]), unflushed[next]![1]];
-}
-
-async function* streamView(view: BackendView): AsyncIterable<Uint8Array> {
-  const encoder = new SnapshotEncoder();
-  for (const bucket of buckets) {
-    for await (const [k, v] of view.scan(bucket)) {
-      const chunk = encoder.add(bucket, k, v);
-      if (chunk !== undefined) yield chunk;
-    }
-  }
-  yield encoder.finish();
-}
-
-function u64Bytes(n: number): Uint8Array {
-  const out = new Uint8Array(8);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, Math.floor(n / 0x1_0000_0000));
-  view.setUint32(4, n >>> 0);
-  return out;
-}
-
-function readU64(b: Uint8Array): number {
-  assert(b.length === 8, 'meta u64 length');
-  const view = new DataView(b.buffer, b.byteOffset, 8);
-  const n = view.getUint32(0) * 0x1_0000_0000 + view.getUint32(4);
-  assertSafeInteger(n, 'meta u64');
-  return n;
-}
-
-interface PhysicalJob {
-  revision: number;
-  /** Revision codes to delete from the 'key' bucket, ascending. */
-  codes: number[];
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
-/**
- * Where the buffered effects of the entries up to any index in [from, index] end (the entries after `from`
- * buffered nothing): the first `ops` buffered ops, the first `jobs` pending compactions, revision codes up to
- * `lastCode`.
- */
-interface FlushMark {
-  from: number;
-  fromTerm: number;
-  index: number;
-  term: number;
-  ops: number;
-  jobs: number;
-  lastCode: number;
 }
 
 /** Flushes between two refreshes of the backend's size estimate. */
@@ -161,27 +67,23 @@ export class KvStore {
   #consistentIndex = 0;
   #term = 0;
   #flushedIndex = -1;
-  /** Marks of applied indexes not flushed yet, oldest first; the current index's mark is implicit. */
-  #marks: FlushMark[] = [];
-  /** Flushes write no effect of an entry above this (Infinity: a store no log drives, as in tools and tests). */
-  #durableIndex = Infinity;
-  #io: Promise<void> = Promise.resolve();
-  /** Compactions whose schedule is still in the buffer: their deletes start after the next flush. */
-  #pendingJobs: PhysicalJob[] = [];
-  #sizeBytes = 0;
-  /** Bytes handed to the backend since #sizeBytes was measured (LevelDB's estimate misses its memtable). */
-  #bytesSinceSize = 0;
-  readonly #runningJobs = new Set<Promise<void>>();
+  readonly #marks = new FlushMarks();
+  readonly #queue: BackendQueue;
+  readonly #physical: PhysicalCompaction;
   #loadedFrom: { checkpoint: boolean; reason?: string } = { checkpoint: false, reason: 'none given' };
-  /** Revisions compaction dropped since the backend last rewrote its tables (reclaim() has work only then). */
-  #droppedSinceReclaim = 0;
-  #reclaiming: Promise<void> | undefined;
 
   private constructor(backend: Backend, options: KvStoreOptions) {
     this.#backend = backend;
     this.#core = new MvccCore(new WriteBuffer(), new ValueStore(backend, options.valueCacheBytes ?? valueCacheBytesDefault));
     const quota = options.quotaBackendBytes ?? 0;
     this.#quotaBytes = quota === 0 ? quotaBackendBytesDefault : quota < 0 ? Infinity : Math.min(quota, quotaBackendBytesMax);
+    this.#queue = new BackendQueue(backend);
+    this.#physical = new PhysicalCompaction({
+      backend,
+      queue: this.#queue,
+      flush: () => this.flush(),
+      reclaimWorthIt: (dropped) => this.#reclaimWorthIt(dropped),
+    });
   }
 
   /**
@@ -199,7 +101,7 @@ export class KvStore {
     let afterCode = -1;
     if (options.indexCheckpoint !== undefined) {
       try {
-        afterCode = await store.#loadCheckpoint(options.indexCheckpoint, consistentIndex, term);
+        afterCode = await loadIndexCheckpoint(store.#core, options.indexCheckpoint, consistentIndex, term);
         store.#loadedFrom = { checkpoint: true };
       } catch (err) {
         if (!(err instanceof IndexCheckpointError)) throw err;
@@ -234,39 +136,11 @@ export class KvStore {
       if (core.currentRev < rev) core.currentRev = rev;
       const finished = await backend.get('meta', finishedCompactKey);
       if (codes.length > 0 || finished === undefined || bytesToRevision(finished).rev.main !== rev) {
-        this.#startPhysical({ revision: rev, codes, resolve: () => {}, reject: () => {} });
+        this.#physical.start({ revision: rev, codes, resolve: () => {}, reject: () => {} });
       }
     }
-    this.#sizeBytes = await backend.sizeBytes();
+    await this.#queue.measureSize();
     if (options.leases !== undefined) this.setLeaseHooks(options.leases);
-  }
-
-  /** Reads a checkpoint into this (empty) store; returns the last revision code it covers. */
-  async #loadCheckpoint(source: AsyncIterable<Uint8Array>, consistentIndex: number, term: number): Promise<number> {
-    const reader = new IndexCheckpointReader(source);
-    const header = await reader.header();
-    if (header.consistentIndex !== consistentIndex || header.term !== term) {
-      throw new IndexCheckpointError(`stale: written at index ${header.consistentIndex} (term ${header.term}), the backend is at ${consistentIndex} (term ${term})`);
-    }
-    const core = this.#core;
-    let codes = new Float64Array(Math.max(1024, header.keys));
-    let n = 0;
-    for await (const e of reader.entries()) {
-      core.tree.appendLast(KeyIndex.restored(e.key, e.revs, e.createRevision, e.version, e.lease));
-      if (n + e.revs.length > codes.length) {
-        const grown = new Float64Array(Math.max(codes.length * 2, n + e.revs.length));
-        grown.set(codes.subarray(0, n));
-        codes = grown;
-      }
-      for (const code of e.revs) codes[n++] = code;
-    }
-    const sorted = codes.subarray(0, n).sort();
-    if (n > 0 && sorted[n - 1] !== header.lastCode) throw new IndexCheckpointError('index checkpoint: last revision does not match its header');
-    core.log.loadSorted(n === codes.length ? sorted : sorted.slice());
-    core.currentRev = header.currentRev;
-    core.compactRev = header.compactRev;
-    core.lastCode = header.lastCode;
-    return header.lastCode;
   }
 
   /** How the last open found the key index (a checkpoint, or a scan and why). */
@@ -288,47 +162,14 @@ export class KvStore {
   }
 
   /**
-   * Replace the backend's contents with a snapshot stream (from exportSnapshot), then open the store on it.
-   * The stream is read twice: once whole to check it (a damaged one leaves the backend untouched), then into
-   * the cleared backend in bounded batches. The consistent index goes in last, so a crash part-way leaves a
-   * backend that says it is empty (index 0), never one that claims data it lacks.
+   * Replace the backend's contents with a snapshot stream (from exportSnapshot), then open the store on it
+   * (kv-snapshot-io.ts: the stream is checked whole first, and the consistent index is written last).
    */
   static async importSnapshot(backend: Backend, source: SnapshotSource, options: KvStoreOptions = {}): Promise<KvStore> {
-    const check = new SnapshotDecoder();
-    for await (const chunk of chunksOf(source)) check.push(chunk);
-    check.end();
+    await checkSnapshot(source);
     await backend.clear();
-    // The key index is built from the records as they are written: reading the backend back would read
-    // every value a second time.
     const store = new KvStore(backend, options);
-    const core = store.#core;
-    const decoder = new SnapshotDecoder();
-    let batch: BatchOp[] = [];
-    let last: BatchOp[] = [];
-    let consistentIndex = 0;
-    let term = 0;
-    for await (const chunk of chunksOf(source)) {
-      for (const op of decoder.push(chunk)) {
-        assert(op.type === 'put', 'a snapshot holds puts only');
-        if (op.bucket === 'key') {
-          const { rev, tombstone } = bytesToRevision(op.key);
-          core.load(revCode(rev.main, rev.sub, tombstone), tombstone, decodeKeyValue(op.value));
-        }
-        if (op.bucket === 'meta' && latin1(op.key) === 'consistent_index') {
-          last = [op];
-          consistentIndex = readU64(op.value);
-        } else {
-          if (op.bucket === 'meta' && latin1(op.key) === 'term') term = readU64(op.value);
-          batch.push(op);
-        }
-        if (batch.length >= importBatchOpsMax) {
-          await backend.write(batch);
-          batch = [];
-        }
-      }
-    }
-    decoder.end();
-    await backend.write(batch.concat(last));
+    const { consistentIndex, term } = await writeSnapshotInto(backend, store.#core, source);
     await store.#finishOpen(consistentIndex, term, options);
     return store;
   }
@@ -364,7 +205,7 @@ export class KvStore {
     assertSafeInteger(index, 'consistent index');
     assert(index >= this.#consistentIndex, `consistent index went back from ${this.#consistentIndex} to ${index}`);
     // Everything buffered so far is the effect of entries up to the previous index.
-    if (index > this.#consistentIndex) this.#markApplied();
+    if (index > this.#consistentIndex) this.#marks.markApplied(this.#currentMark());
     this.#consistentIndex = index;
     this.#term = term;
   }
@@ -372,46 +213,13 @@ export class KvStore {
   /** The Raft log is durable up to `index`: flushes may write the effects of entries up to it. */
   setDurableIndex(index: number): void {
     assertSafeInteger(index, 'durable index');
-    this.#durableIndex = index;
+    this.#marks.durableIndex = index;
   }
 
   #currentMark(): FlushMark {
     const core = this.#core;
     const [index, term] = [this.#consistentIndex, this.#term];
-    return { from: index, fromTerm: term, index, term, ops: core.buffer.size, jobs: this.#pendingJobs.length, lastCode: core.lastCode };
-  }
-
-  #markApplied(): void {
-    const mark = this.#currentMark();
-    const last = this.#marks.at(-1);
-    // An entry that buffered nothing extends the last mark instead of adding one.
-    if (last !== undefined && last.ops === mark.ops && last.jobs === mark.jobs) {
-      last.index = mark.index;
-      last.term = mark.term;
-    } else {
-      this.#marks.push(mark);
-    }
-  }
-
-  /**
-   * What a flush may write: the newest mark reaching the durable index, as of the highest index of it at or
-   * below the durable index whose term is known, and how many of #marks it covers.
-   */
-  #flushableMark(): { mark: FlushMark; covered: number } | undefined {
-    const durable = this.#durableIndex;
-    if (this.#consistentIndex <= durable) return { mark: this.#currentMark(), covered: this.#marks.length };
-    let covered = 0;
-    while (covered < this.#marks.length && this.#marks[covered]!.from <= durable) covered++;
-    if (covered === 0) return undefined;
-    const m = this.#marks[covered - 1]!;
-    if (m.index <= durable) return { mark: m, covered };
-    // Terms never decrease along the log: equal at both ends, the durable index has that term as well.
-    const at = m.term === m.fromTerm ? { index: durable, term: m.term } : { index: m.from, term: m.fromTerm };
-    // The mark stays, for the entries above: from now on it starts where this flush ends.
-    const part = { ...m, ...at };
-    m.from = at.index;
-    m.fromTerm = at.term;
-    return { mark: part, covered: covered - 1 };
+    return { from: index, fromTerm: term, index, term, ops: core.buffer.size, jobs: this.#physical.pending, lastCode: core.lastCode };
   }
 
   range(req: RangeRequest): RangeResponse {
@@ -450,44 +258,8 @@ export class KvStore {
     if (revision <= core.compactRev) throw new MvccError('compacted');
     if (revision > core.currentRev) throw new MvccError('futureRev');
     const codes = compactInMemory(core, revision);
-    this.#droppedSinceReclaim += codes.length;
     core.buffer.put('meta', scheduledCompactKey, revisionToBytes({ main: revision, sub: 0 }));
-    let job!: PhysicalJob;
-    const physicalDone = new Promise<void>((resolve, reject) => {
-      job = { revision, codes, resolve, reject };
-    });
-    this.#pendingJobs.push(job);
-    return { physicalDone };
-  }
-
-  #enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.#io.then(task);
-    this.#io = run.catch(() => {});
-    return run;
-  }
-
-  #startPhysical(job: PhysicalJob): void {
-    const running = this.#runPhysical(job);
-    this.#runningJobs.add(running);
-    void running.then(() => this.#runningJobs.delete(running));
-  }
-
-  async #runPhysical(job: PhysicalJob): Promise<void> {
-    try {
-      for (const chunk of chunked(job.codes, compactionBatchKeysMax)) {
-        await this.#enqueue(() => this.#backend.write(chunk.map((code) => ({ type: 'del', bucket: 'key', key: codeToBytes(code) }))));
-      }
-      const finished = revisionToBytes({ main: job.revision, sub: 0 });
-      await this.#enqueue(async () => {
-        await this.#backend.write([{ type: 'put', bucket: 'meta', key: finishedCompactKey, value: finished }]);
-        await this.#measureSize();
-      });
-      job.resolve();
-      // A failed reclaim leaves the tables as they were; the backend's next write reports the failure.
-      if (this.#reclaimWorthIt()) void this.reclaim().catch(() => {});
-    } catch (err) {
-      job.reject(err);
-    }
+    return { physicalDone: this.#physical.schedule(revision, codes) };
   }
 
   /**
@@ -495,39 +267,29 @@ export class KvStore {
    * synchronously, so apply may continue while the write is in flight; flushes land in call order.
    */
   flush(): Promise<void> {
-    const flushable = this.#flushableMark();
-    if (flushable === undefined) return this.#io;
+    const flushable = this.#marks.flushable(this.#consistentIndex, () => this.#currentMark());
+    if (flushable === undefined) return this.#queue.tail;
     const { mark, covered } = flushable;
-    if (mark.ops === 0 && mark.index <= this.#flushedIndex) return this.#io;
+    if (mark.ops === 0 && mark.index <= this.#flushedIndex) return this.#queue.tail;
     assert(mark.index >= this.#flushedIndex, `flush at ${mark.index} behind the flushed index ${this.#flushedIndex}`);
     const ops = this.#core.buffer.take(mark.ops);
-    const jobs = this.#pendingJobs.splice(0, mark.jobs);
-    this.#marks.splice(0, covered);
-    for (const later of this.#marks) {
-      later.ops -= mark.ops;
-      later.jobs -= mark.jobs;
-    }
+    const jobs = this.#physical.take(mark.jobs);
+    this.#marks.flushed(mark, covered);
     this.#flushedIndex = mark.index;
     ops.push({ type: 'put', bucket: 'meta', key: consistentIndexKey, value: u64Bytes(mark.index) });
     ops.push({ type: 'put', bucket: 'meta', key: termKey, value: u64Bytes(mark.term) });
     const upTo = mark.lastCode;
-    for (const op of ops) this.#bytesSinceSize += op.key.length + (op.type === 'put' ? op.value.length : 0);
+    for (const op of ops) this.#queue.wrote(op.key.length + (op.type === 'put' ? op.value.length : 0));
     // The backend's size estimate is a native call of its own; refreshing it on every flush showed in
     // profiles. Between refreshes the quota adds the bytes written since, so it never under-counts growth.
     const refreshSize = ++this.#flushes % flushesPerSizeRefresh === 0;
-    const done = this.#enqueue(async () => {
+    const done = this.#queue.enqueue(async () => {
       await this.#backend.write(ops);
       this.#core.values.flushed(upTo);
-      if (refreshSize) await this.#measureSize();
+      if (refreshSize) await this.#queue.measureSize();
     });
-    for (const job of jobs) this.#startPhysical(job);
+    for (const job of jobs) this.#physical.start(job);
     return done;
-  }
-
-  async #measureSize(): Promise<void> {
-    const pending = this.#bytesSinceSize;
-    this.#sizeBytes = await this.#backend.sizeBytes();
-    this.#bytesSinceSize -= pending;
   }
 
   /**
@@ -537,14 +299,14 @@ export class KvStore {
   async flushDurable(): Promise<number> {
     void this.flush();
     const index = this.#flushedIndex;
-    await this.#enqueue(() => this.#backend.write([], { sync: true }));
+    await this.#queue.enqueue(() => this.#backend.write([], { sync: true }));
     return index;
   }
 
   /** Resolves when all backend work queued so far (flushes, started compactions) is done. */
   async idle(): Promise<void> {
-    while (this.#runningJobs.size > 0) await Promise.all([...this.#runningJobs]);
-    await this.#io;
+    await this.#physical.settled();
+    await this.#queue.tail;
   }
 
   /**
@@ -554,57 +316,29 @@ export class KvStore {
   async exportSnapshot(): Promise<SnapshotExport> {
     void this.flush();
     let view!: BackendView;
-    await this.#enqueue(async () => {
+    await this.#queue.enqueue(async () => {
       view = this.#backend.view();
     });
-    const meta = new Map<string, Uint8Array>();
-    for await (const [k, v] of view.scan('meta')) meta.set(latin1(k), v);
-    const index = meta.get('consistent_index');
-    const term = meta.get('term');
-    return {
-      consistentIndex: index === undefined ? 0 : readU64(index),
-      term: term === undefined ? 0 : readU64(term),
-      meta,
-      chunks: () => streamView(view),
-      view,
-    };
+    return exportView(view);
   }
 
   /** etcd's Defragment, serialized with the other backend writes. */
   defragment(): Promise<void> {
-    return this.#enqueue(async () => {
+    return this.#queue.enqueue(async () => {
       await this.#backend.defragment();
-      await this.#measureSize();
+      await this.#queue.measureSize();
     });
   }
 
-  /**
-   * Called before a write is refused for the quota. Deleted data stays in LevelDB's tables until LevelDB
-   * compacts the tables holding it, so when compaction dropped revisions since the last reclaim, the
-   * compaction's deletes are written, the tables rewritten (writes go on meanwhile) and the size measured
-   * again. Concurrent callers share one reclaim; with nothing dropped since the last, it returns at once, so
-   * a store full of live data refuses without rewriting anything.
-   */
+  /** Before a write is refused for the quota: have the backend drop what compaction deleted (physical-compaction.ts). */
   reclaim(): Promise<void> {
-    if (this.#reclaiming !== undefined) return this.#reclaiming;
-    if (this.#droppedSinceReclaim === 0) return Promise.resolve();
-    this.#reclaiming = (async () => {
-      await this.flush();
-      await Promise.all([...this.#runningJobs]);
-      // A compaction whose schedule is not durable yet has not deleted anything: the next refusal retries.
-      if (this.#pendingJobs.length === 0) this.#droppedSinceReclaim = 0;
-      await this.#backend.defragment();
-      await this.#enqueue(() => this.#measureSize());
-    })().finally(() => {
-      this.#reclaiming = undefined;
-    });
-    return this.#reclaiming;
+    return this.#physical.reclaim();
   }
 
   /** See reclaimAtQuotaFraction: over that share of the quota, with enough dropped since the last reclaim. */
-  #reclaimWorthIt(): boolean {
-    if (this.#droppedSinceReclaim === 0 || this.dbSizeBytes() <= this.#quotaBytes * reclaimAtQuotaFraction) return false;
-    return this.#droppedSinceReclaim >= this.#core.log.length * reclaimGarbageFraction;
+  #reclaimWorthIt(dropped: number): boolean {
+    if (dropped === 0 || this.dbSizeBytes() <= this.#quotaBytes * reclaimAtQuotaFraction) return false;
+    return dropped >= this.#core.log.length * reclaimGarbageFraction;
   }
 
   /**
@@ -638,7 +372,7 @@ export class KvStore {
    * goes down when LevelDB's compactions (or defragment, or a reclaim) drop deleted data. Drives NOSPACE.
    */
   dbSizeBytes(): number {
-    return this.#sizeBytes + Math.max(0, this.#bytesSinceSize) + this.#core.buffer.bytes;
+    return this.#queue.sizeBytes + this.#core.buffer.bytes;
   }
 
   overQuota(nextWriteBytes: number): boolean {
@@ -654,49 +388,17 @@ export class KvStore {
 
   /** Events with revision in [from, to], in order, prevKv included when still available. */
   readEvents(fromRevision: number, toRevision: number): Event[] {
-    const core = this.#core;
-    if (fromRevision > 0 && fromRevision <= core.compactRev) throw new MvccError('compacted');
-    const log = core.log;
-    const events: Event[] = [];
-    for (let i = log.lowerBoundMain(fromRevision); i < log.length; i++) {
-      const code = log.at(i);
-      const main = codeMain(code);
-      if (main > toRevision) break;
-      const kv = core.values.read(code);
-      const event: Event = { type: codeIsTombstone(code) ? EventType.Delete : EventType.Put, kv };
-      // etcd reads prevKv at main - 1, unless that is compacted.
-      if (main - 1 >= core.compactRev) {
-        const ki = core.tree.get(kv.key);
-        const prev = ki?.get(main - 1);
-        if (prev !== undefined) event.prevKv = core.values.read(prev, ki!.key);
-      }
-      events.push(event);
-    }
-    return events;
+    return readEvents(this.#core, fromRevision, toRevision);
   }
 
-  /**
-   * What the store's retained byte arrays hold against what their backing buffers occupy (index keys,
-   * unflushed values, cached values). A kept view into a pooled or shared buffer (a request's decode buffer,
-   * msgpackr's pack buffer) shows as backing ≫ bytes. For tests; walks the whole index.
-   */
+  /** See kv-inspect.ts. For tests; walks the whole index. */
   retainedBytes(): { bytes: number; backing: number } {
-    let bytes = 0;
-    let backing = 0;
-    const count = (b: Uint8Array): void => {
-      bytes += b.byteLength;
-      backing += b.buffer.byteLength;
-    };
-    for (const ki of this.#core.tree.all()) count(ki.key);
-    for (const b of this.#core.values.retained()) count(b);
-    return { bytes, backing };
+    return retainedBytes(this.#core);
   }
 
   /** Keys currently live (for tests and metrics). */
   get keyCount(): number {
-    let n = 0;
-    for (const ki of this.#core.tree.all()) if (ki.current() !== undefined) n++;
-    return n;
+    return liveKeyCount(this.#core);
   }
 
   /** Memory held for values: written and not yet flushed (entries), and cached (bytes). For tests and metrics. */
@@ -705,13 +407,6 @@ export class KvStore {
   }
 
   checkInvariants(): void {
-    const core = this.#core;
-    core.tree.checkInvariants();
-    let prev = -1;
-    for (const code of core.log) {
-      assert(code > prev, 'revision log order');
-      prev = code;
-    }
-    assert(core.log.length === 0 || codeMain(core.log.at(core.log.length - 1)) <= core.currentRev, 'revision log beyond the current revision');
+    checkCoreInvariants(this.#core);
   }
 }
