@@ -7,7 +7,8 @@
  * then the body: msgpack [index, term, voters[], learners[], data].
  */
 import { Packr } from 'msgpackr';
-import type { Snapshot } from '../raft/types.js';
+import { assert } from '../base/assert.js';
+import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import { crc32c } from './crc32c.js';
 import { WalCorruptError } from './errors.js';
 import { writeFileAtomically, type FsPort } from './fs-port.js';
@@ -66,4 +67,30 @@ export async function writeSnapshotFile(fs: FsPort, dir: string, s: Snapshot): P
   const name = snapshotFileName(s.meta.term, s.meta.index);
   await writeFileAtomically(fs, dir, name, encodeSnapshotFile(s));
   return name;
+}
+
+/** The snapshot file of `meta` (the latest durable snapshot), if it is still there. */
+export async function loadSnapshotFile(fs: FsPort, dir: string, meta: SnapshotMeta): Promise<Snapshot | undefined> {
+  if (meta.index === 0) return undefined;
+  const path = `${dir}/${snapshotFileName(meta.term, meta.index)}`;
+  const bytes = await fs.readFile(path);
+  if (bytes === undefined) return undefined;
+  const snapshot = decodeSnapshotFile(bytes, path);
+  assert(snapshot.meta.index === meta.index && snapshot.meta.term === meta.term, 'snapshot file does not match its name');
+  return snapshot;
+}
+
+/** Keep the durable snapshot and the one before it; anything older is unreachable. */
+export async function removeOldSnapshotFiles(fs: FsPort, dir: string, durableIndex: () => number, logger: ((line: string) => void) | undefined): Promise<void> {
+  const names = await fs.list(dir).catch(() => [] as string[]);
+  const snaps = names.flatMap((name) => {
+    const p = parseSnapshotFileName(name);
+    return p && p.index < durableIndex() ? [{ name, index: p.index }] : [];
+  });
+  snaps.sort((a, b) => b.index - a.index);
+  for (const s of snaps.slice(1)) {
+    await fs.unlink(`${dir}/${s.name}`).catch((err: unknown) => {
+      logger?.(`wal: could not remove old snapshot ${s.name}: ${String(err)}`);
+    });
+  }
 }

@@ -30,17 +30,18 @@
  */
 import { assert, assertSafeInteger } from '../base/index.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
+import { BatchEncoding } from './batch-encoding.js';
 import { WalClosedError, WalFatalError } from './errors.js';
 import { NodeFsPort, type DirLock, type FsPort } from './fs-port.js';
 import { Histogram, recordsPerBatchBounds, syncSecondsBounds, type WalMetrics } from './metrics.js';
-import { readProfileMemo, writeProfileMemo } from './profile-memo.js';
-import { measureSyncLatencyMs, pickProfile, profiles, validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
-import { BatchEncoder } from './record.js';
+import { chooseProfile } from './profile-choice.js';
+import { validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
 import { recover } from './recover.js';
 import { emptySnapshotMeta } from './replay.js';
+import { SaveQueue, type PendingSave } from './save-queue.js';
 import { bytesBound, SaveValidator, type SaveRequest } from './save-request.js';
 import { SegmentLog } from './segment-log.js';
-import { decodeSnapshotFile, parseSnapshotFileName, snapshotFileName, writeSnapshotFile } from './snapshot-file.js';
+import { loadSnapshotFile, removeOldSnapshotFiles, writeSnapshotFile } from './snapshot-file.js';
 
 export type { SaveRequest } from './save-request.js';
 
@@ -64,19 +65,6 @@ export interface WalState {
   loadSnapshot(): Promise<Snapshot | undefined>;
 }
 
-interface PendingSave {
-  request: SaveRequest;
-  /** Call order, to tell which of two hard states is newer. */
-  seq: number;
-  bytesBound: number;
-  /** Its entries, or 1 for a save without entries. */
-  units: number;
-  /** A snapshot file that must be durable before this save's meta record is written. */
-  ready: Promise<void> | undefined;
-  resolve: () => void;
-  reject: (err: Error) => void;
-}
-
 interface WalInit {
   fs: FsPort;
   dir: string;
@@ -91,36 +79,23 @@ export class Wal {
   readonly #fs: FsPort;
   readonly #dir: string;
   readonly #lock: DirLock;
-  readonly #tuning: WalTuning;
   readonly #options: WalOptions;
-  readonly #encoder = new BatchEncoder();
   #segments!: SegmentLog;
-  #queue: PendingSave[] = [];
-  #queuedBytes = 0;
+  readonly #queue: SaveQueue;
+  #encoding!: BatchEncoding;
   #inFlight: PendingSave[] = [];
   #draining: Promise<void> | undefined;
   #failure: WalFatalError | undefined;
   #closed = false;
   #batchSeq = 0;
-  /** Entries queued (a save without entries counts as one): what the commit-delay window measures. */
-  #queuedUnits = 0;
-  /** The units the last batch carried: a commit-delay window ends once the queue holds as many. */
-  #fillTarget = 0;
-  /** Ends the commit-delay window in progress early (the batch is full). */
-  #endWindow: (() => void) | undefined;
   /** The step in progress, named in the WalFatalError if it fails. */
   #operation = 'write';
   #releaseChain: Promise<unknown> = Promise.resolve();
-  // What the caller has handed us (validation), what is encoded (segment state records), what is durable.
+  // What the caller has handed us (validation), what is encoded (#encoding), what is durable.
   #accepted = new SaveValidator({ last: 0, snapshotIndex: 0, commit: 0, term: 0 });
-  #writtenHardState: HardState | undefined;
-  /** A commit-only hard state saved with sync: false, written with the next batch unless a newer one is. */
-  #deferred: { hardState: HardState; seq: number } | undefined;
   #saveSeq = 0;
   /** The promise of the newest queued save: what a deferred save waits for. */
   #tail: Promise<void> = Promise.resolve();
-  #writtenSnapshot: SnapshotMeta = emptySnapshotMeta();
-  #writtenLast = 0;
   #durableSnapshot: SnapshotMeta = emptySnapshotMeta();
   readonly #syncSeconds = new Histogram(syncSecondsBounds);
   readonly #recordsPerBatch = new Histogram(recordsPerBatchBounds);
@@ -133,10 +108,10 @@ export class Wal {
     this.#fs = init.fs;
     this.#dir = init.dir;
     this.#lock = init.lock;
-    this.#tuning = init.tuning;
     this.#options = init.options;
     this.#profile = init.profile;
     this.#measuredSyncLatencyMs = init.measuredSyncLatencyMs;
+    this.#queue = new SaveQueue(init.tuning);
   }
 
   static async open(dir: string, options: WalOptions = {}): Promise<{ wal: Wal; state: WalState }> {
@@ -158,9 +133,7 @@ export class Wal {
       wal.#batchSeq = ((recovered.lastBatchSeq ?? -1) + 1) >>> 0;
       const last = replay.snapshot.index + replay.entries.length;
       wal.#accepted = new SaveValidator({ last, snapshotIndex: replay.snapshot.index, commit: replay.hardState.commit, term: replay.hardState.term });
-      wal.#writtenHardState = replay.hardState;
-      wal.#writtenSnapshot = replay.snapshot;
-      wal.#writtenLast = last;
+      wal.#encoding = new BatchEncoding({ hardState: replay.hardState, snapshot: replay.snapshot, last });
       wal.#durableSnapshot = replay.snapshot;
       const { hardState, snapshot, entries } = replay;
       const state: WalState = { hardState, snapshot, entries, loadSnapshot: () => wal.loadSnapshot() };
@@ -184,18 +157,13 @@ export class Wal {
     assert(snapshot.meta.index >= this.#accepted.snapshotIndex, 'snapshot older than the current one');
     const ready = writeSnapshotFile(this.#fs, this.#dir, snapshot).then(() => undefined);
     ready.catch((err: unknown) => this.#fail('snapshot file write', err));
-    return this.#enqueue({ snapshotMeta: snapshot.meta }, ready).then(() => this.#removeOldSnapshots());
+    return this.#enqueue({ snapshotMeta: snapshot.meta }, ready).then(() =>
+      removeOldSnapshotFiles(this.#fs, this.#dir, () => this.#durableSnapshot.index, this.#options.logger),
+    );
   }
 
-  async loadSnapshot(): Promise<Snapshot | undefined> {
-    const meta = this.#durableSnapshot;
-    if (meta.index === 0) return undefined;
-    const path = `${this.#dir}/${snapshotFileName(meta.term, meta.index)}`;
-    const bytes = await this.#fs.readFile(path);
-    if (bytes === undefined) return undefined;
-    const snapshot = decodeSnapshotFile(bytes, path);
-    assert(snapshot.meta.index === meta.index && snapshot.meta.term === meta.term, 'snapshot file does not match its name');
-    return snapshot;
+  loadSnapshot(): Promise<Snapshot | undefined> {
+    return loadSnapshotFile(this.#fs, this.#dir, this.#durableSnapshot);
   }
 
   /** Deletes whole segments whose entries are all ≤ index. A durable snapshot must cover index (W11). */
@@ -251,7 +219,7 @@ export class Wal {
     const seq = ++this.#saveSeq;
     const deferrable = request.sync === false && (request.entries?.length ?? 0) === 0 && !request.snapshotMeta && !ready;
     if (deferrable) {
-      if (request.hardState) this.#deferred = { hardState: request.hardState, seq };
+      if (request.hardState) this.#encoding.defer(request.hardState, seq);
       return this.#tail.then(() => {
         if (this.#failure) throw this.#failure;
       });
@@ -260,9 +228,6 @@ export class Wal {
       const bound = bytesBound(request);
       const units = Math.max(1, request.entries?.length ?? 0);
       this.#queue.push({ request, seq, bytesBound: bound, units, ready, resolve, reject });
-      this.#queuedBytes += bound;
-      this.#queuedUnits += units;
-      if (this.#endWindow !== undefined && this.#batchFull()) this.#endWindow();
       this.#draining ??= this.#drain();
     });
     this.#tail = saved.catch(() => undefined);
@@ -272,16 +237,17 @@ export class Wal {
   async #drain(): Promise<void> {
     try {
       while (this.#queue.length > 0 && !this.#failure) {
-        const head = this.#queue[0]!;
+        const head = this.#queue.head!;
         if (head.ready) {
           this.#operation = 'snapshot file write';
           await head.ready;
           head.ready = undefined;
         }
-        if (this.#tuning.commitDelayMs > 0 && !this.#batchFull()) await this.#commitWindow();
+        const filling = this.#queue.waitToFill();
+        if (filling !== undefined) await filling;
         // A failure while we waited (a snapshot file, a segment being prepared) ends the log: write nothing.
         if (this.#failure || this.#queue.length === 0) break;
-        this.#inFlight = this.#takeBatch();
+        this.#inFlight = this.#queue.takeBatch();
         await this.#writeBatch(this.#inFlight);
         for (const s of this.#inFlight) {
           if (s.request.snapshotMeta) this.#durableSnapshot = s.request.snapshotMeta;
@@ -296,45 +262,6 @@ export class Wal {
     }
   }
 
-  /**
-   * Group commit under concurrency: the batch is full once the queue holds as many entries as the last batch
-   * carried (the writers of that batch are back), or the byte cap. A lone writer (last batch: one entry) is
-   * always full, so it waits for exactly one sync; writes that queued behind a sync fill the next batch at
-   * once whenever there are as many of them as before.
-   */
-  #batchFull(): boolean {
-    return this.#queuedUnits >= this.#fillTarget || this.#queuedBytes >= this.#tuning.batchBytesMax;
-  }
-
-  /** Waits at most commitDelayMs for the batch to fill; #enqueue ends the wait early when it does. */
-  #commitWindow(): Promise<void> {
-    return new Promise((resolve) => {
-      const end = (): void => {
-        clearTimeout(timer);
-        this.#endWindow = undefined;
-        resolve();
-      };
-      const timer = setTimeout(end, this.#tuning.commitDelayMs);
-      this.#endWindow = end;
-    });
-  }
-
-  #takeBatch(): PendingSave[] {
-    let count = 0;
-    let bytes = 0;
-    let units = 0;
-    for (const next of this.#queue) {
-      if (count > 0 && (next.ready || bytes + next.bytesBound > this.#tuning.batchBytesMax)) break;
-      bytes += next.bytesBound;
-      units += next.units;
-      count++;
-    }
-    this.#queuedBytes -= bytes;
-    this.#queuedUnits -= units;
-    this.#fillTarget = units;
-    return this.#queue.splice(0, count);
-  }
-
   /** Encodes, writes and syncs one batch. */
   async #writeBatch(batch: PendingSave[]): Promise<void> {
     assert(batch.length > 0, 'empty batch');
@@ -342,43 +269,8 @@ export class Wal {
     for (const s of batch) bound += s.bytesBound;
     const rotate = this.#segments.needsRotation(bound);
     this.#operation = 'segment rotation';
-    if (rotate) await this.#segments.rotate(this.#writtenLast + 1);
-    const enc = this.#encoder;
-    enc.begin(this.#batchSeq, this.#segments.salt);
-    if (rotate) {
-      if (this.#writtenHardState) enc.hardState(this.#writtenHardState);
-      if (this.#writtenSnapshot.index > 0) enc.snapshotMeta(this.#writtenSnapshot);
-    }
-    let maxIndex = 0;
-    let lastHardStateSeq = 0;
-    for (const { request: r, seq } of batch) {
-      if (r.snapshotMeta) {
-        enc.snapshotMeta(r.snapshotMeta);
-        this.#writtenSnapshot = r.snapshotMeta;
-        this.#writtenLast = Math.max(this.#writtenLast, r.snapshotMeta.index);
-      }
-      if (r.entries && r.entries.length > 0) {
-        enc.entries(r.entries);
-        this.#writtenLast = r.entries[r.entries.length - 1]!.index;
-        maxIndex = Math.max(maxIndex, this.#writtenLast);
-      }
-      if (r.hardState) {
-        enc.hardState(r.hardState);
-        this.#writtenHardState = r.hardState;
-        lastHardStateSeq = seq;
-      }
-    }
-    // A deferred commit-only hard state goes last, unless a newer hard state in this batch supersedes it.
-    const deferred = this.#deferred;
-    if (deferred !== undefined) {
-      if (deferred.seq > lastHardStateSeq) {
-        enc.hardState(deferred.hardState);
-        this.#writtenHardState = deferred.hardState;
-      }
-      this.#deferred = undefined;
-    }
-    if (enc.records === 0) enc.hardState(this.#writtenHardState ?? { term: 0, vote: 0n, commit: 0 });
-    const bytes = enc.finish();
+    if (rotate) await this.#segments.rotate(this.#encoding.writtenLast + 1);
+    const { bytes, records, maxIndex } = this.#encoding.encode(batch, { batchSeq: this.#batchSeq, salt: this.#segments.salt, rotated: rotate });
     this.#operation = 'write';
     await this.#segments.write(bytes, maxIndex);
     this.#operation = 'fdatasync';
@@ -389,68 +281,20 @@ export class Wal {
     const c = this.#counters;
     c.syncs++;
     c.batches++;
-    c.records += enc.records;
+    c.records += records;
     c.saves += batch.length;
     c.bytesWritten += bytes.length;
-    this.#recordsPerBatch.observe(enc.records);
+    this.#recordsPerBatch.observe(records);
   }
 
   #fail(operation: string, cause: unknown): void {
     if (this.#failure) return;
     const err = cause instanceof WalFatalError ? cause : new WalFatalError(operation, cause);
     this.#failure = err;
-    const pending = [...this.#inFlight, ...this.#queue];
+    const pending = [...this.#inFlight, ...this.#queue.takeAll()];
     this.#inFlight = [];
-    this.#queue = [];
-    this.#queuedBytes = 0;
-    this.#queuedUnits = 0;
     for (const s of pending) s.reject(err);
     this.#options.logger?.(err.message);
     this.#options.onFatal?.(err);
   }
-
-  async #removeOldSnapshots(): Promise<void> {
-    // Keep the durable snapshot and the one before it; anything older is unreachable.
-    const names = await this.#fs.list(this.#dir).catch(() => [] as string[]);
-    const snaps = names.flatMap((name) => {
-      const p = parseSnapshotFileName(name);
-      return p && p.index < this.#durableSnapshot.index ? [{ name, index: p.index }] : [];
-    });
-    snaps.sort((a, b) => b.index - a.index);
-    for (const s of snaps.slice(1)) {
-      await this.#fs.unlink(`${this.#dir}/${s.name}`).catch((err: unknown) => {
-        this.#options.logger?.(`wal: could not remove old snapshot ${s.name}: ${String(err)}`);
-      });
-    }
-  }
-}
-
-/**
- * The profile: given, or (`auto`) the one remembered in the directory, or measured now and remembered
- * (`remeasure` always measures).
- */
-async function chooseProfile(
-  fs: FsPort,
-  dir: string,
-  options: WalOptions,
-): Promise<{ profile: ProfileName; measured: number | undefined; tuning: WalTuning; memo: 'remembered' | 'written' | 'none' }> {
-  const choice = options.profile ?? 'auto';
-  const memo = await readProfileMemo(fs, dir);
-  let profile: ProfileName;
-  let measured: number | undefined;
-  let memoUse: 'remembered' | 'written' | 'none' = 'none';
-  if (choice === 'auto' && memo !== undefined) {
-    profile = memo.profile;
-    measured = memo.syncLatencyMs;
-    memoUse = 'remembered';
-  } else if (choice === 'auto' || choice === 'remeasure') {
-    measured = await measureSyncLatencyMs(fs, dir, () => performance.now());
-    profile = pickProfile(measured);
-    await writeProfileMemo(fs, dir, { profile, syncLatencyMs: measured });
-    memoUse = 'written';
-  } else {
-    profile = choice;
-  }
-  const tuning = { ...profiles[profile], ...options.tuning };
-  return { profile, measured, tuning, memo: memoUse };
 }
