@@ -10,6 +10,7 @@ import type { Member, MemberAddResult } from './api.js';
 import { EtcdError, fromProposeError } from './errors.js';
 import type { Logger } from './log.js';
 import type { Membership } from './membership.js';
+import type { PeerCall, PeerMethod, PeerPayload, PeerResults, PeerRpc } from './cluster/peer-rpc.js';
 import type { Proposer } from './proposer.js';
 import type { RaftDriver } from './raft-driver.js';
 import { encodeConfChangeContext } from './raft-request.js';
@@ -23,7 +24,7 @@ export interface ClusterHost {
   driver(): RaftDriver;
   confVoters(): bigint[];
   proposer: Proposer;
-  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  peerRequest: PeerCall;
   timeoutMs: number;
   logger: Logger;
   clusterId(): bigint;
@@ -56,7 +57,7 @@ export class ClusterOps {
 
   async memberAdd(req: { peerUrls: string[]; isLearner: boolean }): Promise<MemberAddResult> {
     checkUrls(req.peerUrls);
-    if (!this.#h.isLeader()) return (await this.#forward('memberAdd', req)) as MemberAddResult;
+    if (!this.#h.isLeader()) return this.#forward('memberAdd', req);
     const membership = this.#h.membership();
     for (const m of membership.list()) {
       if (m.peerUrls.some((u) => req.peerUrls.includes(u))) throw new EtcdError('peerUrlExist');
@@ -67,7 +68,7 @@ export class ClusterOps {
   }
 
   async memberRemove(id: bigint): Promise<Member[]> {
-    if (!this.#h.isLeader()) return (await this.#forward('memberRemove', { id })) as Member[];
+    if (!this.#h.isLeader()) return this.#forward('memberRemove', { id });
     const member = this.#h.membership().get(id);
     if (member === undefined) throw new EtcdError('memberNotFound');
     await this.#propose('removeNode', member);
@@ -75,7 +76,7 @@ export class ClusterOps {
   }
 
   async memberPromote(id: bigint): Promise<Member[]> {
-    if (!this.#h.isLeader()) return (await this.#forward('memberPromote', { id })) as Member[];
+    if (!this.#h.isLeader()) return this.#forward('memberPromote', { id });
     const member = this.#h.membership().get(id);
     if (member === undefined) throw new EtcdError('memberNotFound');
     if (!member.isLearner) throw new EtcdError('memberNotLearner');
@@ -85,7 +86,7 @@ export class ClusterOps {
 
   async memberUpdate(req: { id: bigint; peerUrls: string[] }): Promise<Member[]> {
     checkUrls(req.peerUrls);
-    if (!this.#h.isLeader()) return (await this.#forward('memberUpdate', req)) as Member[];
+    if (!this.#h.isLeader()) return this.#forward('memberUpdate', req);
     const membership = this.#h.membership();
     if (membership.get(req.id) === undefined) throw new EtcdError('memberNotFound');
     for (const m of membership.list()) {
@@ -104,7 +105,7 @@ export class ClusterOps {
    */
   async join(req: JoinRequest): Promise<JoinResponse> {
     checkUrls(req.peerUrls);
-    if (!this.#h.isLeader()) return (await this.#forward('join', req)) as JoinResponse;
+    if (!this.#h.isLeader()) return this.#forward('join', req);
     const stale = this.#h.membership().list().filter((m) => m.peerUrls.some((u) => req.peerUrls.includes(u)) || (req.name !== '' && m.name === req.name));
     const progress = this.#h.driver().status().progress;
     for (const m of stale) {
@@ -151,22 +152,22 @@ export class ClusterOps {
   }
 
   /** Requests forwarded from a follower (or a joining member) to this member. */
-  handlePeerRequest(method: string, payload: any): Promise<unknown> {
-    switch (method) {
+  handlePeerRequest(rpc: PeerRpc): Promise<unknown> {
+    switch (rpc.method) {
       case 'memberAdd':
-        return this.memberAdd(payload);
+        return this.memberAdd(rpc.payload);
       case 'memberRemove':
-        return this.memberRemove(payload.id);
+        return this.memberRemove(rpc.payload.id);
       case 'memberPromote':
-        return this.memberPromote(payload.id);
+        return this.memberPromote(rpc.payload.id);
       case 'memberUpdate':
-        return this.memberUpdate(payload);
+        return this.memberUpdate(rpc.payload);
       case 'join':
-        return this.join(payload);
+        return this.join(rpc.payload);
       case 'members':
         return Promise.resolve({ clusterId: this.#h.clusterId(), members: this.#h.membership().list() });
       default:
-        return Promise.reject(new Error(`unknown peer request ${method}`));
+        return Promise.reject(new Error(`unknown peer request ${rpc.method}`));
     }
   }
 
@@ -179,7 +180,7 @@ export class ClusterOps {
     await applied;
   }
 
-  async #forward(method: string, payload: unknown): Promise<unknown> {
+  async #forward<M extends PeerMethod>(method: M, payload: PeerPayload<M>): Promise<PeerResults[M]> {
     const url = this.#h.leaderPeerUrl();
     if (url === undefined) throw new EtcdError('noLeader');
     return this.#h.peerRequest(url, method, payload);

@@ -3,6 +3,7 @@ import type { Backend } from '../mvcc/backend.js';
 import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import type { Member } from './api.js';
 import type { AutoCompaction } from './auto-compactor.js';
+import type { PeerCall } from './cluster/peer-rpc.js';
 import type { ServerAuthOptions } from './auth/server-auth.js';
 import type { Logger } from './log.js';
 import type { ServerMetrics } from './server-metrics.js';
@@ -40,7 +41,7 @@ export interface EtcdServerParts {
   };
   releaseLog(index: number): void;
   /** The peer transport's request RPC, for forwarding to the leader. */
-  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  peerRequest: PeerCall;
   syncPeers(members: Member[]): void;
   onRemoved(): void;
   /** Best effort: tell a member removed by a committed change that it is out. */

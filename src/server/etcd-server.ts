@@ -24,6 +24,7 @@ import { ApplyLoop } from './apply/apply-loop.js';
 import { ClusterOps } from './cluster-ops.js';
 import { LeaderForward } from './cluster/leader-forward.js';
 import { Leadership } from './cluster/leadership.js';
+import { peerRpcOf } from './cluster/peer-rpc.js';
 import type { EtcdServerParts } from './etcd-server-parts.js';
 import { EtcdError } from './errors.js';
 import { LeaderLoops } from './leader-loops.js';
@@ -298,9 +299,9 @@ export class EtcdServer implements EtcdApi {
     return this.#requests.memberPromote(id, ctx);
   }
 
-  /** Peer requests forwarded to this member (as the leader). */
-  handlePeerRequest(method: string, payload: any): Promise<unknown> {
-    return this.#forward.handlePeerRequest(method, payload);
+  /** Peer requests forwarded to this member (as the leader), and joiners' requests (cluster/peer-rpc.ts). */
+  async handlePeerRequest(method: string, payload: unknown): Promise<unknown> {
+    return this.#forward.handlePeerRequest(peerRpcOf(method, payload));
   }
 
   // ---- Watch ----

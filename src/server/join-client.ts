@@ -90,7 +90,6 @@ async function askOne(o: AskOptions, transport: PeerTransport, url: string, meth
   }
   if (r.ok) return r.payload;
   if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
-  if (/token|authentication/i.test(r.error)) throw new FinalError(tokenAdvice(url, r.error));
   throw new Error(r.error);
 }
 

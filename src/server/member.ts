@@ -110,15 +110,15 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       onUnreachable: (id) => driver?.reportUnreachable(id),
       onSnapshotStatus: (id, ok) => driver?.reportSnapshot(id, ok),
       snapshotSink: snapshotData,
-      onPeerRefused: (_id, reason) => {
+      onPeerRefused: (_id, refusal) => {
         // A peer refuses us because the cluster removed this member while it was away.
-        if (/removed/i.test(reason)) {
-          log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason });
+        if (refusal.code === 'removed') {
+          log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason: refusal.reason });
           resolveStopped({ reason: 'removed from the cluster' });
           void close();
         }
       },
-      authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? 'the member was removed from the cluster' : undefined),
+      authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
     toClose.push(() => transport.close());
     const { port: peerPort } = await transport.start();

@@ -159,8 +159,8 @@ describe('peer transport between three members', () => {
 
   it('refuses a peer with the wrong token, with a clear error and a log line on both sides', async () => {
     const b = await node(2n);
-    const refusals: [bigint, string][] = [];
-    const intruder = await node(3n, { token: 'not-the-token', onPeerRefused: (id, reason) => refusals.push([id, reason]) });
+    const refusals: [bigint, string, string][] = [];
+    const intruder = await node(3n, { token: 'not-the-token', onPeerRefused: (id, r) => refusals.push([id, r.reason, r.code]) });
     intruder.transport.addPeer(2n, [b.url]);
     intruder.transport.send([heartbeat(3n, 2n, 0)]);
     await waitFor(() => b.lines.some((l) => l.msg === 'peer connection refused'), 'refusal logged by the server');
@@ -174,15 +174,18 @@ describe('peer transport between three members', () => {
     expect(b.received).toEqual([]);
     expect(refusals[0]?.[0]).toBe(2n);
     expect(refusals[0]?.[1]).toMatch(/join token/);
+    expect(refusals[0]?.[2]).toBe('badToken');
   });
 
   it('refuses a peer that authorizePeer rejects (a removed member), telling it why', async () => {
-    const b = await node(2n, { authorizePeer: (from) => (from === 3n ? 'the member was removed from the cluster' : undefined) });
+    const b = await node(2n, { authorizePeer: (from) => (from === 3n ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined) });
     const refusals: string[] = [];
-    const removed = await node(3n, { onPeerRefused: (_id, reason) => refusals.push(reason) });
+    const codes: string[] = [];
+    const removed = await node(3n, { onPeerRefused: (_id, r) => void (refusals.push(r.reason), codes.push(r.code)) });
     removed.transport.addPeer(2n, [b.url]);
     await waitFor(() => refusals.length > 0, 'refusal');
     expect(refusals[0]).toBe('refused by peer: the member was removed from the cluster');
+    expect(codes[0]).toBe('removed');
     const ok = await node(4n);
     ok.transport.addPeer(2n, [b.url]);
     ok.transport.send([heartbeat(4n, 2n, 1)]);

@@ -9,6 +9,7 @@ import type { ClusterOps } from '../cluster-ops.js';
 import { EtcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServerState } from '../server-state.js';
+import type { PeerCall, PeerMethod, PeerPayload, PeerResults, PeerRpc } from './peer-rpc.js';
 
 export interface LeaderForwardHost {
   memberId: bigint;
@@ -18,7 +19,7 @@ export interface LeaderForwardHost {
   state(): ServerState;
   cluster: ClusterOps;
   logger: Logger;
-  peerRequest(url: string, method: string, payload: unknown): Promise<unknown>;
+  peerRequest: PeerCall;
   onRemoved(): void;
 }
 
@@ -30,7 +31,7 @@ export class LeaderForward {
   }
 
   /** Run `local` on the leader: here if this member leads, else forwarded over the peer transport. */
-  async onLeader(method: string, payload: unknown, local: () => unknown): Promise<unknown> {
+  async onLeader<M extends PeerMethod>(method: M, payload: PeerPayload<M>, local: () => PeerResults[M]): Promise<PeerResults[M]> {
     if (this.#h.isLeader()) return local();
     const leader = this.#h.leader();
     if (leader === 0n) throw new EtcdError('noLeader');
@@ -41,26 +42,26 @@ export class LeaderForward {
   }
 
   /** Peer requests forwarded to this member (as the leader). */
-  async handlePeerRequest(method: string, payload: any): Promise<unknown> {
+  async handlePeerRequest(rpc: PeerRpc): Promise<unknown> {
     const state = this.#h.state();
-    switch (method) {
+    switch (rpc.method) {
       case 'removed':
         // Only a member that has applied our removal sends this; the handshake proved it knows the token.
-        if (payload.id === this.#h.memberId && !this.#h.stopped()) {
+        if (rpc.payload.id === this.#h.memberId && !this.#h.stopped()) {
           this.#h.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.#h.memberId) });
           setImmediate(() => this.#h.onRemoved());
         }
         return {};
       case 'leaseKeepAlive':
         if (!this.#h.isLeader()) throw new EtcdError('notLeader');
-        return state.lessor.renew(payload.id, performance.now());
+        return state.lessor.renew(rpc.payload.id, performance.now());
       case 'hashKV':
-        return state.store.hashKV(payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
+        return state.store.hashKV(rpc.payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
       case 'leaseTimeToLive':
         if (!this.#h.isLeader()) throw new EtcdError('notLeader');
-        return state.lessor.timeToLive(payload.id, performance.now(), payload.keys);
+        return state.lessor.timeToLive(rpc.payload.id, performance.now(), rpc.payload.keys);
       default:
-        return this.#h.cluster.handlePeerRequest(method, payload);
+        return this.#h.cluster.handlePeerRequest(rpc);
     }
   }
 }

@@ -8,7 +8,7 @@ import { maintenanceSnapshot } from '../../backup/maintenance.js';
 import type { HashKvResult, HashResult, RequestContext, SnapshotSource, StatusResult } from '../api.js';
 import type { AppliedWait } from '../applied-wait.js';
 import type { ServerAuth } from '../auth/server-auth.js';
-import { checkCorruption, type HashAt } from '../corruption-check.js';
+import { checkCorruption } from '../corruption-check.js';
 import type { EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
 import type { Proposer } from '../proposer.js';
@@ -157,7 +157,7 @@ export class MaintenanceOps {
       peerHash: async (m, revision) => {
         const url = m.peerUrls[0];
         if (url === undefined) return undefined;
-        return (await this.#h.parts.peerRequest(url, 'hashKV', { revision })) as HashAt;
+        return this.#h.parts.peerRequest(url, 'hashKV', { revision });
       },
       raiseCorrupt: async (memberId) =>
         void (await this.#h.proposer.propose({ kind: 'alarm', action: 'activate', memberId, alarm: 'CORRUPT' })),

@@ -7,6 +7,7 @@ import { hex } from '../../base/hex.js';
 import { MvccError } from '../../mvcc/types.js';
 import { MessageType, type Message } from '../../raft/types.js';
 import type { Member } from '../api.js';
+import type { PeerCall, PeerMethod, PeerPayload, PeerResults } from '../cluster/peer-rpc.js';
 import type { EtcdServer } from '../etcd-server.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from '../errors.js';
 import type { MemberOptions } from '../member-options.js';
@@ -45,10 +46,11 @@ export function describePeerError(error: unknown): { error: string; code?: strin
 }
 
 /** A peer request RPC that rethrows the peer's etcd error as this member's (same code, same message). */
-export function peerRequestOf(transport: PeerTransport): (url: string, method: string, payload: unknown) => Promise<unknown> {
-  return async (url, method, payload) => {
+export function peerRequestOf(transport: PeerTransport): PeerCall {
+  return async <M extends PeerMethod>(url: string, method: M, payload: PeerPayload<M>): Promise<PeerResults[M]> => {
     const r = await transport.request(url, { method, payload });
-    if (r.ok) return r.payload;
+    // The peer answers each method with its PeerResults type (cluster/peer-rpc.ts).
+    if (r.ok) return r.payload as PeerResults[M];
     if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
     throw new Error(r.error);
   };

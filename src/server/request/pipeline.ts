@@ -114,15 +114,13 @@ export class RequestPipeline {
 
   async leaseKeepAlive(id: bigint, ctx: RequestContext): Promise<number> {
     await awaitLeader(this.#h, ctx);
-    return this.#h.forward.onLeader('leaseKeepAlive', { id }, () => this.#h.state().lessor.renew(id, performance.now())) as Promise<number>;
+    return this.#h.forward.onLeader('leaseKeepAlive', { id }, () => this.#h.state().lessor.renew(id, performance.now()));
   }
 
   async leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
     await awaitLeader(this.#h, ctx);
     await this.#h.auth.gate.checkLeaseRead(ctx, id);
-    return this.#h.forward.onLeader('leaseTimeToLive', { id, keys }, () =>
-      this.#h.state().lessor.timeToLive(id, performance.now(), keys),
-    ) as Promise<LeaseTimeToLiveResult>;
+    return this.#h.forward.onLeader('leaseTimeToLive', { id, keys }, () => this.#h.state().lessor.timeToLive(id, performance.now(), keys));
   }
 
   async leaseLeases(ctx: RequestContext): Promise<bigint[]> {

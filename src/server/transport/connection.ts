@@ -97,9 +97,9 @@ export class FramedConnection {
   }
 
   /** Sends a refusal, then closes once it is flushed. */
-  refuse(reason: string): void {
+  refuse(code: string, reason: string): void {
     if (this.#closed) return;
-    this.socket.end(encodeFrame(FrameType.Refused, { reason }));
+    this.socket.end(encodeFrame(FrameType.Refused, { reason, code }));
   }
 
   destroy(err?: Error): void {

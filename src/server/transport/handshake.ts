@@ -12,7 +12,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NodeId } from '../../raft/types.js';
 import { type FramedConnection } from './connection.js';
 import { type Frame, FrameType, ProtocolError, decodePayload } from './frame.js';
-import { PeerAuthError } from './types.js';
+import { PeerAuthError, peerRefusalCode, type PeerRefusal, type PeerRefusalCode } from './types.js';
 
 export type StreamKind = 'raft' | 'snapshot' | 'request';
 const streamKinds = new Set<string>(['raft', 'snapshot', 'request']);
@@ -51,8 +51,8 @@ export function macEquals(a: unknown, b: Buffer): boolean {
 
 function expect(frame: Frame, type: FrameType, what: string): Record<string, unknown> {
   if (frame.type === FrameType.Refused) {
-    const body = decodePayload(frame) as { reason?: unknown };
-    throw new PeerAuthError(`refused by peer: ${String(body.reason)}`);
+    const body = decodePayload(frame) as { reason?: unknown; code?: unknown };
+    throw new PeerAuthError(`refused by peer: ${String(body.reason)}`, peerRefusalCode(body.code));
   }
   if (frame.type !== type) throw new ProtocolError(`expected ${what}, got frame type ${frame.type}`);
   const body = decodePayload(frame);
@@ -75,7 +75,7 @@ export async function acceptHandshake(
   conn: FramedConnection,
   identity: HandshakeIdentity,
   timeoutMs: number,
-  authorize?: (from: NodeId) => string | undefined,
+  authorize?: (from: NodeId) => PeerRefusal | undefined,
 ): Promise<AcceptedPeer> {
   const serverNonce = randomBytes(nonceBytes);
   conn.send(FrameType.Hello, { nonce: serverNonce, id: identity.selfId, clusterId: identity.clusterId() });
@@ -88,22 +88,22 @@ export async function acceptHandshake(
     throw new ProtocolError('malformed auth');
   }
   const clientNonce = auth.nonce;
-  const refuse = (reason: string): never => {
-    conn.refuse(reason);
-    throw new PeerAuthError(reason);
+  const refuse = (code: PeerRefusalCode, reason: string): never => {
+    conn.refuse(code, reason);
+    throw new PeerAuthError(reason, code);
   };
   if (!macEquals(auth.mac, tokenMac(identity.token, 'client', [serverNonce, clientNonce, kind, from, to]))) {
-    refuse('authentication failed: the peer does not know this cluster\'s join token');
+    refuse('badToken', 'authentication failed: the peer does not know this cluster\'s join token');
   }
   const ownCluster = identity.clusterId();
   if (ownCluster !== 0n && clientCluster !== 0n && ownCluster !== clientCluster) {
-    refuse(`cluster ID mismatch: this member is in cluster ${hex(ownCluster)}, the peer in ${hex(clientCluster)}`);
+    refuse('clusterMismatch', `cluster ID mismatch: this member is in cluster ${hex(ownCluster)}, the peer in ${hex(clientCluster)}`);
   }
   if (to !== 0n && to !== identity.selfId) {
-    refuse(`member ID mismatch: this is member ${hex(identity.selfId)}, the peer expected ${hex(to)}`);
+    refuse('memberMismatch', `member ID mismatch: this is member ${hex(identity.selfId)}, the peer expected ${hex(to)}`);
   }
-  const reason = from === 0n ? undefined : authorize?.(from);
-  if (reason !== undefined) refuse(reason);
+  const refusal = from === 0n ? undefined : authorize?.(from);
+  if (refusal !== undefined) refuse(refusal.code, refusal.reason);
   conn.send(FrameType.Welcome, { id: identity.selfId, mac: tokenMac(identity.token, 'server', [clientNonce, serverNonce, identity.selfId]) });
   return { kind: kind as StreamKind, from };
 }
@@ -133,7 +133,7 @@ export async function offerHandshake(
   const serverId = asId(welcome.id, 'welcome.id');
   if (!macEquals(welcome.mac, tokenMac(identity.token, 'server', [clientNonce, serverNonce, serverId]))) {
     conn.destroy();
-    throw new PeerAuthError('authentication failed: the peer does not know this cluster\'s join token');
+    throw new PeerAuthError('authentication failed: the peer does not know this cluster\'s join token', 'badToken');
   }
   return serverId;
 }

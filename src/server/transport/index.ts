@@ -8,6 +8,8 @@ export {
   type PeerTlsOptions,
   type PeerTransportLimits,
   type PeerTransportOptions,
+  type PeerRefusal,
+  type PeerRefusalCode,
   PeerAuthError,
 } from './types.js';
 export { registerTransportMetrics, type TransportStatsSource } from './metrics.js';

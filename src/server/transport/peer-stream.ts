@@ -14,7 +14,7 @@ import { type FramedConnection, type TlsMaterial, dial } from './connection.js';
 import { FrameType } from './frame.js';
 import { type HandshakeIdentity, hex, offerHandshake } from './handshake.js';
 import type { PeerStats, PeerTransportLimits } from './types.js';
-import { PeerAuthError } from './types.js';
+import { PeerAuthError, type PeerRefusal } from './types.js';
 
 type StreamState = 'connecting' | 'open' | 'backoff' | 'closed';
 
@@ -27,7 +27,7 @@ export interface PeerStreamOptions {
   stats: PeerStats;
   logger: Logger;
   onUnreachable: (id: NodeId) => void;
-  onRefused: (id: NodeId, reason: string) => void;
+  onRefused: (id: NodeId, refusal: PeerRefusal) => void;
 }
 
 /** Bytes a message will take on the wire, roughly: exact enough to size batches and bound the queue. */
@@ -204,7 +204,7 @@ export class PeerStream {
     if (this.#state === 'closed') return;
     const lost = this.#clearQueue();
     if (lost > 0) this.#drop(lost);
-    if (err instanceof PeerAuthError) this.#o.onRefused(this.id, err.message);
+    if (err instanceof PeerAuthError) this.#o.onRefused(this.id, { code: err.code, reason: err.message });
     // Log once per distinct failure, not on every retry, so a dead peer does not flood the log.
     const message = err.message;
     if (message !== this.#lastError) {

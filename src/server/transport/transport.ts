@@ -136,7 +136,7 @@ export class PeerTransport {
       stats: this.#statsFor(id),
       logger: this.#logger,
       onUnreachable: (peer) => this.#o.onUnreachable?.(peer),
-      onRefused: (peer, reason) => this.#o.onPeerRefused?.(peer, reason),
+      onRefused: (peer, refusal) => this.#o.onPeerRefused?.(peer, refusal),
     });
     this.#peers.set(id, stream);
   }

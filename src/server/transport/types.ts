@@ -74,11 +74,11 @@ export interface PeerTransportOptions {
    * cluster or member id, or `authorizePeer` on its side, e.g. "the member was removed from the cluster").
    * Called on every refused attempt; the stream keeps retrying at the capped backoff.
    */
-  onPeerRefused?(id: NodeId, reason: string): void;
+  onPeerRefused?(id: NodeId, refusal: PeerRefusal): void;
   /** Outcome of a snapshot sent to `id` (Raft's ReportSnapshot). */
   onSnapshotStatus?(id: NodeId, ok: boolean): void;
-  /** Return a reason to refuse an authenticated peer (e.g. a removed member), or undefined to accept. */
-  authorizePeer?(from: NodeId): string | undefined;
+  /** Return why to refuse an authenticated peer (e.g. a removed member), or undefined to accept. */
+  authorizePeer?(from: NodeId): PeerRefusal | undefined;
   /** Overrides for tests; defaults from src/base/limits.ts. */
   limits?: Partial<PeerTransportLimits>;
 }
@@ -131,7 +131,30 @@ export function emptyPeerStats(): PeerStats {
   };
 }
 
+/**
+ * Why a handshake was refused, sent beside the sentence in the Refused frame so the other side acts on the
+ * code, never on the wording. `unknown`: a peer that sent no code.
+ */
+export type PeerRefusalCode = 'badToken' | 'clusterMismatch' | 'memberMismatch' | 'removed' | 'unknown';
+
+export interface PeerRefusal {
+  code: PeerRefusalCode;
+  reason: string;
+}
+
+const refusalCodes: ReadonlySet<string> = new Set<PeerRefusalCode>(['badToken', 'clusterMismatch', 'memberMismatch', 'removed']);
+
+export function peerRefusalCode(value: unknown): PeerRefusalCode {
+  return typeof value === 'string' && refusalCodes.has(value) ? (value as PeerRefusalCode) : 'unknown';
+}
+
 /** A refused handshake (wrong token, cluster id or member id); retrying will not help until config changes. */
 export class PeerAuthError extends Error {
   override name = 'PeerAuthError';
+  readonly code: PeerRefusalCode;
+
+  constructor(message: string, code: PeerRefusalCode) {
+    super(message);
+    this.code = code;
+  }
 }
