@@ -12,12 +12,13 @@
  *   <data-dir>/member/identity    member id, cluster id, name, join token, first peers (JSON, written once)
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open as openFile, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { hex } from '../base/hex.js';
 import { encodeConfChange } from '../raft/conf.js';
 import { EntryType, type Entry, type HardState } from '../raft/types.js';
+import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from './api.js';
 import type { JoinResponse } from './cluster-ops.js';
@@ -26,6 +27,8 @@ import { askCluster, type AskOptions } from './join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from './member-options.js';
 import { encodeConfChangeContext } from './raft-request.js';
+
+const nodeFs = new NodeFsPort();
 
 export interface Identity {
   memberId: bigint;
@@ -84,9 +87,9 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   await writeIdentity(tmpDir, identity);
   await rm(memberDir, { recursive: true, force: true }); // an empty member directory of an older version
   await rename(tmpDir, memberDir);
-  await syncDir(o.dataDir);
+  await nodeFs.syncDir(o.dataDir);
   if (generated) {
-    await writeFileDurably(join(o.dataDir, 'token'), `${token}\n`, 0o600);
+    await writeFileDurably(o.dataDir, 'token', `${token}\n`);
     o.logger.info('generated a join token', { file: join(o.dataDir, 'token') });
   }
   return { identity, token, created: true };
@@ -260,22 +263,13 @@ export async function writeIdentity(memberDir: string, id: Identity): Promise<vo
     token: id.token,
     joinPeers: id.joinPeers.map((p) => ({ id: p.id.toString(16), peerUrls: p.peerUrls })),
   });
-  await writeFileDurably(join(memberDir, 'identity'), `${text}\n`, 0o600);
+  await writeFileDurably(memberDir, 'identity', `${text}\n`);
 }
 
-/** temp file, fsync, rename, directory fsync: never a name without its contents. */
-async function writeFileDurably(path: string, text: string, mode: number): Promise<void> {
-  const tmp = `${path}.tmp`;
-  await writeFile(tmp, text, { mode });
-  const fh = await openFile(tmp, 'r');
-  await fh.sync();
-  await fh.close();
-  await rename(tmp, path);
-  await syncDir(join(path, '..'));
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await openFile(dir, 'r');
-  await fh.sync();
-  await fh.close();
+/**
+ * temp file, fsync, rename, directory fsync: never a name without its contents (the WAL's own helper; its
+ * files are created 0600, which the token and the identity need).
+ */
+function writeFileDurably(dir: string, name: string, text: string): Promise<void> {
+  return writeFileAtomically(nodeFs, dir, name, new TextEncoder().encode(text));
 }

@@ -162,9 +162,9 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       ...(o.watchProgressNotifyIntervalMs !== undefined ? { watchProgressIntervalMs: o.watchProgressNotifyIntervalMs } : {}),
       ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
       ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
-      // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
       snapshotData,
       snapshotTempDir: snapshotData.dir,
+      // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
       saveSnapshot: (s) =>
         o.unsafeTestFaults?.has('ack-before-persist') === true
           ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))

@@ -6,7 +6,7 @@
  * `registry.onCollect(fn)`, so hot paths never touch the registry.
  */
 import { assert } from '../base/assert.js';
-import { Histogram as Buckets, assertBounds } from '../base/histogram.js';
+import { Histogram as Buckets, assertBounds, type HistogramSnapshot } from '../base/histogram.js';
 
 export type Labels = Readonly<Record<string, string>>;
 
@@ -149,18 +149,33 @@ export class Histogram extends Metric {
   render(): string[] {
     const lines: string[] = [];
     const all = this.#series.size === 0 && this.labelNames.length === 0 ? new Map([['[]', new Buckets(this.buckets)]]) : this.#series;
-    for (const [key, series] of all) {
-      const labels = this.labelsOf(key);
-      const { cumulative, sum, count } = series.snapshot();
-      this.buckets.forEach((upper, i) => {
-        lines.push(sample(`${this.name}_bucket`, { ...labels, le: formatValue(upper) }, cumulative[i]!));
-      });
-      lines.push(sample(`${this.name}_bucket`, { ...labels, le: '+Inf' }, count));
-      lines.push(sample(`${this.name}_sum`, labels, sum));
-      lines.push(sample(`${this.name}_count`, labels, count));
-    }
+    for (const [key, series] of all) lines.push(...histogramSamples(this.name, this.labelsOf(key), series.snapshot()));
     return lines;
   }
+}
+
+/** A histogram another module keeps (the WAL's fsync latencies), read at exposition; none until it exists. */
+export class ReadHistogram extends Metric {
+  readonly type = 'histogram';
+  readonly #read: () => HistogramSnapshot | undefined;
+
+  constructor(options: MetricOptions, read: () => HistogramSnapshot | undefined) {
+    super(options);
+    this.#read = read;
+  }
+
+  render(): string[] {
+    const h = this.#read();
+    return h === undefined ? [] : histogramSamples(this.name, {}, h);
+  }
+}
+
+function histogramSamples(name: string, labels: Labels, h: HistogramSnapshot): string[] {
+  const lines = h.bounds.map((upper, i) => sample(`${name}_bucket`, { ...labels, le: formatValue(upper) }, h.cumulative[i]!));
+  lines.push(sample(`${name}_bucket`, { ...labels, le: '+Inf' }, h.count));
+  lines.push(sample(`${name}_sum`, labels, h.sum));
+  lines.push(sample(`${name}_count`, labels, h.count));
+  return lines;
 }
 
 export class Registry {
@@ -177,6 +192,11 @@ export class Registry {
 
   histogram(options: HistogramOptions): Histogram {
     return this.#add(new Histogram(options));
+  }
+
+  /** A histogram read from `read` at each exposition (ReadHistogram). */
+  readHistogram(options: MetricOptions, read: () => HistogramSnapshot | undefined): ReadHistogram {
+    return this.#add(new ReadHistogram(options, read));
   }
 
   /** Runs before every exposition, to pull values kept elsewhere into gauges and counters. */

@@ -20,16 +20,9 @@ export interface ServerMetrics {
   walFsync?: () => HistogramSnapshot;
 }
 
-class ServerRegistry extends Registry {
-  extra: Array<() => string[]> = [];
-  override expose(): string {
-    const lines = this.extra.flatMap((f) => f());
-    return super.expose() + (lines.length > 0 ? `${lines.join('\n')}\n` : '');
-  }
-}
 
 export function createServerMetrics(): ServerMetrics {
-  const registry = new ServerRegistry();
+  const registry = new Registry();
   registerProcessMetrics(registry);
   const m: ServerMetrics = {
     registry,
@@ -42,18 +35,6 @@ export function createServerMetrics(): ServerMetrics {
     proposalsFailed: registry.counter({ name: 'etcd_server_proposals_failed_total', help: 'The total number of failed proposals seen.' }),
     dbTotalSize: registry.gauge({ name: 'etcd_mvcc_db_total_size_in_bytes', help: 'Total size of the underlying database physically allocated in bytes.' }),
   };
-  registry.extra.push(() => {
-    const h = m.walFsync?.();
-    return h === undefined
-      ? []
-      : renderHistogram('etcd_disk_wal_fsync_duration_seconds', 'The latency distributions of fsync called by WAL.', h);
-  });
+  registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());
   return m;
-}
-
-function renderHistogram(name: string, help: string, h: HistogramSnapshot): string[] {
-  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} histogram`];
-  h.bounds.forEach((le, i) => lines.push(`${name}_bucket{le="${le}"} ${h.cumulative[i]}`));
-  lines.push(`${name}_bucket{le="+Inf"} ${h.cumulative[h.bounds.length]}`, `${name}_sum ${h.sum}`, `${name}_count ${h.count}`);
-  return lines;
 }

@@ -7,12 +7,10 @@ import { EtcdError, etcdErrors } from '../errors.js';
 import { failStream, requestContext, unary, unimplementedUnary } from './call.js';
 import { encodeHeader, i64, id, long, n64, num } from './codec.js';
 import type { Wire } from './proto.js';
+import { etcdVersion } from '../maintenance/maintenance-ops.js';
 
-/**
- * The etcd version Status reports. kube-apiserver uses watch progress requests only from 3.5.13 on (and
- * 3.4.31+), so we claim a 3.5 release past that.
- */
-export const etcdVersion = '3.5.17';
+/** The version Status reports (maintenance-ops.ts says why 3.5.17). */
+export { etcdVersion };
 
 const alarmActions: AlarmAction[] = ['get', 'activate', 'deactivate'];
 const alarmTypes: AlarmType[] = ['NONE', 'NOSPACE', 'CORRUPT'];

@@ -16,6 +16,10 @@ import type { RaftDriver } from '../raft-driver.js';
 import type { ServerState } from '../server-state.js';
 import { requestTimeoutMs } from '../request/timeouts.js';
 
+/**
+ * The etcd version Status reports. kube-apiserver uses watch progress requests only from 3.5.13 on (and
+ * 3.4.31+), so we claim a 3.5 release past that.
+ */
 export const etcdVersion = '3.5.17';
 
 export interface MaintenanceHost {

@@ -12,6 +12,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NodeId } from '../../raft/types.js';
 import { type FramedConnection } from './connection.js';
 import { type Frame, FrameType, ProtocolError, decodePayload } from './frame.js';
+import { hex } from '../../base/hex.js';
 import { PeerAuthError, peerRefusalCode, type PeerRefusal, type PeerRefusalCode } from './types.js';
 
 export type StreamKind = 'raft' | 'snapshot' | 'request';
@@ -136,8 +137,4 @@ export async function offerHandshake(
     throw new PeerAuthError('authentication failed: the peer does not know this cluster\'s join token', 'badToken');
   }
   return serverId;
-}
-
-export function hex(id: bigint): string {
-  return id.toString(16);
 }

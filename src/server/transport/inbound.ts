@@ -6,7 +6,7 @@ import { MessageType, type Message, type NodeId } from '../../raft/types.js';
 import type { Logger } from '../log.js';
 import type { FramedConnection } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
-import { hex } from './handshake.js';
+import { hex } from '../../base/hex.js';
 import type { PeerRequest, PeerResponse, PeerTransportOptions } from './types.js';
 
 const messageTypes = new Set<string>(Object.values(MessageType));

@@ -12,7 +12,8 @@ import type { Message, NodeId } from '../../raft/types.js';
 import type { Logger } from '../log.js';
 import { type FramedConnection, type TlsMaterial, dial } from './connection.js';
 import { FrameType } from './frame.js';
-import { type HandshakeIdentity, hex, offerHandshake } from './handshake.js';
+import { type HandshakeIdentity, offerHandshake } from './handshake.js';
+import { hex } from '../../base/hex.js';
 import type { PeerStats, PeerTransportLimits } from './types.js';
 import { PeerAuthError, type PeerRefusal } from './types.js';
 
