@@ -21,7 +21,6 @@ import { EntryType, type Entry, type HardState } from '../raft/types.js';
 import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from './api.js';
-import type { JoinResponse } from './cluster-ops.js';
 import { staticClusterIds } from './etcd-ids.js';
 import { askCluster, type AskOptions } from './join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
@@ -188,18 +187,13 @@ async function decideIdentity(o: MemberOptions, token: string): Promise<{ identi
       if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name, token, joinPeers: [] }, entries: bootstrapEntries(members) };
       // existing: the member was added with `member add`; find its id by its peer URLs.
       const others = b.initialCluster.filter((m) => m.name !== o.name).flatMap((m) => m.peerUrls);
-      const found = await askCluster(askOptions(o, token), others, 'members', {});
-      const { members: current, clusterId: existingCluster } = found as { members: Member[]; clusterId: bigint };
+      const { members: current, clusterId: existingCluster } = await askCluster(askOptions(o, token), others, 'members', {});
       const me = current.find((m) => m.peerUrls.some((u) => peerUrls.includes(u)));
       if (me === undefined) throw new Error('this member is not in the existing cluster; add it first with `member add`');
       return { identity: { memberId: me.id, clusterId: existingCluster, name: o.name, token, joinPeers: peersOf(current) }, entries: [] };
     }
     case 'join': {
-      const r = (await askCluster(askOptions(o, token), [b.serverUrl], 'join', {
-        name: o.name,
-        peerUrls,
-        clientUrls: o.advertiseClientUrls,
-      })) as JoinResponse;
+      const r = await askCluster(askOptions(o, token), [b.serverUrl], 'join', { name: o.name, peerUrls, clientUrls: o.advertiseClientUrls });
       o.logger.info('joined the cluster as a learner', { member: r.memberId.toString(16), through: b.serverUrl });
       return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name, token, joinPeers: peersOf(r.members) }, entries: [] };
     }

@@ -17,6 +17,7 @@ import type { Logger } from './log.js';
 import type { TlsFiles } from './member-options.js';
 import { macEquals, tokenMac } from './transport/handshake.js';
 import { PeerTransport } from './transport/transport.js';
+import type { PeerMethod, PeerPayload, PeerResults } from './cluster/peer-rpc.js';
 
 export interface AskOptions {
   token: string;
@@ -32,7 +33,7 @@ class FinalError extends Error {}
 const definitive = new Set<EtcdErrorCode>(['memberNotFound', 'peerUrlExist', 'memberBadUrls', 'memberExist']);
 
 /** Ask any of `urls` (client or peer URLs of members), retrying transient failures until the deadline. */
-export async function askCluster(o: AskOptions, urls: string[], method: string, payload: unknown): Promise<unknown> {
+export async function askCluster<M extends PeerMethod>(o: AskOptions, urls: string[], method: M, payload: PeerPayload<M>): Promise<PeerResults[M]> {
   const log = o.logger.child({ component: 'join' });
   const transport = new PeerTransport({
     // Not a member yet: a throwaway id for the handshake (the token is what authenticates us).
@@ -50,7 +51,8 @@ export async function askCluster(o: AskOptions, urls: string[], method: string, 
     for (let attempt = 1; ; attempt++) {
       for (const url of urls) {
         try {
-          return await askOne(o, transport, url, method, payload);
+          // The member answers each method with its PeerResults type (cluster/peer-rpc.ts).
+          return (await askOne(o, transport, url, method, payload)) as PeerResults[M];
         } catch (error) {
           if (error instanceof FinalError || (error instanceof EtcdError && definitive.has(error.code))) throw error;
           errors.set(url, error);
