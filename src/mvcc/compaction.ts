@@ -17,10 +17,10 @@ export const finishedCompactKey = new TextEncoder().encode('finishedCompactRev')
  */
 export function compactInMemory(core: MvccCore, rev: number): number[] {
   const dropped: number[] = [];
-  const emptied: Uint8Array[] = [];
+  const emptied: string[] = [];
   for (const ki of core.tree.all()) {
     for (const code of ki.compact(rev)) dropped.push(code);
-    if (ki.isEmpty()) emptied.push(ki.key);
+    if (ki.isEmpty()) emptied.push(ki.text);
   }
   for (const key of emptied) core.tree.delete(key);
   dropped.sort((a, b) => a - b);

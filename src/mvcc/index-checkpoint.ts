@@ -13,6 +13,7 @@
 import { assert } from '../base/assert.js';
 import { crc32c } from '../wal/crc32c.js';
 import type { KeyIndex } from './key-index.js';
+import { keyText } from './key-text.js';
 
 export interface IndexCheckpointHeader {
   consistentIndex: number;
@@ -24,7 +25,8 @@ export interface IndexCheckpointHeader {
 }
 
 export interface IndexCheckpointEntry {
-  key: Uint8Array;
+  /** The key's latin1 text (key-text.ts), as the index keeps it. */
+  key: string;
   revs: number[];
   createRevision: number;
   version: number;
@@ -43,7 +45,7 @@ const frameBytesTarget = 1024 * 1024;
 const frameBytesMax = 64 * 1024 * 1024;
 
 function entryBytes(ki: KeyIndex): number {
-  return 4 + ki.key.length + 4 + 8 * ki.revs.length + 8 + 8 + 8;
+  return 4 + ki.text.length + 4 + 8 * ki.revisionCount + 8 + 8 + 8;
 }
 
 class FrameWriter {
@@ -67,6 +69,12 @@ class FrameWriter {
   bytes(b: Uint8Array): void {
     this.#buf.set(b, this.#pos);
     this.#pos += b.length;
+  }
+
+  /** A key's latin1 text as its bytes (key-text.ts), without an intermediate array. */
+  latin1(text: string): void {
+    for (let i = 0; i < text.length; i++) this.#buf[this.#pos + i] = text.charCodeAt(i);
+    this.#pos += text.length;
   }
 
   u32(n: number): void {
@@ -106,10 +114,11 @@ export function* encodeIndexCheckpoint(header: IndexCheckpointHeader, index: Ite
       if (frame.payloadBytes > 0) yield frame.finish();
       frame = new FrameWriter(Math.max(frameBytesTarget, need));
     }
-    frame.u32(ki.key.length);
-    frame.bytes(ki.key);
-    frame.u32(ki.revs.length);
-    for (const code of ki.revs) frame.f64(code);
+    frame.u32(ki.text.length);
+    frame.latin1(ki.text);
+    const revisions = ki.revisionCount;
+    frame.u32(revisions);
+    for (let i = 0; i < revisions; i++) frame.f64(ki.revisionAt(i));
     frame.f64(ki.createRevision);
     frame.f64(ki.version);
     frame.i64(ki.lease);
@@ -176,7 +185,7 @@ export class IndexCheckpointReader {
     return this.#header;
   }
 
-  /** Every entry, then checks the trailer. Keys are copied out (entries own their bytes). */
+  /** Every entry, then checks the trailer. Keys are copied out as text (never views of a frame). */
   async *entries(): AsyncIterable<IndexCheckpointEntry> {
     assert(this.#header !== undefined, 'read the header first');
     let count = 0;
@@ -196,7 +205,7 @@ export class IndexCheckpointReader {
         need(4);
         const keyLength = v.getUint32(pos, true);
         need(4 + keyLength + 4);
-        const key = bytes.slice(pos + 4, pos + 4 + keyLength);
+        const key = keyText(bytes.subarray(pos + 4, pos + 4 + keyLength));
         pos += 4 + keyLength;
         const n = v.getUint32(pos, true);
         pos += 4;

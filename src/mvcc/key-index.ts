@@ -18,49 +18,87 @@
  * compact(9):  8.0                           (the latest ≤ 9 is kept)
  * After a compaction that leaves no revision (the key's last generation ended at or before the compact
  * revision), the key disappears from the index.
+ *
+ * Memory (one of these per key, so every field counts; bench/heap-per-key.ts measures it): the key is a
+ * latin1 string (key-text.ts), and a key with one revision, most of them, keeps that code as a bare number
+ * instead of an array (a JS array of one double is 56 bytes: the array object and its backing store).
  */
 import { assert } from '../base/assert.js';
+import { keyText, keyTextBytes } from './key-text.js';
 import { codeIsTombstone, codeMain, firstCodeOf } from './rev-code.js';
 
 const noLease = 0n;
-const noRevs: number[] = Object.freeze([]) as unknown as number[];
+const noRevs: readonly number[] = Object.freeze([]);
 
 export class KeyIndex {
-  /** Owned bytes (never a view into a request or a pooled buffer). */
-  readonly key: Uint8Array;
-  /** Revision codes, ascending; never empty while the key is in the tree. */
-  revs: number[] = noRevs;
+  /** The key, latin1 (key-text.ts): the tree orders and finds keys by it. */
+  readonly text: string;
+  /**
+   * Revision codes, ascending; never empty while the key is in the tree. One revision is held as the bare
+   * code, more as an array (never one of length < 2), none as the shared empty array.
+   */
+  #revs: number | number[] | readonly number[] = noRevs;
   /** Of the latest put (meaningful while the key is live): etcd's generation.created and ver, and the lease. */
   createRevision = 0;
   version = 0;
   lease: bigint = noLease;
 
-  constructor(key: Uint8Array) {
-    this.key = key;
+  constructor(key: Uint8Array | string) {
+    this.text = typeof key === 'string' ? key : keyText(key);
+  }
+
+  /** The key's bytes: a fresh owned copy on every call (the index keeps only the text). */
+  get key(): Uint8Array {
+    return keyTextBytes(this.text);
   }
 
   /** A key's history as saved by an index checkpoint (index-checkpoint.ts). */
-  static restored(key: Uint8Array, revs: number[], createRevision: number, version: number, lease: bigint): KeyIndex {
+  static restored(key: Uint8Array | string, revs: number[], createRevision: number, version: number, lease: bigint): KeyIndex {
     assert(revs.length > 0, 'a restored key index has revisions');
     for (let i = 1; i < revs.length; i++) assert(revs[i - 1]! < revs[i]!, 'restored key index revisions must increase');
     const ki = new KeyIndex(key);
-    ki.revs = revs;
+    ki.#revs = revs.length === 1 ? revs[0]! : revs;
     ki.createRevision = createRevision;
     ki.version = version;
     ki.lease = lease === 0n ? noLease : lease;
     return ki;
   }
 
+  /** How many revisions the key holds. */
+  get revisionCount(): number {
+    const r = this.#revs;
+    return typeof r === 'number' ? 1 : r.length;
+  }
+
+  /** The i-th revision code, oldest first. */
+  revisionAt(i: number): number {
+    const r = this.#revs;
+    assert(i >= 0 && i < this.revisionCount, 'key index position out of range');
+    return typeof r === 'number' ? r : r[i]!;
+  }
+
+  /** The revision codes, ascending (a copy when the key holds one; never mutate it). */
+  get revs(): readonly number[] {
+    const r = this.#revs;
+    return typeof r === 'number' ? [r] : r;
+  }
+
+  #last(): number | undefined {
+    const r = this.#revs;
+    return typeof r === 'number' ? r : r[r.length - 1];
+  }
+
   /** Record a put (createRevision/version/lease of the new current value) or a tombstone. */
   append(code: number, put?: { createRevision: number; version: number; lease: bigint }): void {
-    const last = this.revs[this.revs.length - 1];
+    const last = this.#last();
     assert(last === undefined || last < code, 'key index revisions must increase');
     const tombstone = codeIsTombstone(code);
     assert(!(tombstone && (last === undefined || codeIsTombstone(last))), 'tombstone on a key that does not exist');
     assert(tombstone === (put === undefined), 'a put carries its metadata, a tombstone none');
-    // Most keys hold one revision: an exact-size literal (an empty array grows to 17 slots on its first push).
-    if (this.revs.length === 0) this.revs = [code];
-    else this.revs.push(code);
+    const r = this.#revs;
+    if (typeof r === 'number') this.#revs = [r, code];
+    else if (r.length === 0) this.#revs = code;
+    else (r as number[]).push(code);
     if (put !== undefined) {
       this.createRevision = put.createRevision;
       this.version = put.version;
@@ -75,11 +113,13 @@ export class KeyIndex {
   /** Index of the latest revision with main ≤ atRev, or -1. */
   #latestAt(atRev: number): number {
     const bound = firstCodeOf(atRev + 1);
+    const r = this.#revs;
+    if (typeof r === 'number') return r < bound ? 0 : -1;
     let lo = 0;
-    let hi = this.revs.length;
+    let hi = r.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.revs[mid]! < bound) lo = mid + 1;
+      if (r[mid]! < bound) lo = mid + 1;
       else hi = mid;
     }
     return lo - 1;
@@ -89,28 +129,29 @@ export class KeyIndex {
   get(atRev: number): number | undefined {
     const i = this.#latestAt(atRev);
     if (i < 0) return undefined;
-    const code = this.revs[i]!;
+    const code = this.revisionAt(i);
     return codeIsTombstone(code) ? undefined : code;
   }
 
   /** The current (latest) live revision's code. */
   current(): number | undefined {
-    const code = this.revs[this.revs.length - 1];
+    const code = this.#last();
     return code === undefined || codeIsTombstone(code) ? undefined : code;
   }
 
   /** Whether `code` is one of this key's revisions. */
   has(code: number): boolean {
     const i = this.#latestAt(codeMain(code));
-    for (let j = i; j >= 0 && codeMain(this.revs[j]!) === codeMain(code); j--) if (this.revs[j] === code) return true;
+    for (let j = i; j >= 0 && codeMain(this.revisionAt(j)) === codeMain(code); j--) if (this.revisionAt(j) === code) return true;
     return false;
   }
 
   /** The revision just before `code` in this key's history (undefined at the first). */
   before(code: number): number | undefined {
-    const i = this.revs.indexOf(code);
+    const r = this.#revs;
+    const i = typeof r === 'number' ? (r === code ? 0 : -1) : r.indexOf(code);
     assert(i >= 0, 'revision not in the key index');
-    return i === 0 ? undefined : this.revs[i - 1];
+    return i === 0 ? undefined : this.revisionAt(i - 1);
   }
 
   /**
@@ -120,17 +161,27 @@ export class KeyIndex {
   compact(atRev: number): number[] {
     const i = this.#latestAt(atRev);
     if (i < 0) return [];
-    const dropCount = codeIsTombstone(this.revs[i]!) ? i + 1 : i;
+    const r = this.#revs;
+    const dropCount = codeIsTombstone(this.revisionAt(i)) ? i + 1 : i;
     if (dropCount === 0) return [];
-    return this.revs.splice(0, dropCount);
+    if (typeof r === 'number') {
+      this.#revs = noRevs;
+      return [r];
+    }
+    const dropped = r.slice(0, dropCount);
+    const kept = r.length - dropCount;
+    this.#revs = kept === 0 ? noRevs : kept === 1 ? r[r.length - 1]! : r.slice(dropCount);
+    return dropped;
   }
 
   isEmpty(): boolean {
-    return this.revs.length === 0;
+    return this.revisionCount === 0;
   }
 
   /** The main revision of the latest change. */
   get modRevision(): number {
-    return codeMain(this.revs[this.revs.length - 1]!);
+    const code = this.#last();
+    assert(code !== undefined, 'modRevision of an empty key index');
+    return codeMain(code);
   }
 }

@@ -1,11 +1,14 @@
 /**
  * The ordered in-memory key index: KeyIndex objects sorted by key (unsigned bytes). A list of sorted chunks
  * (each ≤ chunkSizeMax entries) keeps inserts cheap for random keys (a splice of at most one chunk plus the
- * chunk directory) while lookups stay O(log n) and ranges O(log n + k).
+ * chunk directory) while lookups stay O(log n) and ranges O(log n + k). Keys are compared as their latin1
+ * text (key-text.ts), whose native string order is the unsigned byte order; methods take either form.
  */
 import { assert } from '../base/assert.js';
-import { compareBytes } from '../base/bytes.js';
 import { KeyIndex } from './key-index.js';
+import { keyText } from './key-text.js';
+
+const textOf = (key: Uint8Array | string): string => (typeof key === 'string' ? key : keyText(key));
 
 const chunkSizeMax = 512;
 
@@ -19,39 +22,41 @@ export class KeyTree {
   }
 
   /** First chunk whose last key ≥ key (or the last chunk). */
-  #chunkFor(key: Uint8Array): number {
+  #chunkFor(key: string): number {
     let lo = 0;
     let hi = this.#chunks.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const chunk = this.#chunks[mid]!;
-      if (compareBytes(chunk[chunk.length - 1]!.key, key) < 0) lo = mid + 1;
+      if (chunk[chunk.length - 1]!.text < key) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
   /** Position of the first entry ≥ key in a chunk. */
-  static #lowerBound(chunk: KeyIndex[], key: Uint8Array): number {
+  static #lowerBound(chunk: KeyIndex[], key: string): number {
     let lo = 0;
     let hi = chunk.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (compareBytes(chunk[mid]!.key, key) < 0) lo = mid + 1;
+      if (chunk[mid]!.text < key) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
-  get(key: Uint8Array): KeyIndex | undefined {
+  get(keyOrText: Uint8Array | string): KeyIndex | undefined {
     if (this.#chunks.length === 0) return undefined;
+    const key = textOf(keyOrText);
     const chunk = this.#chunks[this.#chunkFor(key)]!;
     const ki = chunk[KeyTree.#lowerBound(chunk, key)];
-    return ki !== undefined && compareBytes(ki.key, key) === 0 ? ki : undefined;
+    return ki !== undefined && ki.text === key ? ki : undefined;
   }
 
   /** The key's index, created (empty) when absent. */
-  getOrCreate(key: Uint8Array): KeyIndex {
+  getOrCreate(keyOrText: Uint8Array | string): KeyIndex {
+    const key = textOf(keyOrText);
     if (this.#chunks.length === 0) {
       const ki = new KeyIndex(key);
       this.#chunks.push([ki]);
@@ -62,7 +67,7 @@ export class KeyTree {
     const chunk = this.#chunks[c]!;
     const pos = KeyTree.#lowerBound(chunk, key);
     const found = chunk[pos];
-    if (found !== undefined && compareBytes(found.key, key) === 0) return found;
+    if (found !== undefined && found.text === key) return found;
     const ki = new KeyIndex(key);
     chunk.splice(pos, 0, ki);
     this.#size++;
@@ -73,35 +78,38 @@ export class KeyTree {
   /** Adds a key greater than every key in the tree (loading a checkpoint, which is in key order). */
   appendLast(ki: KeyIndex): void {
     const last = this.#chunks[this.#chunks.length - 1];
-    assert(last === undefined || compareBytes(last[last.length - 1]!.key, ki.key) < 0, 'appendLast out of key order');
+    assert(last === undefined || last[last.length - 1]!.text < ki.text, 'appendLast out of key order');
     // Chunks are left three-quarters full, so later random inserts do not split every one of them at once.
     if (last === undefined || last.length >= (chunkSizeMax * 3) >>> 2) this.#chunks.push([ki]);
     else last.push(ki);
     this.#size++;
   }
 
-  delete(key: Uint8Array): void {
+  delete(keyOrText: Uint8Array | string): void {
     if (this.#chunks.length === 0) return;
+    const key = textOf(keyOrText);
     const c = this.#chunkFor(key);
     const chunk = this.#chunks[c]!;
     const pos = KeyTree.#lowerBound(chunk, key);
     const found = chunk[pos];
-    if (found === undefined || compareBytes(found.key, key) !== 0) return;
+    if (found === undefined || found.text !== key) return;
     chunk.splice(pos, 1);
     this.#size--;
     if (chunk.length === 0) this.#chunks.splice(c, 1);
   }
 
   /** Keys in [key, end) in order; an empty `end` means no upper bound. Stop early by returning false. */
-  visit(key: Uint8Array, end: Uint8Array, f: (ki: KeyIndex) => boolean): void {
+  visit(keyOrText: Uint8Array | string, endOrText: Uint8Array | string, f: (ki: KeyIndex) => boolean): void {
     if (this.#chunks.length === 0) return;
+    const key = textOf(keyOrText);
+    const end = textOf(endOrText);
     let c = this.#chunkFor(key);
     let pos = KeyTree.#lowerBound(this.#chunks[c]!, key);
     for (; c < this.#chunks.length; c++, pos = 0) {
       const chunk = this.#chunks[c]!;
       for (; pos < chunk.length; pos++) {
         const ki = chunk[pos]!;
-        if (end.length > 0 && compareBytes(ki.key, end) >= 0) return;
+        if (end.length > 0 && ki.text >= end) return;
         if (!f(ki)) return;
       }
     }
@@ -113,13 +121,13 @@ export class KeyTree {
   }
 
   checkInvariants(): void {
-    let prev: Uint8Array | undefined;
+    let prev: string | undefined;
     let n = 0;
     for (const chunk of this.#chunks) {
       assert(chunk.length > 0 && chunk.length <= chunkSizeMax, 'key tree chunk size');
       for (const ki of chunk) {
-        assert(prev === undefined || compareBytes(prev, ki.key) < 0, 'key tree order');
-        prev = ki.key;
+        assert(prev === undefined || prev < ki.text, 'key tree order');
+        prev = ki.text;
         n++;
       }
     }

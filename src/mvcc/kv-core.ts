@@ -11,7 +11,7 @@ import type { WriteBuffer } from './backend.js';
 import type { KeyIndex } from './key-index.js';
 import { KeyTree } from './key-tree.js';
 import type { LeaseHooks } from './lease-hooks.js';
-import { codeMain, codeToBytes, revCode } from './rev-code.js';
+import { codeIsTombstone, codeMain, codeToBytes, revCode } from './rev-code.js';
 import { RevisionLog } from './revision-log.js';
 import { storedKeyValue, tombstoneKv, type ValueStore } from './value-store.js';
 import { EventType, type Event, type KeyValue } from './types.js';
@@ -50,7 +50,7 @@ export class MvccCore {
 
   /** Add a revision read from the backend at open (in revision order); kv is only looked at, not kept. */
   load(code: number, tombstone: boolean, kv: KeyValue): void {
-    const ki = this.tree.get(kv.key) ?? this.tree.getOrCreate(ownedCopy(kv.key));
+    const ki = this.tree.getOrCreate(kv.key);
     ki.append(code, tombstone ? undefined : kv);
     this.log.push(code);
     this.lastCode = code;
@@ -83,7 +83,8 @@ export class MvccCore {
 
   /** The whole KeyValue of a hit (the value read from the overlay, the cache or the backend). */
   kvOf(hit: Hit): KeyValue {
-    return this.values.read(hit.code, hit.ki.key);
+    // The key's bytes are made from the index only for a tombstone (the value store reads a put's key whole).
+    return this.values.read(hit.code, codeIsTombstone(hit.code) ? hit.ki.key : undefined);
   }
 
   /**
@@ -138,13 +139,15 @@ export class WriteTxn {
     assert(!this.#ended, 'write after end');
     const core = this.#core;
     const main = this.beginRev + 1;
-    const ki = core.tree.get(key) ?? core.tree.getOrCreate(ownedCopy(key));
+    const ki = core.tree.getOrCreate(key);
+    // Owned: the event's kv may wait in a watcher's queue, and `key` may be a view into a request's buffer.
+    const keyBytes = ownedCopy(key);
     const prevCode = ki.current();
     // Watchers and prev_kv need the previous value: one point read, usually from the cache or the memtable.
-    const prevKv = prevCode === undefined ? undefined : core.values.read(prevCode, ki.key);
+    const prevKv = prevCode === undefined ? undefined : core.values.read(prevCode);
     const prevLease = ki.lease;
     const kv: KeyValue = {
-      key: ki.key,
+      key: keyBytes,
       createRevision: prevCode === undefined ? main : ki.createRevision,
       modRevision: main,
       version: prevCode === undefined ? 1 : ki.version + 1,
@@ -155,8 +158,8 @@ export class WriteTxn {
     const code = revCode(main, this.#events.length, false);
     ki.append(code, kv);
     this.#record(code, kv, prevKv === undefined ? { type: EventType.Put, kv } : { type: EventType.Put, kv, prevKv });
-    if (prevCode !== undefined && prevLease !== 0n) core.hooks?.detach(prevLease, ki.key);
-    if (lease !== 0n) core.hooks?.attach(lease, ki.key);
+    if (prevCode !== undefined && prevLease !== 0n) core.hooks?.detach(prevLease, keyBytes);
+    if (lease !== 0n) core.hooks?.attach(lease, keyBytes);
   }
 
   /** Delete every live key in the range (end as in rangeEntries); returns how many. */
@@ -178,7 +181,7 @@ export class WriteTxn {
     const kv = tombstoneKv(ki.key, main);
     ki.append(code);
     this.#record(code, kv, { type: EventType.Delete, kv, prevKv });
-    if (prevLease !== 0n) core.hooks?.detach(prevLease, ki.key);
+    if (prevLease !== 0n) core.hooks?.detach(prevLease, kv.key);
   }
 
   /** Publish the revision (when something changed) and notify listeners synchronously. */

@@ -9,6 +9,7 @@ import { assert, unreachable } from '../base/assert.js';
 import { compareBytes } from '../base/bytes.js';
 import type { MvccCore, WriteTxn } from './kv-core.js';
 import { rangeEndOf, rangeRequest } from './kv-read.js';
+import { keyText } from './key-text.js';
 import {
   CompareResult, CompareTarget, MvccError,
   type Compare, type DeleteRangeRequest, type DeleteRangeResponse, type KeyValue, type PutRequest,
@@ -87,11 +88,6 @@ function inRange(k: Uint8Array, key: Uint8Array, end: Uint8Array | undefined): b
   return compareBytes(k, key) >= 0 && (end.length === 0 || compareBytes(k, end) < 0);
 }
 
-function latin1(b: Uint8Array): string {
-  let out = '';
-  for (const byte of b) out += String.fromCharCode(byte);
-  return out;
-}
 
 /**
  * etcd's checkRequestPut over the chosen path, but aware of the txn's own earlier ops: etcd checks
@@ -103,13 +99,13 @@ function checkPutsInTxnOrder(core: MvccCore, atRev: number, txn: TxnRequest, pat
   const overlay = new Map<string, { key: Uint8Array; live: boolean }>();
   forEachChosenOp(txn, path, (op) => {
     if ('put' in op) {
-      const live = overlay.get(latin1(op.put.key))?.live;
+      const live = overlay.get(keyText(op.put.key))?.live;
       if ((op.put.ignoreValue || op.put.ignoreLease) && live === false) throw new MvccError('keyNotFound');
-      overlay.set(latin1(op.put.key), { key: op.put.key, live: true });
+      overlay.set(keyText(op.put.key), { key: op.put.key, live: true });
     } else if ('deleteRange' in op) {
       const end = rangeEndOf(op.deleteRange.rangeEnd);
       for (const { ki } of core.rangeEntries(op.deleteRange.key, end, atRev, 0).hits) {
-        if (!overlay.has(latin1(ki.key))) overlay.set(latin1(ki.key), { key: ki.key, live: false });
+        if (!overlay.has(ki.text)) overlay.set(ki.text, { key: ki.key, live: false });
       }
       for (const o of overlay.values()) if (inRange(o.key, op.deleteRange.key, end)) o.live = false;
     }
