@@ -20,10 +20,10 @@
  * LeaseCheckpoint entry, so remaining TTLs survive a leader change (a new leader neither resets nor extends).
  */
 import { assert } from '../base/assert.js';
-import { compareBytes } from '../base/bytes.js';
 import { leaseTtlSecondsMax } from '../base/limits.js';
 import type { Backend, WriteBuffer } from './backend.js';
 import { decodeLeaseRecord, encodeLeaseRecord, leaseIdOfKey, leaseKey } from './lease-codec.js';
+import { keyText, keyTextBytes } from './key-text.js';
 import { LeaseHeap } from './lease-heap.js';
 import type { LeaseHooks } from './lease-hooks.js';
 import { MvccError, type TxnRequest, type TxnResponse } from './types.js';
@@ -79,8 +79,11 @@ interface Lease {
   readonly ttlSeconds: number;
   /** Last checkpointed remaining TTL; 0 = unset. Replicated. */
   remainingTtlSeconds: number;
-  /** Attached keys by their latin1 string, in no order (sorted at revoke). */
-  readonly keys: Map<string, Uint8Array>;
+  /**
+   * Attached keys as latin1 text (key-text.ts), in no order; string order is byte order (sorted at revoke).
+   * Text, not bytes: a Uint8Array per leased key would cost ≈ 260 bytes of heap against 32 (bench/heap-per-key.ts).
+   */
+  readonly keys: Set<string>;
   /** Leader-local. Infinity: never (follower, or not yet settled after a grant). */
   expiryMs: number;
   /** The atMs of this lease's one valid entry in the expiry heap (lazy invalidation). */
@@ -160,7 +163,7 @@ export class Lessor implements LeaseHooks {
     const lease = this.#leases.get(id);
     if (lease === undefined) throw new MvccError('leaseNotFound');
     const store = this.#requireStore();
-    const keys = [...lease.keys.values()].sort(compareBytes);
+    const keys = [...lease.keys].sort().map(keyTextBytes);
     if (keys.length > 0) {
       const empty = new Uint8Array(0);
       store.txn({ compare: [], success: keys.map((key) => ({ deleteRange: { key, rangeEnd: empty, prevKv: false } })), failure: [] });
@@ -188,11 +191,11 @@ export class Lessor implements LeaseHooks {
 
   attach(id: bigint, key: Uint8Array): void {
     // A key naming a lease we do not have can only come from an inconsistent backend at open; etcd ignores it.
-    this.#leases.get(id)?.keys.set(keyString(key), key);
+    this.#leases.get(id)?.keys.add(keyText(key));
   }
 
   detach(id: bigint, key: Uint8Array): void {
-    this.#leases.get(id)?.keys.delete(keyString(key));
+    this.#leases.get(id)?.keys.delete(keyText(key));
   }
 
   // ---- leader side: local, time-driven ----
@@ -312,14 +315,14 @@ export class Lessor implements LeaseHooks {
       this.#settle(nowMs);
       ttlSeconds = Math.max(-1, Math.trunc((lease.expiryMs - nowMs) / 1000)) + 0; // + 0: no -0
     }
-    const keys = withKeys ? [...lease.keys.values()].sort(compareBytes) : [];
+    const keys = withKeys ? [...lease.keys].sort().map(keyTextBytes) : [];
     return { id, ttlSeconds, grantedTtlSeconds: lease.ttlSeconds, keys };
   }
 
   /** The keys attached to a lease, in no order (none for an unknown lease): auth checks them. */
   keysOf(id: bigint): Uint8Array[] {
     const lease = this.#leases.get(id);
-    return lease === undefined ? [] : [...lease.keys.values()];
+    return lease === undefined ? [] : [...lease.keys].map(keyTextBytes);
   }
 
   /** Every lease id with its granted TTL, by id. */
@@ -332,7 +335,7 @@ export class Lessor implements LeaseHooks {
   // ---- internals ----
 
   #add(id: bigint, ttlSeconds: number, remainingTtlSeconds: number): Lease {
-    const lease: Lease = { id, ttlSeconds, remainingTtlSeconds, keys: new Map(), expiryMs: Infinity, heapAtMs: -1, checkpointAtMs: -1 };
+    const lease: Lease = { id, ttlSeconds, remainingTtlSeconds, keys: new Set(), expiryMs: Infinity, heapAtMs: -1, checkpointAtMs: -1 };
     this.#leases.set(id, lease);
     return lease;
   }
@@ -375,10 +378,4 @@ export class Lessor implements LeaseHooks {
     lease.checkpointAtMs = nowMs + this.#checkpointIntervalMs;
     this.#checkpoints.push({ atMs: lease.checkpointAtMs, id: lease.id });
   }
-}
-
-function keyString(key: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < key.length; i++) s += String.fromCharCode(key[i]!);
-  return s;
 }
