@@ -29,25 +29,41 @@ const keys = arg('keys', 100_000);
 const valueBytes = arg('value-bytes', 100);
 const top = arg('top', 25);
 
-interface HeapSnapshot {
-  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
-  nodes: number[];
-  strings: string[];
-}
-
-/** Self size summed by "type:constructor" (V8's node name for objects, the type for strings, arrays, code). */
+/**
+ * Self size summed by "type:name" (V8's name is the constructor for objects; strings and code are grouped by
+ * type only, their names are their contents). The file is read as bytes and its node table scanned in place:
+ * a snapshot of a million keys is larger than the longest string V8 can make, so JSON.parse cannot take it.
+ */
 function bytesByKind(file: string): Map<string, { bytes: number; count: number }> {
-  const snap = JSON.parse(readFileSync(file, 'utf8')) as HeapSnapshot;
-  const fields = snap.snapshot.meta.node_fields;
-  const types = snap.snapshot.meta.node_types[0];
-  const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f));
+  const buf = readFileSync(file);
+  const nodesAt = buf.indexOf('"nodes":[');
+  const edgesAt = buf.indexOf('"edges":[', nodesAt);
+  const stringsAt = buf.indexOf('"strings":[', edgesAt);
+  const head = buf.subarray(buf.indexOf('{"snapshot":') + '{"snapshot":'.length, nodesAt).toString().trim().replace(/,$/, '');
+  const meta = (JSON.parse(head) as { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } }).meta;
+  const strings = JSON.parse(buf.subarray(stringsAt + '"strings":'.length, buf.lastIndexOf(']') + 1).toString()) as string[];
+  const fields = meta.node_fields;
+  const types = meta.node_types[0];
+  const [typeAt, nameAt, sizeAt] = ['type', 'name', 'self_size'].map((f) => fields.indexOf(f)) as [number, number, number];
   const out = new Map<string, { bytes: number; count: number }>();
-  for (let i = 0; i < snap.nodes.length; i += fields.length) {
-    const type = types[snap.nodes[i + typeAt!]!]!;
-    // Object names are constructors; strings and code are grouped by type only (their names are contents).
-    const kind = type === 'object' || type === 'native' || type === 'closure' || type === 'array' || type === 'hidden' ? `${type}:${snap.strings[snap.nodes[i + nameAt!]!]}` : type;
+  const node = new Array<number>(fields.length).fill(0);
+  let field = 0;
+  let n = -1;
+  for (let i = nodesAt + '"nodes":['.length; i < edgesAt; i++) {
+    const c = buf[i]!;
+    if (c >= 0x30 && c <= 0x39) {
+      n = (n < 0 ? 0 : n * 10) + (c - 0x30);
+      continue;
+    }
+    if (n < 0) continue;
+    node[field++] = n;
+    n = -1;
+    if (field < fields.length) continue;
+    field = 0;
+    const type = types[node[typeAt]!]!;
+    const kind = ['object', 'native', 'closure', 'array', 'hidden'].includes(type) ? `${type}:${strings[node[nameAt]!]}` : type;
     const e = out.get(kind) ?? { bytes: 0, count: 0 };
-    e.bytes += snap.nodes[i + sizeAt!]!;
+    e.bytes += node[sizeAt]!;
     e.count++;
     out.set(kind, e);
   }
@@ -91,6 +107,7 @@ async function main(): Promise<void> {
     // A few keys first, so the baseline has every code path (and its lazily built objects) warmed up.
     await bulkLoad(conn, 'warm/', 1000, valueBytes);
     const base = bytesByKind(await snapshotOf(proc.pid!, work));
+    const baseBytes = [...base].filter(([k]) => !k.startsWith('native:')).reduce((s, [, e]) => s + e.bytes, 0);
     const t0 = performance.now();
     const r = await bulkLoad(conn, 'small/', keys, valueBytes);
     if (r.error !== undefined) throw new Error(`load failed after ${r.loaded} keys: ${r.error}`);
@@ -103,9 +120,15 @@ async function main(): Promise<void> {
       return { kind, bytes: a.bytes - b.bytes, count: a.count - b.count };
     });
     rows.sort((x, y) => y.bytes - x.bytes);
-    const total = rows.reduce((s, x) => s + x.bytes, 0);
+    // ArrayBuffer backing stores ("native:system / JSArrayBufferData") live outside V8's heap: they count in
+    // RSS but not against --max-old-space-size, which is what a V8 heap OOM hits.
+    const isNative = (kind: string): boolean => kind.startsWith('native:');
+    const sum = (f: (kind: string) => boolean): number => rows.filter((x) => f(x.kind)).reduce((s, x) => s + x.bytes, 0);
+    const [heap, native] = [sum((k) => !isNative(k)), sum(isNative)];
+    const mib = (b: number): string => `${(b / 2 ** 20).toFixed(1)} MiB`;
     console.log(`${keys.toLocaleString('en-US')} keys × ${valueBytes} B loaded in ${loadS.toFixed(1)} s`);
-    console.log(`JS heap: ${(total / keys).toFixed(1)} bytes/key (${(total / 2 ** 20).toFixed(1)} MiB over the baseline)`);
+    console.log(`V8 heap: ${(heap / keys).toFixed(1)} bytes/key (${mib(heap)} over the baseline of ${mib(baseBytes)}); ` +
+      `native backing stores: ${(native / keys).toFixed(1)} bytes/key (${mib(native)})`);
     console.log('bytes/key  objects/key  kind');
     for (const x of rows.slice(0, top)) {
       console.log(`${(x.bytes / keys).toFixed(1).padStart(9)}  ${(x.count / keys).toFixed(3).padStart(11)}  ${x.kind}`);

@@ -71,7 +71,14 @@ export class KeyTree {
     const ki = new KeyIndex(key);
     chunk.splice(pos, 0, ki);
     this.#size++;
-    if (chunk.length > chunkSizeMax) this.#chunks.splice(c + 1, 0, chunk.splice(chunkSizeMax >>> 1));
+    if (chunk.length > chunkSizeMax) {
+      // Keys arriving about in order (a bulk load by a few writers, a restore) would leave every chunk half
+      // full (8 bytes a slot; measured 18 bytes a key): the last chunk splits where the insert landed, when
+      // that is in its upper half, so the chunks left behind stay fuller.
+      const at = c === this.#chunks.length - 1 ? Math.max(chunkSizeMax >>> 1, Math.min(pos, chunkSizeMax)) : chunkSizeMax >>> 1;
+      // Both halves are fresh arrays: the grown one would keep its capacity (V8 does not shrink on splice).
+      this.#chunks.splice(c, 1, chunk.slice(0, at), chunk.slice(at));
+    }
     return ki;
   }
 
