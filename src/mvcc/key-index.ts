@@ -30,6 +30,28 @@ import { codeIsTombstone, codeMain, firstCodeOf } from './rev-code.js';
 const noLease = 0n;
 const noRevs: readonly number[] = Object.freeze([]);
 
+type Revs = number | number[] | readonly number[];
+
+// Module functions, not #private methods: a class with private methods gives every instance a brand field,
+// 8 bytes on each of a million keys.
+function lastOf(r: Revs): number | undefined {
+  return typeof r === 'number' ? r : r[r.length - 1];
+}
+
+/** Index of the latest revision with main ≤ atRev, or -1. */
+function latestAt(r: Revs, atRev: number): number {
+  const bound = firstCodeOf(atRev + 1);
+  if (typeof r === 'number') return r < bound ? 0 : -1;
+  let lo = 0;
+  let hi = r.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (r[mid]! < bound) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
 export class KeyIndex {
   /** The key, latin1 (key-text.ts): the tree orders and finds keys by it. */
   readonly text: string;
@@ -37,7 +59,7 @@ export class KeyIndex {
    * Revision codes, ascending; never empty while the key is in the tree. One revision is held as the bare
    * code, more as an array (never one of length < 2), none as the shared empty array.
    */
-  #revs: number | number[] | readonly number[] = noRevs;
+  #revs: Revs = noRevs;
   /** Of the latest put (meaningful while the key is live): etcd's generation.created and ver, and the lease. */
   createRevision = 0;
   version = 0;
@@ -83,14 +105,9 @@ export class KeyIndex {
     return typeof r === 'number' ? [r] : r;
   }
 
-  #last(): number | undefined {
-    const r = this.#revs;
-    return typeof r === 'number' ? r : r[r.length - 1];
-  }
-
   /** Record a put (createRevision/version/lease of the new current value) or a tombstone. */
   append(code: number, put?: { createRevision: number; version: number; lease: bigint }): void {
-    const last = this.#last();
+    const last = lastOf(this.#revs);
     assert(last === undefined || last < code, 'key index revisions must increase');
     const tombstone = codeIsTombstone(code);
     assert(!(tombstone && (last === undefined || codeIsTombstone(last))), 'tombstone on a key that does not exist');
@@ -110,24 +127,9 @@ export class KeyIndex {
     }
   }
 
-  /** Index of the latest revision with main ≤ atRev, or -1. */
-  #latestAt(atRev: number): number {
-    const bound = firstCodeOf(atRev + 1);
-    const r = this.#revs;
-    if (typeof r === 'number') return r < bound ? 0 : -1;
-    let lo = 0;
-    let hi = r.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (r[mid]! < bound) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo - 1;
-  }
-
   /** The code of the live revision at atRev (a put), or undefined when the key does not exist then. */
   get(atRev: number): number | undefined {
-    const i = this.#latestAt(atRev);
+    const i = latestAt(this.#revs, atRev);
     if (i < 0) return undefined;
     const code = this.revisionAt(i);
     return codeIsTombstone(code) ? undefined : code;
@@ -135,13 +137,13 @@ export class KeyIndex {
 
   /** The current (latest) live revision's code. */
   current(): number | undefined {
-    const code = this.#last();
+    const code = lastOf(this.#revs);
     return code === undefined || codeIsTombstone(code) ? undefined : code;
   }
 
   /** Whether `code` is one of this key's revisions. */
   has(code: number): boolean {
-    const i = this.#latestAt(codeMain(code));
+    const i = latestAt(this.#revs, codeMain(code));
     for (let j = i; j >= 0 && codeMain(this.revisionAt(j)) === codeMain(code); j--) if (this.revisionAt(j) === code) return true;
     return false;
   }
@@ -159,7 +161,7 @@ export class KeyIndex {
    * Returns the dropped codes (for the backend deletes). The caller removes the key when it is empty.
    */
   compact(atRev: number): number[] {
-    const i = this.#latestAt(atRev);
+    const i = latestAt(this.#revs, atRev);
     if (i < 0) return [];
     const r = this.#revs;
     const dropCount = codeIsTombstone(this.revisionAt(i)) ? i + 1 : i;
@@ -180,7 +182,7 @@ export class KeyIndex {
 
   /** The main revision of the latest change. */
   get modRevision(): number {
-    const code = this.#last();
+    const code = lastOf(this.#revs);
     assert(code !== undefined, 'modRevision of an empty key index');
     return codeMain(code);
   }
