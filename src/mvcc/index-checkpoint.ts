@@ -11,7 +11,7 @@
  *   trailer: magic "ETCIDXEND", keys (f64)
  */
 import { assert } from '../base/assert.js';
-import { crc32c } from '../wal/crc32c.js';
+import { crc32c } from '../base/crc32c.js';
 import type { KeyIndex } from './key-index.js';
 import { keyText } from './key-text.js';
 
