@@ -14,8 +14,16 @@ import { SnapshotDecoder, SnapshotEncoder } from './snapshot.js';
 /** Ops per backend batch while importing a snapshot. */
 const importBatchOpsMax = 1000;
 
-/** A snapshot source that can be read more than once (it is checked whole before the backend is cleared). */
-export type SnapshotSource = Uint8Array | (() => AsyncIterable<Uint8Array>);
+/**
+ * A snapshot stream whose framing and checksum were already verified whole (as SnapshotDataDir does while it
+ * receives one): the import reads it once instead of checking it first.
+ */
+export interface CheckedSnapshot {
+  checked: () => AsyncIterable<Uint8Array>;
+}
+
+/** A snapshot source that can be read more than once (unless checked, it is checked whole before the backend is cleared). */
+export type SnapshotSource = Uint8Array | (() => AsyncIterable<Uint8Array>) | CheckedSnapshot;
 
 /** What exportSnapshot hands out: a consistent copy of the backend, streamed. */
 export interface SnapshotExport {
@@ -32,7 +40,8 @@ export interface SnapshotExport {
 
 async function* chunksOf(source: SnapshotSource): AsyncIterable<Uint8Array> {
   if (source instanceof Uint8Array) yield source;
-  else yield* source();
+  else if (typeof source === 'function') yield* source();
+  else yield* source.checked();
 }
 
 async function* streamView(view: BackendView): AsyncIterable<Uint8Array> {
@@ -43,7 +52,7 @@ async function* streamView(view: BackendView): AsyncIterable<Uint8Array> {
       if (chunk !== undefined) yield chunk;
     }
   }
-  yield encoder.finish();
+  yield* encoder.finish();
 }
 
 /** The export of a backend view (taken in the store's I/O queue, after a flush). */
@@ -61,17 +70,22 @@ export async function exportView(view: BackendView): Promise<SnapshotExport> {
   };
 }
 
-/** Read a whole snapshot stream to check it, before anything is cleared (a damaged one changes nothing). */
+/**
+ * Read a whole snapshot stream to check it, before anything is cleared (a damaged one changes nothing); a
+ * CheckedSnapshot was checked as it was received and is not read again here (its checksum is still verified
+ * at the end of writeSnapshotInto, which then fails on a file damaged since it was received).
+ */
 export async function checkSnapshot(source: SnapshotSource): Promise<void> {
+  if (typeof source === 'object' && !(source instanceof Uint8Array)) return;
   const check = new SnapshotDecoder();
-  for await (const chunk of chunksOf(source)) check.push(chunk);
+  for await (const chunk of chunksOf(source)) check.check(chunk);
   check.end();
 }
 
 /**
  * Write a (checked) snapshot stream into a cleared backend in bounded batches, loading its revisions into
- * `core` (an empty one). The consistent index goes in last, so a crash part-way leaves a backend that says it
- * is empty (index 0), never one that claims data it lacks.
+ * `core` (an empty one); one batch is written while the next is decoded. The consistent index goes in last,
+ * so a crash part-way leaves a backend that says it is empty (index 0), never one that claims data it lacks.
  */
 export async function writeSnapshotInto(backend: Backend, core: MvccCore, source: SnapshotSource): Promise<{ consistentIndex: number; term: number }> {
   // The key index is built from the records as they are written: reading the backend back would read
@@ -81,6 +95,9 @@ export async function writeSnapshotInto(backend: Backend, core: MvccCore, source
   let last: BatchOp[] = [];
   let consistentIndex = 0;
   let term = 0;
+  // Awaited before the next write (LevelDB batches from the pool threads could land out of order) and at
+  // the end; the catch only keeps a failure from being reported as unhandled before that await.
+  let writing: Promise<void> = Promise.resolve();
   for await (const chunk of chunksOf(source)) {
     for (const op of decoder.push(chunk)) {
       assert(op.type === 'put', 'a snapshot holds puts only');
@@ -96,11 +113,14 @@ export async function writeSnapshotInto(backend: Backend, core: MvccCore, source
         batch.push(op);
       }
       if (batch.length >= importBatchOpsMax) {
-        await backend.write(batch);
+        await writing;
+        writing = backend.write(batch);
+        writing.catch(() => {});
         batch = [];
       }
     }
   }
+  await writing;
   decoder.end();
   await backend.write(batch.concat(last));
   return { consistentIndex, term };

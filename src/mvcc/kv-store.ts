@@ -44,7 +44,7 @@ import {
   type RangeRequest, type RangeResponse, type TxnRequest, type TxnResponse,
 } from './types.js';
 
-export type { SnapshotExport, SnapshotSource } from './kv-snapshot-io.js';
+export type { CheckedSnapshot, SnapshotExport, SnapshotSource } from './kv-snapshot-io.js';
 
 export interface KvStoreOptions {
   /** NOSPACE threshold; 0 or absent: etcd's 2 GiB default; negative: no quota; clamped to 8 GiB. */
@@ -163,7 +163,8 @@ export class KvStore {
 
   /**
    * Replace the backend's contents with a snapshot stream (from exportSnapshot), then open the store on it
-   * (kv-snapshot-io.ts: the stream is checked whole first, and the consistent index is written last).
+   * (kv-snapshot-io.ts: the stream is checked whole first unless it is a CheckedSnapshot, and the consistent
+   * index is written last).
    */
   static async importSnapshot(backend: Backend, source: SnapshotSource, options: KvStoreOptions = {}): Promise<KvStore> {
     await checkSnapshot(source);

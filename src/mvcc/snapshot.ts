@@ -18,63 +18,69 @@ export class SnapshotFormatError extends Error {
   override name = 'SnapshotFormatError';
 }
 
-/** Encodes records into chunks of about snapshotStreamChunkBytes. */
+/**
+ * Encodes records into chunks of about snapshotStreamChunkBytes. Records are written straight into the chunk
+ * being filled and the checksum runs once per chunk, so an entry costs no allocation of its own.
+ */
 export class SnapshotEncoder {
   readonly #crc = new Crc32c();
-  #parts: Uint8Array[] = [];
-  #partBytes = 0;
+  #chunk = new Uint8Array(snapshotStreamChunkBytes);
+  #view = new DataView(this.#chunk.buffer);
+  #pos = 0;
 
   constructor() {
-    this.#push(magic);
+    this.#chunk.set(magic);
+    this.#pos = magic.length;
   }
 
-  #push(b: Uint8Array): void {
-    this.#crc.update(b);
-    this.#parts.push(b);
-    this.#partBytes += b.length;
+  /** Make room for `bytes` more; returns the filled chunk when a new one had to start. */
+  #reserve(bytes: number): Uint8Array | undefined {
+    if (this.#pos + bytes <= this.#chunk.length) return undefined;
+    const out = this.#pos > 0 ? this.#take() : undefined;
+    // A record larger than a chunk (a value up to the request limit) gets a chunk of its own.
+    this.#chunk = new Uint8Array(Math.max(snapshotStreamChunkBytes, bytes));
+    this.#view = new DataView(this.#chunk.buffer);
+    return out;
+  }
+
+  #take(): Uint8Array {
+    const out = this.#chunk.subarray(0, this.#pos);
+    this.#crc.update(out);
+    this.#pos = 0;
+    return out;
   }
 
   /** Add one entry; returns a chunk when enough bytes have gathered. */
   add(bucket: Bucket, key: Uint8Array, value: Uint8Array): Uint8Array | undefined {
-    const head = new Uint8Array(5);
-    head[0] = buckets.indexOf(bucket);
-    new DataView(head.buffer).setUint32(1, key.length);
-    const vlen = new Uint8Array(4);
-    new DataView(vlen.buffer).setUint32(0, value.length);
-    this.#push(head);
-    this.#push(key);
-    this.#push(vlen);
-    this.#push(value);
-    return this.#partBytes >= snapshotStreamChunkBytes ? this.#take() : undefined;
-  }
-
-  #take(): Uint8Array {
-    const out = new Uint8Array(this.#partBytes);
-    let pos = 0;
-    for (const p of this.#parts) {
-      out.set(p, pos);
-      pos += p.length;
-    }
-    this.#parts = [];
-    this.#partBytes = 0;
+    const out = this.#reserve(9 + key.length + value.length);
+    const pos = this.#pos;
+    this.#chunk[pos] = buckets.indexOf(bucket);
+    this.#view.setUint32(pos + 1, key.length);
+    this.#chunk.set(key, pos + 5);
+    this.#view.setUint32(pos + 5 + key.length, value.length);
+    this.#chunk.set(value, pos + 9 + key.length);
+    this.#pos = pos + 9 + key.length + value.length;
     return out;
   }
 
-  /** The last chunk: what is left, the end marker and the checksum. */
-  finish(): Uint8Array {
-    this.#push(new Uint8Array([endMarker]));
-    const crc = new Uint8Array(4);
-    new DataView(crc.buffer).setUint32(0, this.#crc.sum());
-    this.#parts.push(crc);
-    this.#partBytes += 4;
-    return this.#take();
+  /** The last chunk(s): what is left, the end marker and the checksum. */
+  finish(): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    const full = this.#reserve(5);
+    if (full !== undefined) out.push(full);
+    this.#chunk[this.#pos++] = endMarker;
+    const last = this.#take();
+    this.#view.setUint32(last.length, this.#crc.sum());
+    out.push(this.#chunk.subarray(0, last.length + 4));
+    return out;
   }
 }
 
 /**
  * Decodes a snapshot stream chunk by chunk. `push` returns the complete records so far as put ops (bytes
  * owned by the ops); `end` checks the end marker and the checksum. Callers must not act on the ops as final
- * before `end` succeeds (write them where a failed import can be discarded).
+ * before `end` succeeds (write them where a failed import can be discarded). `check` walks the same framing
+ * and checksum without producing ops, for a receiver that verifies a stream while it is written to disk.
  */
 export class SnapshotDecoder {
   readonly #crc = new Crc32c();
@@ -87,14 +93,23 @@ export class SnapshotDecoder {
   }
 
   push(chunk: Uint8Array): BatchOp[] {
-    assert(!this.#ended, 'snapshot decoder used after its end');
-    const data = this.#pending.length === 0 ? chunk : concat(this.#pending, chunk);
     const ops: BatchOp[] = [];
+    this.#walk(chunk, ops);
+    return ops;
+  }
+
+  check(chunk: Uint8Array): void {
+    this.#walk(chunk, undefined);
+  }
+
+  #walk(chunk: Uint8Array, ops: BatchOp[] | undefined): void {
+    assert(!this.#ended, 'snapshot decoder used after its end');
+    // A record cut by the previous chunk's end is carried over (one copy of this chunk, cheap beside the rest).
+    const data = this.#pending.length === 0 ? chunk : concat(this.#pending, chunk);
     let pos = 0;
     if (!this.#sawMagic) {
-      if (data.length < magic.length) return this.#keep(data, 0, ops);
+      if (data.length < magic.length) return this.#keep(data, 0);
       for (let i = 0; i < magic.length; i++) if (data[i] !== magic[i]) this.#fail('bad magic');
-      this.#crc.update(data.subarray(0, magic.length));
       this.#sawMagic = true;
       pos = magic.length;
     }
@@ -107,16 +122,16 @@ export class SnapshotDecoder {
       const vlen = view.getUint32(pos + 5 + klen);
       const end = pos + 9 + klen + vlen;
       if (end > data.length) break;
-      this.#crc.update(data.subarray(pos, end));
-      ops.push({ type: 'put', bucket, key: data.slice(pos + 5, pos + 5 + klen), value: data.slice(pos + 9 + klen, end) });
+      if (ops !== undefined) ops.push({ type: 'put', bucket, key: data.slice(pos + 5, pos + 5 + klen), value: data.slice(pos + 9 + klen, end) });
       pos = end;
     }
-    return this.#keep(data, pos, ops);
+    this.#keep(data, pos);
   }
 
-  #keep(data: Uint8Array, pos: number, ops: BatchOp[]): BatchOp[] {
-    this.#pending = data.slice(pos);
-    return ops;
+  /** Checksums data[0, pos) (consumed) and keeps the rest for the next chunk. */
+  #keep(data: Uint8Array, pos: number): void {
+    this.#crc.update(data.subarray(0, pos));
+    this.#pending = pos === data.length ? new Uint8Array(0) : data.slice(pos);
   }
 
   end(): void {

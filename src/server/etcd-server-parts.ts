@@ -1,5 +1,6 @@
 /** What the composition root (member.ts) hands an EtcdServer: identity, storage, ports and knobs. */
 import type { Backend } from '../mvcc/backend.js';
+import type { SnapshotSource as StoreSnapshotSource } from '../mvcc/kv-store.js';
 import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import type { Member } from './api.js';
 import type { AutoCompaction } from './auto-compactor.js';
@@ -36,7 +37,7 @@ export interface EtcdServerParts {
   saveSnapshot(snapshot: Snapshot): Promise<void>;
   /** Received snapshot data (snapshot-data.ts): read to restore, removed once the backend holds it durably. */
   snapshotData: {
-    source(meta: SnapshotMeta): Promise<(() => AsyncIterable<Uint8Array>) | undefined>;
+    source(meta: SnapshotMeta): Promise<StoreSnapshotSource | undefined>;
     removeAll(): Promise<void>;
   };
   releaseLog(index: number): void;

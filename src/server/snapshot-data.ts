@@ -4,15 +4,21 @@
  * snapshot). A snapshot received from the leader is streamed into `<data-dir>/member/snap/<term>-<index>.snap.db`
  * (temp file, fsync, rename, directory fsync) before Raft sees it, restored from there into the backend,
  * and deleted once the backend holding it is durable. A crash in between restarts the restore from the file.
+ * The stream's framing and checksum are verified as it is written, and a stream that fails them is never
+ * renamed into place: a file under its final name is whole, so the restore reads it once (no check pass).
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { CheckedSnapshot } from '../mvcc/kv-store.js';
+import { SnapshotDecoder } from '../mvcc/snapshot.js';
 import type { Message, SnapshotMeta } from '../raft/types.js';
 import type { SnapshotSink } from './transport/types.js';
 
 const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
 const suffix = '.snap.db';
+/** Reads of a received file for the restore: large enough that per-chunk costs vanish, small beside the memory bound. */
+const readChunkBytes = 1024 * 1024;
 
 export function snapshotDataName(meta: Pick<SnapshotMeta, 'term' | 'index'>): string {
   return `${hex16(meta.term)}-${hex16(meta.index)}${suffix}`;
@@ -42,6 +48,7 @@ export class SnapshotDataDir implements SnapshotSink {
     const final = this.#path(meta);
     const tmp = `${final}.${++this.#receives}.tmp`;
     const file: FileHandle = await open(tmp, 'wx');
+    const checker = new SnapshotDecoder();
     let closed = false;
     const close = async (): Promise<void> => {
       if (closed) return;
@@ -50,9 +57,11 @@ export class SnapshotDataDir implements SnapshotSink {
     };
     return {
       write: async (chunk) => {
+        checker.check(chunk);
         await file.write(chunk);
       },
       commit: async () => {
+        checker.end();
         await file.sync();
         await close();
         await rename(tmp, final);
@@ -65,12 +74,12 @@ export class SnapshotDataDir implements SnapshotSink {
     };
   }
 
-  /** The received data for this snapshot, as a stream that can be read more than once; undefined when absent. */
-  async source(meta: Pick<SnapshotMeta, 'term' | 'index'>): Promise<(() => AsyncIterable<Uint8Array>) | undefined> {
+  /** The received data for this snapshot (checked when it was received); undefined when absent. */
+  async source(meta: Pick<SnapshotMeta, 'term' | 'index'>): Promise<CheckedSnapshot | undefined> {
     const path = this.#path(meta);
     const exists = await open(path, 'r').then(async (f) => (await f.close(), true), () => false);
     if (!exists) return undefined;
-    return () => createReadStream(path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Uint8Array>;
+    return { checked: () => createReadStream(path, { highWaterMark: readChunkBytes }) as AsyncIterable<Uint8Array> };
   }
 
   /** Delete every received snapshot file (once the backend holding the newest is durable). */

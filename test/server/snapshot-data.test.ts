@@ -2,16 +2,32 @@
  * Received snapshots on disk: a leader may send the same snapshot again while the first send is still
  * arriving (a retry on a slow or loaded link). Each receive writes a temp file of its own, so the file that
  * lands is always one whole stream, never two interleaved (which once failed a joiner's restore with
- * "invalid snapshot: unknown bucket").
+ * "invalid snapshot: unknown bucket"). A stream is checked as it is written: a damaged one never lands, so
+ * the restore may read a landed file once, without a check pass.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SnapshotDataDir, snapshotDataName } from '../../src/server/snapshot-data.js';
+import { SnapshotEncoder } from '../../src/mvcc/snapshot.js';
 import { MessageType, type Message } from '../../src/raft/types.js';
 import { removeDir, tempDir } from '../e2e/harness.js';
 
 const meta = { index: 42, term: 3, confState: { voters: [1n], learners: [] } };
 const message = { type: MessageType.Snap, from: 1n, to: 2n, term: 3, snapshot: { meta, data: new Uint8Array(0) } } as unknown as Message;
+
+/** A whole snapshot stream whose values are all `fill`, cut into `pieces` writes. */
+function stream(fill: number, pieces: number): Uint8Array[] {
+  const encoder = new SnapshotEncoder();
+  const parts: Uint8Array[] = [];
+  for (let i = 0; i < 100; i++) {
+    const chunk = encoder.add('key', new Uint8Array([i]), new Uint8Array(1000).fill(fill));
+    if (chunk !== undefined) parts.push(chunk);
+  }
+  parts.push(...encoder.finish());
+  const whole = Buffer.concat(parts);
+  const step = Math.ceil(whole.length / pieces);
+  return Array.from({ length: pieces }, (_, i) => whole.subarray(i * step, (i + 1) * step));
+}
 
 describe('SnapshotDataDir', () => {
   it('keeps concurrent receives of the same snapshot apart', async () => {
@@ -21,16 +37,40 @@ describe('SnapshotDataDir', () => {
       await snaps.init();
       const a = await snaps.open(message);
       const b = await snaps.open(message);
-      const chunk = (fill: number): Uint8Array => new Uint8Array(1000).fill(fill);
+      const [sa, sb] = [stream(0xaa, 5), stream(0xbb, 5)];
       for (let i = 0; i < 5; i++) {
-        await a.write(chunk(0xaa));
-        await b.write(chunk(0xbb));
+        await a.write(sa[i]!);
+        await b.write(sb[i]!);
       }
       await a.commit();
       await b.commit();
       const landed = readFileSync(`${dir}/${snapshotDataName(meta)}`);
-      expect(landed.length).toBe(5000);
-      expect(new Set(landed).size).toBe(1);
+      expect(landed.equals(Buffer.concat(sb))).toBe(true);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  it.each([
+    // Inside the last value: the framing holds, only the checksum can tell.
+    ['a flipped value byte', (s: Uint8Array[]) => s.map((p, i) => (i === 4 ? Uint8Array.from(p, (b, j) => (j === p.length - 10 ? b ^ 1 : b)) : p)), /checksum mismatch/],
+    ['a missing tail', (s: Uint8Array[]) => s.slice(0, 4), /invalid snapshot: truncated record/],
+    ['a broken record header', (s: Uint8Array[]) => [s[0]!.map((b, j) => (j === 8 ? 0x7f : b)), ...s.slice(1)], /unknown bucket 127/],
+  ])('refuses a stream with %s before it lands', async (_, damage, error) => {
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      const target = await snaps.open(message);
+      const receive = async (): Promise<void> => {
+        for (const piece of damage(stream(0xaa, 5))) await target.write(piece);
+        await target.commit();
+      };
+      await expect(receive()).rejects.toThrow(error);
+      await target.abort();
+      expect(existsSync(`${dir}/${snapshotDataName(meta)}`)).toBe(false);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(await snaps.source(meta)).toBeUndefined();
     } finally {
       removeDir(dir);
     }
