@@ -81,6 +81,11 @@ export const peerSocketBufferedBytesMax = 4 * 1024 * 1024;
 export const peerFrameBytesMax = 16 * 1024 * 1024;
 /** Peer transport: snapshot data is streamed in chunks of this size on its own connection. */
 export const snapshotChunkBytes = 1024 * 1024;
+/**
+ * Peer transport: received snapshot bytes allowed to wait for the disk (a disk slower than the link); past
+ * this the socket is paused until the writes catch up, so a receive holds a few chunks, never the snapshot.
+ */
+export const snapshotReceiveQueuedBytesMax = 8 * snapshotChunkBytes;
 
 assert(peerFrameBytesMax >= 2 * Math.max(peerBatchBytesMax, snapshotChunkBytes, requestBytesMax), 'peer frame limit too small');
 /** WAL: bytes of entries packed into one log record (a bigger single entry gets a record of its own). */

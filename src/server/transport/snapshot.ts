@@ -7,6 +7,7 @@
  *   sender → SnapDone {}
  *   receiver → SnapAck { ok, error? }   once the application has taken the snapshot
  */
+import { snapshotReceiveQueuedBytesMax } from '../../base/limits.js';
 import type { Message, NodeId, Snapshot } from '../../raft/types.js';
 import { type FramedConnection } from './connection.js';
 import type { SnapshotSink } from './types.js';
@@ -79,6 +80,7 @@ export function receiveSnapshot(conn: FramedConnection, from: NodeId, idleTimeou
     let target: Awaited<ReturnType<SnapshotSink['open']>> | undefined;
     /** Sink work, in frame order. */
     let writes: Promise<void> = Promise.resolve();
+    let queuedBytes = 0;
     let failed = false;
     let timer = setTimeout(onIdle, idleTimeoutMs);
     function onIdle(): void {
@@ -114,8 +116,17 @@ export function receiveSnapshot(conn: FramedConnection, from: NodeId, idleTimeou
         received += frame.payload.length;
         if (totalBytes !== unknownSnapshotBytes && received > totalBytes) return fail('snapshot longer than announced');
         const chunk = frame.payload;
-        if (sink !== undefined) queue(() => target!.write(chunk));
-        else chunks.push(chunk);
+        if (sink === undefined) {
+          chunks.push(chunk);
+          return;
+        }
+        queuedBytes += chunk.length;
+        if (queuedBytes > snapshotReceiveQueuedBytesMax) conn.socket.pause();
+        queue(async () => {
+          await target!.write(chunk);
+          queuedBytes -= chunk.length;
+          if (queuedBytes <= snapshotReceiveQueuedBytesMax / 2 && conn.socket.isPaused()) conn.socket.resume();
+        });
       } else if (frame.type === FrameType.SnapDone && header !== undefined) {
         clearTimeout(timer);
         if (totalBytes !== unknownSnapshotBytes && received !== totalBytes) return fail(`snapshot ended at ${received} of ${totalBytes} bytes`);
