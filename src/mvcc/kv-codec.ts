@@ -76,6 +76,19 @@ export function encodeKeyValue(kv: KeyValue): Uint8Array {
 }
 
 export function decodeKeyValue(b: Uint8Array): KeyValue {
+  return decode(b, true);
+}
+
+/**
+ * The KeyValue without its value (left empty) and with its key a view into `b` (copy it to keep it): what
+ * loading the key index needs. A snapshot import or a backend scan decodes every stored revision, and
+ * copying each value only to drop it was a tenth of an import's CPU.
+ */
+export function decodeKeyValueMeta(b: Uint8Array): KeyValue {
+  return decode(b, false);
+}
+
+function decode(b: Uint8Array, whole: boolean): KeyValue {
   const kv: KeyValue = { key: new Uint8Array(0), createRevision: 0, modRevision: 0, version: 0, value: new Uint8Array(0), lease: 0n };
   let pos = 0;
   // Revisions, versions, tags and lengths fit a double exactly (< 2^53); only the lease needs 64 bits.
@@ -112,14 +125,21 @@ export function decodeKeyValue(b: Uint8Array): KeyValue {
     pos += len;
     return out;
   };
+  const readView = (): Uint8Array => {
+    const len = readNumber();
+    assert(pos + len <= b.length, 'truncated bytes in KeyValue');
+    const out = b.subarray(pos, pos + len);
+    pos += len;
+    return out;
+  };
   while (pos < b.length) {
     const tag = readNumber();
     switch (tag) {
-      case 0x0a: kv.key = readBytes(); break;
+      case 0x0a: kv.key = whole ? readBytes() : readView(); break;
       case 0x10: kv.createRevision = readNumber(); break;
       case 0x18: kv.modRevision = readNumber(); break;
       case 0x20: kv.version = readNumber(); break;
-      case 0x2a: kv.value = readBytes(); break;
+      case 0x2a: if (whole) kv.value = readBytes(); else readView(); break;
       case 0x30: kv.lease = BigInt.asIntN(64, readBig()); break;
       default: assert(false, `unexpected KeyValue field tag ${tag}`);
     }

@@ -4,7 +4,7 @@
  */
 import { assert } from '../base/assert.js';
 import { buckets, type Backend, type BackendView, type BatchOp } from './backend.js';
-import { decodeKeyValue } from './kv-codec.js';
+import { decodeKeyValueMeta } from './kv-codec.js';
 import type { MvccCore } from './kv-core.js';
 import { latin1, readU64 } from './kv-meta.js';
 import { bytesToRevision } from './revision.js';
@@ -103,7 +103,7 @@ export async function writeSnapshotInto(backend: Backend, core: MvccCore, source
       assert(op.type === 'put', 'a snapshot holds puts only');
       if (op.bucket === 'key') {
         const { rev, tombstone } = bytesToRevision(op.key);
-        core.load(revCode(rev.main, rev.sub, tombstone), tombstone, decodeKeyValue(op.value));
+        core.load(revCode(rev.main, rev.sub, tombstone), tombstone, decodeKeyValueMeta(op.value));
       }
       if (op.bucket === 'meta' && latin1(op.key) === 'consistent_index') {
         last = [op];

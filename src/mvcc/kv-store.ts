@@ -26,7 +26,7 @@ import { FlushMarks, type FlushMark } from './flush-marks.js';
 import { hashBounds, hashEntries, withUnflushed, type KvHash } from './hash.js';
 import { encodeIndexCheckpoint, IndexCheckpointError } from './index-checkpoint.js';
 import { loadIndexCheckpoint } from './index-checkpoint-load.js';
-import { decodeKeyValue } from './kv-codec.js';
+import { decodeKeyValueMeta } from './kv-codec.js';
 import { MvccCore, type WriteListener } from './kv-core.js';
 import { readEvents } from './kv-events.js';
 import { checkCoreInvariants, liveKeyCount, retainedBytes } from './kv-inspect.js';
@@ -115,7 +115,7 @@ export class KvStore {
       const { rev, tombstone } = bytesToRevision(k);
       const code = revCode(rev.main, rev.sub, tombstone);
       if (code <= afterCode) continue;
-      core.load(code, tombstone, decodeKeyValue(v));
+      core.load(code, tombstone, decodeKeyValueMeta(v));
     }
     await store.#finishOpen(consistentIndex, term, options);
     return store;
