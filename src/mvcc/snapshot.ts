@@ -27,6 +27,7 @@ export class SnapshotEncoder {
   #chunk = new Uint8Array(snapshotStreamChunkBytes);
   #view = new DataView(this.#chunk.buffer);
   #pos = 0;
+  #finished = false;
 
   constructor() {
     this.#chunk.set(magic);
@@ -52,6 +53,7 @@ export class SnapshotEncoder {
 
   /** Add one entry; returns a chunk when enough bytes have gathered. */
   add(bucket: Bucket, key: Uint8Array, value: Uint8Array): Uint8Array | undefined {
+    assert(!this.#finished, 'snapshot encoder used after finish');
     const out = this.#reserve(9 + key.length + value.length);
     const pos = this.#pos;
     this.#chunk[pos] = buckets.indexOf(bucket);
@@ -65,6 +67,8 @@ export class SnapshotEncoder {
 
   /** The last chunk(s): what is left, the end marker and the checksum. */
   finish(): Uint8Array[] {
+    assert(!this.#finished, 'snapshot encoder finished twice');
+    this.#finished = true;
     const out: Uint8Array[] = [];
     const full = this.#reserve(5);
     if (full !== undefined) out.push(full);
