@@ -46,14 +46,18 @@ abstract class Metric {
     this.labelNames = labelNames;
   }
 
-  /** A stable key for a label set; also checks it names exactly the declared labels. */
+  /**
+   * A stable key for a label set; also checks it names exactly the declared labels. Called on every request
+   * (issue 15 profile: 2.5 % of a put's CPU went to building the assertion's message): the message is built
+   * only when the check fails, and an unlabelled metric has one constant key.
+   */
   protected key(labels: Labels | undefined): string {
+    if (labels === undefined && this.labelNames.length === 0) return '[]';
     const given = labels ?? {};
     const names = Object.keys(given);
-    assert(
-      names.length === this.labelNames.length && this.labelNames.every((n) => typeof given[n] === 'string'),
-      `metric ${this.name} takes labels [${this.labelNames.join(', ')}], got [${names.join(', ')}]`,
-    );
+    if (names.length !== this.labelNames.length || !this.labelNames.every((n) => typeof given[n] === 'string')) {
+      assert(false, `metric ${this.name} takes labels [${this.labelNames.join(', ')}], got [${names.join(', ')}]`);
+    }
     return JSON.stringify(this.labelNames.map((n) => given[n]));
   }
 
