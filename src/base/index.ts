@@ -4,3 +4,4 @@ export * from './clock.js';
 export * from './histogram.js';
 export * from './limits.js';
 export * from './prng.js';
+export * from './scheduler.js';

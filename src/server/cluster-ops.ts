@@ -15,6 +15,7 @@ import type { Proposer } from './proposer.js';
 import type { RaftDriver } from './raft-driver.js';
 import { encodeConfChangeContext } from './raft-request.js';
 import { WaitRegistry } from './wait.js';
+import type { Scheduler } from '../base/scheduler.js';
 
 export interface ClusterHost {
   memberId: bigint;
@@ -28,6 +29,7 @@ export interface ClusterHost {
   timeoutMs: number;
   logger: Logger;
   clusterId(): bigint;
+  scheduler?: Scheduler;
 }
 
 export interface JoinRequest {
@@ -44,10 +46,11 @@ export interface JoinResponse {
 
 export class ClusterOps {
   readonly #h: ClusterHost;
-  readonly #applied = new WaitRegistry<void>(1024);
+  readonly #applied: WaitRegistry<void>;
 
   constructor(host: ClusterHost) {
     this.#h = host;
+    this.#applied = new WaitRegistry<void>(1024, host.scheduler);
   }
 
   /** Apply path: a conf change proposed with `requestId` was applied here. */

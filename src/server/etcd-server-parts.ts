@@ -10,8 +10,12 @@ import type { Logger } from './log.js';
 import type { ServerMetrics } from './server-metrics.js';
 import type { ServerState, StateOptions } from './server-state.js';
 import type { TestFault } from './test-faults.js';
+import type { Scheduler } from '../base/scheduler.js';
+import { realScheduler } from './real-scheduler.js';
 
 export interface EtcdServerParts {
+  /** Time and timers (default: the real ones; the simulator passes its own: test/sim/node). */
+  scheduler?: Scheduler;
   /** etcd --max-request-bytes and --max-txn-ops (default: etcd's defaults). */
   requestLimits?: { requestBytesMax: number; txnOpsMax: number };
   /** etcd --experimental-watch-progress-notify-interval. */
@@ -50,4 +54,9 @@ export interface EtcdServerParts {
   onFatal(error: unknown): void;
   /** --auth-token, --auth-token-ttl, --bcrypt-cost, --client-cert-auth (defaults: etcd's). */
   auth?: ServerAuthOptions;
+}
+
+/** The server's time and timers: the parts' scheduler, or the real one. */
+export function schedulerOf(parts: Pick<EtcdServerParts, 'scheduler'>): Scheduler {
+  return parts.scheduler ?? realScheduler;
 }

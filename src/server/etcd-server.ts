@@ -10,7 +10,7 @@
  * for the applied index, read locally. Serializable reads: local. Lease keepalives and member changes run on
  * the leader; a follower forwards them over the peer transport.
  */
-import { performance } from 'node:perf_hooks';
+import type { TimerHandle } from '../base/scheduler.js';
 import { hex } from '../base/hex.js';
 import { WatchHub } from '../mvcc/watch-hub.js';
 import type { ReadState, SoftState } from '../raft/types.js';
@@ -25,7 +25,7 @@ import { ClusterOps } from './cluster-ops.js';
 import { LeaderForward } from './cluster/leader-forward.js';
 import { Leadership } from './cluster/leadership.js';
 import { peerRpcOf } from './cluster/peer-rpc.js';
-import type { EtcdServerParts } from './etcd-server-parts.js';
+import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
 import { EtcdError } from './errors.js';
 import { LeaderLoops } from './leader-loops.js';
 import { MaintenanceOps } from './maintenance/maintenance-ops.js';
@@ -68,9 +68,9 @@ export class EtcdServer implements EtcdApi {
   readonly #requests: RequestPipeline;
   readonly #auth: ServerAuth;
   #stopped = false;
-  #watchTimer: NodeJS.Timeout | undefined;
+  #watchTimer: TimerHandle | undefined;
   #compactor: AutoCompactor | undefined;
-  #corruptTimer: NodeJS.Timeout | undefined;
+  #corruptTimer: TimerHandle | undefined;
 
   constructor(parts: EtcdServerParts) {
     this.#p = parts;
@@ -85,7 +85,7 @@ export class EtcdServer implements EtcdApi {
       retryMs: 500,
       timeoutMs: requestTimeoutMs(parts.electionMs),
       timeoutError: () => new EtcdError('timeout'),
-      nowMs: () => performance.now(),
+      scheduler: schedulerOf(parts),
     });
     this.#leadership = new Leadership({ parts, reads: this.#reads, driver: () => this.#driver, state: () => this.#state });
     this.#proposer = new Proposer(
@@ -94,7 +94,7 @@ export class EtcdServer implements EtcdApi {
         applyLag: () => this.#leadership.commit - this.#appliedWait.applied,
         hasLeader: () => this.hasLeader(),
       },
-      { bootTimeMs: Date.now(), timeoutMs: requestTimeoutMs(parts.electionMs) },
+      { bootTimeMs: schedulerOf(parts).wallMs(), timeoutMs: requestTimeoutMs(parts.electionMs), scheduler: schedulerOf(parts) },
     );
     const core: ServerCore = {
       memberId: this.memberId,
@@ -141,8 +141,8 @@ export class EtcdServer implements EtcdApi {
     driver.start();
     this.#apply.campaignIfAlone();
     this.#loops.start();
-    this.#corruptTimer = setInterval(() => void this.checkCorruption(), corruptCheckIntervalMs);
-    this.#corruptTimer.unref();
+    const scheduler = schedulerOf(this.#p);
+    this.#corruptTimer = scheduler.every(corruptCheckIntervalMs, () => void this.checkCorruption(), { background: true });
     if (this.#p.autoCompaction !== undefined) {
       this.#compactor = new AutoCompactor(
         {
@@ -150,15 +150,14 @@ export class EtcdServer implements EtcdApi {
           revision: () => this.#state.store.revision,
           compactRevision: () => this.#state.store.compactRevision,
           compact: async (revision) => void (await this.#proposer.propose({ kind: 'compact', revision, physical: false })),
-          nowMs: () => performance.now(),
+          nowMs: () => scheduler.nowMs(),
           logger: this.#p.logger,
         },
         this.#p.autoCompaction,
       );
       this.#compactor.start();
     }
-    this.#watchTimer = setInterval(() => this.#hub.sync(), 100);
-    this.#watchTimer.unref();
+    this.#watchTimer = scheduler.every(100, () => this.#hub.sync(), { background: true });
   }
 
   get state(): ServerState {
@@ -370,8 +369,8 @@ export class EtcdServer implements EtcdApi {
     this.#stopped = true;
     this.#loops.stop();
     this.#compactor?.stop();
-    if (this.#corruptTimer !== undefined) clearInterval(this.#corruptTimer);
-    if (this.#watchTimer !== undefined) clearInterval(this.#watchTimer);
+    this.#corruptTimer?.cancel();
+    this.#watchTimer?.cancel();
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));
     this.#reads.failAll(new EtcdError('stopped'));

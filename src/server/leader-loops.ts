@@ -3,7 +3,7 @@
  * through Raft, promote caught-up learners, publish this member's attributes, tick watch progress.
  * Time-based decisions are made here, outside apply, and replicated as entries.
  */
-import { performance } from 'node:perf_hooks';
+import type { Scheduler, TimerHandle } from '../base/scheduler.js';
 import type { WatchHub } from '../mvcc/watch-hub.js';
 import { watchProgressIntervalMs } from '../mvcc/watch-hub.js';
 import type { ClusterOps } from './cluster-ops.js';
@@ -22,6 +22,7 @@ export interface LoopsHost {
   clientUrls: string[];
   hub: WatchHub;
   logger: Logger;
+  scheduler: Scheduler;
   /** etcd --experimental-watch-progress-notify-interval (default 10 minutes). */
   watchProgressIntervalMs?: number;
 }
@@ -35,7 +36,7 @@ export const learnerPromoteIntervalMs = 1000;
 
 export class LeaderLoops {
   readonly #h: LoopsHost;
-  #timers: NodeJS.Timeout[] = [];
+  #timers: TimerHandle[] = [];
   #published = false;
   #publishing = false;
 
@@ -51,20 +52,18 @@ export class LeaderLoops {
   }
 
   stop(): void {
-    for (const t of this.#timers) clearInterval(t);
+    for (const t of this.#timers) t.cancel();
     this.#timers = [];
   }
 
   #every(ms: number, fn: () => void): void {
-    const t = setInterval(fn, ms);
-    t.unref();
-    this.#timers.push(t);
+    this.#timers.push(this.#h.scheduler.every(ms, fn, { background: true }));
   }
 
   #leaseTick(): void {
     if (!this.#h.isLeader()) return;
     const lessor = this.#h.state().lessor;
-    const now = performance.now();
+    const now = this.#h.scheduler.nowMs();
     for (const id of lessor.expired(now, leaseRevokesPerTickMax)) {
       this.#h.proposer.propose({ kind: 'leaseRevoke', leaseId: id }).catch((error: unknown) => {
         this.#h.logger.debug('lease revoke not applied', { lease: id.toString(16), error: String(error) });

@@ -4,6 +4,7 @@
  * are pending, "no leader" when none is known, "request timed out" when the entry is not applied in time.
  */
 import { applyLagEntriesMax, pendingProposalsMax } from '../base/limits.js';
+import type { Scheduler } from '../base/scheduler.js';
 import type { ProposeResult as RaftProposeResult } from '../raft/types.js';
 import type { ApplyResult } from './apply.js';
 import { EtcdError, fromProposeError } from './errors.js';
@@ -21,11 +22,12 @@ export interface ProposerHost {
 export class Proposer {
   readonly #host: ProposerHost;
   readonly #ids: RequestIdGenerator;
-  readonly #waits = new WaitRegistry<ApplyResult>(pendingProposalsMax);
+  readonly #waits: WaitRegistry<ApplyResult>;
   readonly #timeoutMs: number;
 
-  constructor(host: ProposerHost, options: { bootTimeMs: number; timeoutMs: number }) {
+  constructor(host: ProposerHost, options: { bootTimeMs: number; timeoutMs: number; scheduler?: Scheduler }) {
     this.#host = host;
+    this.#waits = new WaitRegistry<ApplyResult>(pendingProposalsMax, options.scheduler);
     this.#ids = new RequestIdGenerator(options.bootTimeMs);
     this.#timeoutMs = options.timeoutMs;
   }

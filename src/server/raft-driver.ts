@@ -25,6 +25,8 @@ import type {
   Status,
 } from '../raft/types.js';
 import type { RawNode } from '../raft/raw-node.js';
+import type { Scheduler, TimerHandle } from '../base/scheduler.js';
+import { realScheduler } from './real-scheduler.js';
 
 /** What the driver needs from the durable log. */
 export interface DriverLog {
@@ -56,6 +58,8 @@ export interface DriverApp {
 
 export interface DriverOptions {
   tickIntervalMs: number;
+  /** Time and timers (default: the real ones; the simulator passes its own). */
+  scheduler?: Scheduler;
   /**
    * Test fault (src/server/test-faults.ts): acknowledge a Ready as durable at once and hand it to the log
    * only ackBeforePersistDelayMs later, so a kill -9 loses acknowledged writes. Never set in production.
@@ -73,7 +77,8 @@ export class RaftDriver {
   readonly #app: DriverApp;
   readonly #tickIntervalMs: number;
   readonly #ackBeforePersist: boolean;
-  #ticker: NodeJS.Timeout | undefined;
+  readonly #scheduler: Scheduler;
+  #ticker: TimerHandle | undefined;
   #scheduled = false;
   #draining = false;
   /** The newest hard state handed out (term and commit without building a Status per apply). */
@@ -92,20 +97,21 @@ export class RaftDriver {
     this.#app = app;
     this.#tickIntervalMs = options.tickIntervalMs;
     this.#ackBeforePersist = options.unsafeAckBeforePersist === true;
+    this.#scheduler = options.scheduler ?? realScheduler;
   }
 
   start(): void {
     assert(this.#ticker === undefined, 'driver started twice');
-    this.#ticker = setInterval(() => {
+    this.#ticker = this.#scheduler.every(this.#tickIntervalMs, () => {
       this.#node.tick();
       this.#drainNow();
-    }, this.#tickIntervalMs);
+    });
     this.#schedule();
   }
 
   stop(): void {
     this.#stopped = true;
-    if (this.#ticker !== undefined) clearInterval(this.#ticker);
+    this.#ticker?.cancel();
   }
 
   /** Advance the logical clock by `ticks` at once (fast-forward an election nobody else can contest). */
@@ -197,7 +203,7 @@ export class RaftDriver {
   #schedule(): void {
     if (this.#scheduled || this.#stopped) return;
     this.#scheduled = true;
-    setImmediate(() => {
+    this.#scheduler.soon(() => {
       this.#scheduled = false;
       if (!this.#stopped) this.#drain();
     });
@@ -237,7 +243,7 @@ export class RaftDriver {
       };
       if (this.#ackBeforePersist) {
         // Test fault: claim durability now, write later (timers of one delay fire in order, so saves keep it).
-        setTimeout(() => void write().catch((error: unknown) => this.#app.onFatal(error)), ackBeforePersistDelayMs);
+        this.#scheduler.after(ackBeforePersistDelayMs, () => void write().catch((error: unknown) => this.#app.onFatal(error)));
         saved = Promise.resolve();
       } else {
         saved = write();

@@ -5,6 +5,7 @@
  * No clock leases: the leader confirms its leadership with a heartbeat quorum each time.
  */
 import type { ReadState } from '../raft/types.js';
+import type { Scheduler, TimerHandle } from '../base/scheduler.js';
 import type { AppliedWait } from './applied-wait.js';
 
 interface Pending {
@@ -21,7 +22,8 @@ export interface ReadIndexOptions {
   retryMs: number;
   timeoutMs: number;
   timeoutError: () => unknown;
-  nowMs: () => number;
+  /** Time, retry timer and the next-turn batching. */
+  scheduler: Scheduler;
 }
 
 export class ReadIndexBatcher {
@@ -29,7 +31,7 @@ export class ReadIndexBatcher {
   #waiting: Pending[] = [];
   #inflight: { context: bigint; readers: Pending[]; sentMs: number } | undefined;
   #nextContext = 1n;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: TimerHandle | undefined;
   #issueScheduled = false;
 
   constructor(options: ReadIndexOptions) {
@@ -39,7 +41,7 @@ export class ReadIndexBatcher {
   /** Resolves once a local read reflects every write acknowledged before this call. */
   read(): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject, deadlineMs: this.#o.nowMs() + this.#o.timeoutMs });
+      this.#waiting.push({ resolve, reject, deadlineMs: this.#o.scheduler.nowMs() + this.#o.timeoutMs });
       this.#scheduleIssue();
       this.#arm();
     });
@@ -76,7 +78,7 @@ export class ReadIndexBatcher {
     this.#waiting = [];
     this.#inflight = undefined;
     for (const r of all) r.reject(error);
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
   }
 
@@ -88,7 +90,7 @@ export class ReadIndexBatcher {
   #scheduleIssue(): void {
     if (this.#inflight !== undefined || this.#issueScheduled) return;
     this.#issueScheduled = true;
-    setImmediate(() => {
+    this.#o.scheduler.soon(() => {
       this.#issueScheduled = false;
       if (this.#inflight === undefined && this.#waiting.length > 0) this.#issue();
     });
@@ -96,7 +98,7 @@ export class ReadIndexBatcher {
 
   #issue(): void {
     const context = this.#nextContext++;
-    this.#inflight = { context, readers: this.#waiting, sentMs: this.#o.nowMs() };
+    this.#inflight = { context, readers: this.#waiting, sentMs: this.#o.scheduler.nowMs() };
     this.#waiting = [];
     const bytes = Buffer.alloc(8);
     bytes.writeBigUInt64BE(context);
@@ -106,14 +108,14 @@ export class ReadIndexBatcher {
   /** One timer drives retries and deadlines while anything is pending. */
   #arm(): void {
     if (this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#o.scheduler.after(this.#o.retryMs, () => {
       this.#timer = undefined;
       this.#check();
-    }, this.#o.retryMs);
+    });
   }
 
   #check(): void {
-    const now = this.#o.nowMs();
+    const now = this.#o.scheduler.nowMs();
     const expire = (list: Pending[]): Pending[] => {
       const keep: Pending[] = [];
       for (const r of list) {

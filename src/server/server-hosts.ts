@@ -10,7 +10,7 @@ import type { ServerAuth, ServerAuthHost } from './auth/server-auth.js';
 import type { ClusterHost, ClusterOps } from './cluster-ops.js';
 import type { LeaderForward, LeaderForwardHost } from './cluster/leader-forward.js';
 import type { Leadership } from './cluster/leadership.js';
-import type { EtcdServerParts } from './etcd-server-parts.js';
+import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
 import type { LoopsHost } from './leader-loops.js';
 import type { MaintenanceHost } from './maintenance/maintenance-ops.js';
 import type { Proposer } from './proposer.js';
@@ -51,6 +51,7 @@ export function clusterHost(c: ServerCore): ClusterHost {
     peerRequest: c.parts.peerRequest,
     timeoutMs: requestTimeoutMs(c.parts.electionMs),
     logger: c.parts.logger,
+    scheduler: schedulerOf(c.parts),
   };
 }
 
@@ -82,6 +83,7 @@ export function loopsHost(c: ServerCore, cluster: ClusterOps): LoopsHost {
     hub: c.hub,
     ...(p.watchProgressIntervalMs !== undefined ? { watchProgressIntervalMs: p.watchProgressIntervalMs } : {}),
     logger: p.logger,
+    scheduler: schedulerOf(p),
     hasLeader: () => c.leadership.hasLeader(),
   };
 }
@@ -111,6 +113,7 @@ export function forwardHost(c: ServerCore, cluster: ClusterOps): LeaderForwardHo
     state: () => c.state(),
     cluster,
     logger: c.parts.logger,
+    scheduler: schedulerOf(c.parts),
     peerRequest: c.parts.peerRequest,
     onRemoved: () => c.parts.onRemoved(),
   };
@@ -142,6 +145,7 @@ export function requestHost(c: ServerCore, parts: { auth: ServerAuth; forward: L
     reads: c.reads,
     logger: c.parts.logger,
     electionMs: c.parts.electionMs,
+    scheduler: schedulerOf(c.parts),
     stopped: () => c.stopped(),
     hasLeader: () => c.leadership.hasLeader(),
     onLeaderChange: (listener) => c.leadership.onLeaderChange(listener),

@@ -4,20 +4,24 @@
  * requests are refused ("too many requests"), so a stalled Raft cannot grow memory without limit.
  */
 import { assert } from '../base/assert.js';
+import type { Scheduler, TimerHandle } from '../base/scheduler.js';
+import { realScheduler } from './real-scheduler.js';
 
 interface Waiter<T> {
   resolve: (value: T) => void;
   reject: (error: unknown) => void;
-  timer: NodeJS.Timeout;
+  timer: TimerHandle;
 }
 
 export class WaitRegistry<T> {
   #waiters = new Map<bigint, Waiter<T>>();
   readonly #max: number;
+  readonly #scheduler: Scheduler;
 
-  constructor(max: number) {
+  constructor(max: number, scheduler: Scheduler = realScheduler) {
     assert(max > 0, 'wait registry needs room');
     this.#max = max;
+    this.#scheduler = scheduler;
   }
 
   get size(): number {
@@ -32,10 +36,10 @@ export class WaitRegistry<T> {
   register(id: bigint, timeoutMs: number, onTimeout: () => unknown): Promise<T> {
     assert(!this.#waiters.has(id), `request id ${id} registered twice`);
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.#scheduler.after(timeoutMs, () => {
         this.#waiters.delete(id);
         reject(onTimeout());
-      }, timeoutMs);
+      });
       this.#waiters.set(id, { resolve, reject, timer });
     });
   }
@@ -48,7 +52,7 @@ export class WaitRegistry<T> {
     const w = this.#waiters.get(id);
     if (w === undefined) return;
     this.#waiters.delete(id);
-    clearTimeout(w.timer);
+    w.timer.cancel();
     w.resolve(value);
   }
 
@@ -56,7 +60,7 @@ export class WaitRegistry<T> {
     const w = this.#waiters.get(id);
     if (w === undefined) return;
     this.#waiters.delete(id);
-    clearTimeout(w.timer);
+    w.timer.cancel();
     w.reject(error);
   }
 

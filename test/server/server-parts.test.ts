@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppliedWait } from '../../src/server/applied-wait.js';
 import { ReadIndexBatcher } from '../../src/server/read-index.js';
+import { realScheduler } from '../../src/server/real-scheduler.js';
 import { RequestIdGenerator } from '../../src/server/raft-request.js';
 import { AutoCompactor, parseRetentionMs } from '../../src/server/auto-compactor.js';
 import { checkCorruption, type HashAt } from '../../src/server/corruption-check.js';
@@ -42,7 +43,7 @@ describe('ReadIndexBatcher', () => {
       retryMs: 500,
       timeoutMs: 2000,
       timeoutError: () => new Error('timed out'),
-      nowMs: () => now,
+      scheduler: { ...realScheduler, nowMs: () => now },
     });
     const answer = (ctx: bigint, index: number) => {
       const c = Buffer.alloc(8);

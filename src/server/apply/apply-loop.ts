@@ -11,7 +11,8 @@ import { EntryType, type ConfChange, type ConfState, type Entry, type HardState,
 import type { AppliedWait } from '../applied-wait.js';
 import type { ClusterOps } from '../cluster-ops.js';
 import { pack, unpack } from '../codec.js';
-import type { EtcdServerParts } from '../etcd-server-parts.js';
+import type { TimerHandle } from '../../base/scheduler.js';
+import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import type { Proposer } from '../proposer.js';
 import type { RaftDriver } from '../raft-driver.js';
 import { decodeConfChangeContext, decodeRequest } from '../raft-request.js';
@@ -52,7 +53,7 @@ export class ApplyLoop {
   #snapshotting = false;
   /** Entry bytes applied since the last snapshot: the in-memory Raft log grows by as much. */
   #bytesSinceSnapshot = 0;
-  #flushTimer: NodeJS.Timeout | undefined;
+  #flushTimer: TimerHandle | undefined;
   /** The log is durable up to here (the store flushes no further); waiters for it, e.g. a snapshot. */
   #stableIndex = 0;
   #stableWaiters: { index: number; resolve: () => void }[] = [];
@@ -80,7 +81,7 @@ export class ApplyLoop {
   }
 
   stop(): void {
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    this.#flushTimer?.cancel();
   }
 
   /** Entries are applied once committed, maybe before they are durable here: the store's flushes wait. */
@@ -133,10 +134,10 @@ export class ApplyLoop {
    */
   #scheduleFlush(): void {
     if (this.#flushTimer !== undefined) return;
-    this.#flushTimer = setTimeout(() => {
+    this.#flushTimer = schedulerOf(this.#p).after(backendBatchIntervalMs, () => {
       this.#flushTimer = undefined;
       this.#h.state().store.flush().catch((error: unknown) => this.#p.onFatal(error));
-    }, backendBatchIntervalMs);
+    });
   }
 
   #applyConfChange(e: Entry): void {
@@ -162,7 +163,7 @@ export class ApplyLoop {
       this.#p.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.#h.memberId) });
       // Stop a little later, as etcd does (10 ticks): a leader that removed itself has just broadcast the
       // commit of its removal, and the remaining voters learn it only from those messages.
-      setTimeout(() => this.#p.onRemoved(), 10 * this.#p.heartbeatMs).unref();
+      schedulerOf(this.#p).after(10 * this.#p.heartbeatMs, () => this.#p.onRemoved(), { background: true });
     }
   }
 

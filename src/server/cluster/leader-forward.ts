@@ -3,7 +3,7 @@
  * run here when this member leads, else forwarded over the peer transport; and the leader's side of those
  * forwarded peer requests.
  */
-import { performance } from 'node:perf_hooks';
+import type { Scheduler } from '../../base/scheduler.js';
 import { hex } from '../../base/hex.js';
 import type { ClusterOps } from '../cluster-ops.js';
 import { EtcdError } from '../errors.js';
@@ -19,6 +19,7 @@ export interface LeaderForwardHost {
   state(): ServerState;
   cluster: ClusterOps;
   logger: Logger;
+  scheduler: Scheduler;
   peerRequest: PeerCall;
   onRemoved(): void;
 }
@@ -49,17 +50,17 @@ export class LeaderForward {
         // Only a member that has applied our removal sends this; the handshake proved it knows the token.
         if (rpc.payload.id === this.#h.memberId && !this.#h.stopped()) {
           this.#h.logger.warn('this member was removed from the cluster; stopping', { member: hex(this.#h.memberId) });
-          setImmediate(() => this.#h.onRemoved());
+          this.#h.scheduler.soon(() => this.#h.onRemoved());
         }
         return {};
       case 'leaseKeepAlive':
         if (!this.#h.isLeader()) throw new EtcdError('notLeader');
-        return state.lessor.renew(rpc.payload.id, performance.now());
+        return state.lessor.renew(rpc.payload.id, this.#h.scheduler.nowMs());
       case 'hashKV':
         return state.store.hashKV(rpc.payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
       case 'leaseTimeToLive':
         if (!this.#h.isLeader()) throw new EtcdError('notLeader');
-        return state.lessor.timeToLive(rpc.payload.id, performance.now(), rpc.payload.keys);
+        return state.lessor.timeToLive(rpc.payload.id, this.#h.scheduler.nowMs(), rpc.payload.keys);
       default:
         return this.#h.cluster.handlePeerRequest(rpc);
     }

@@ -3,10 +3,9 @@
  * change, hard state after each applied batch): who leads, the term, the commit index; and the listeners
  * that wait for a leader change. The lessor is promoted and demoted here, with leadership.
  */
-import { performance } from 'node:perf_hooks';
 import { hex } from '../../base/hex.js';
 import type { HardState, SoftState } from '../../raft/types.js';
-import type { EtcdServerParts } from '../etcd-server-parts.js';
+import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
 import type { RaftDriver } from '../raft-driver.js';
 import type { ReadIndexBatcher } from '../read-index.js';
@@ -78,7 +77,7 @@ export class Leadership {
     }
     if (this.#isLeader && !wasLeader) {
       // Leases: the new leader counts every lease's remaining TTL from now (checkpointed TTLs included).
-      this.#h.state().lessor.promote(performance.now(), { extendMs: p.electionMs });
+      this.#h.state().lessor.promote(schedulerOf(p).nowMs(), { extendMs: p.electionMs });
     } else if (!this.#isLeader && wasLeader) {
       this.#h.state().lessor.demote();
     }

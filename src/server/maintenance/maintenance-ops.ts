@@ -9,7 +9,7 @@ import type { HashKvResult, HashResult, RequestContext, SnapshotSource, StatusRe
 import type { AppliedWait } from '../applied-wait.js';
 import type { ServerAuth } from '../auth/server-auth.js';
 import { checkCorruption } from '../corruption-check.js';
-import type { EtcdServerParts } from '../etcd-server-parts.js';
+import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
 import type { Proposer } from '../proposer.js';
 import type { RaftDriver } from '../raft-driver.js';
@@ -117,13 +117,13 @@ export class MaintenanceOps {
   transferLeadership(target: bigint, timeoutMs: number): Promise<void> {
     if (this.#h.leader() === target) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = schedulerOf(this.#h.parts).after(timeoutMs, () => {
         off();
         reject(new EtcdError('timeout'));
-      }, timeoutMs);
+      });
       const off = this.#h.onLeaderChange((leader) => {
         if (leader !== target) return;
-        clearTimeout(timer);
+        timer.cancel();
         off();
         resolve();
       });

@@ -1,4 +1,5 @@
 /** The first step of the request pipeline: refuse on a stopped member, wait (bounded) for a leader. */
+import type { Scheduler } from '../../base/scheduler.js';
 import type { RequestContext } from '../api.js';
 import { EtcdError } from '../errors.js';
 import { leaderWaitMs } from './timeouts.js';
@@ -8,6 +9,7 @@ export interface LeaderWaitHost {
   hasLeader(): boolean;
   onLeaderChange(listener: (leader: bigint) => void): () => void;
   electionMs: number;
+  scheduler: Scheduler;
 }
 
 export function checkAlive(h: LeaderWaitHost, ctx: RequestContext): void {
@@ -26,13 +28,13 @@ export async function awaitLeader(h: LeaderWaitHost, ctx: RequestContext): Promi
   if (h.hasLeader()) return;
   await new Promise<void>((resolve, reject) => {
     const done = (error?: unknown): void => {
-      clearTimeout(timer);
+      timer.cancel();
       off();
       ctx.signal.removeEventListener('abort', onAbort);
       if (error === undefined) resolve();
       else reject(error);
     };
-    const timer = setTimeout(() => done(new EtcdError('noLeader')), leaderWaitMs(h.electionMs));
+    const timer = h.scheduler.after(leaderWaitMs(h.electionMs), () => done(new EtcdError('noLeader')));
     const off = h.onLeaderChange((leader) => {
       if (leader !== 0n) done();
     });

@@ -2,7 +2,6 @@
  * The request pipeline of the KV, Lease and Cluster services: validate → wait for a leader → (quota) →
  * stamp with the caller's auth → propose with a typed result, or read after a linearizable barrier.
  */
-import { performance } from 'node:perf_hooks';
 import type { CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../../mvcc/types.js';
 import type { LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult, RequestContext } from '../api.js';
 import type { ServerAuth } from '../auth/server-auth.js';
@@ -114,13 +113,13 @@ export class RequestPipeline {
 
   async leaseKeepAlive(id: bigint, ctx: RequestContext): Promise<number> {
     await awaitLeader(this.#h, ctx);
-    return this.#h.forward.onLeader('leaseKeepAlive', { id }, () => this.#h.state().lessor.renew(id, performance.now()));
+    return this.#h.forward.onLeader('leaseKeepAlive', { id }, () => this.#h.state().lessor.renew(id, this.#h.scheduler.nowMs()));
   }
 
   async leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
     await awaitLeader(this.#h, ctx);
     await this.#h.auth.gate.checkLeaseRead(ctx, id);
-    return this.#h.forward.onLeader('leaseTimeToLive', { id, keys }, () => this.#h.state().lessor.timeToLive(id, performance.now(), keys));
+    return this.#h.forward.onLeader('leaseTimeToLive', { id, keys }, () => this.#h.state().lessor.timeToLive(id, this.#h.scheduler.nowMs(), keys));
   }
 
   async leaseLeases(ctx: RequestContext): Promise<bigint[]> {
