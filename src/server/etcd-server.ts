@@ -94,7 +94,7 @@ export class EtcdServer implements EtcdApi {
         applyLag: () => this.#leadership.commit - this.#appliedWait.applied,
         hasLeader: () => this.hasLeader(),
       },
-      { bootTimeMs: schedulerOf(parts).wallMs(), timeoutMs: requestTimeoutMs(parts.electionMs), scheduler: schedulerOf(parts) },
+      { memberId: parts.memberId, bootTimeMs: schedulerOf(parts).wallMs(), timeoutMs: requestTimeoutMs(parts.electionMs), scheduler: schedulerOf(parts) },
     );
     const core: ServerCore = {
       memberId: this.memberId,

@@ -25,10 +25,10 @@ export class Proposer {
   readonly #waits: WaitRegistry<ApplyResult>;
   readonly #timeoutMs: number;
 
-  constructor(host: ProposerHost, options: { bootTimeMs: number; timeoutMs: number; scheduler?: Scheduler }) {
+  constructor(host: ProposerHost, options: { memberId: bigint; bootTimeMs: number; timeoutMs: number; scheduler?: Scheduler }) {
     this.#host = host;
     this.#waits = new WaitRegistry<ApplyResult>(pendingProposalsMax, options.scheduler);
-    this.#ids = new RequestIdGenerator(options.bootTimeMs);
+    this.#ids = new RequestIdGenerator(options.memberId, options.bootTimeMs);
     this.#timeoutMs = options.timeoutMs;
   }
 

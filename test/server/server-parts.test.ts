@@ -107,13 +107,19 @@ describe('ReadIndexBatcher', () => {
 });
 
 describe('RequestIdGenerator', () => {
-  it('never repeats an id across many requests and two boots', () => {
+  it('never repeats an id across members booted in the same millisecond, nor across a restart', () => {
     const seen = new Set<bigint>();
-    for (const boot of [1_000, 1_001]) {
-      const g = new RequestIdGenerator(boot);
+    // A restart one second later, after 50,000 requests (the counter carries into the time at 256 per ms).
+    for (const [member, boot] of [[1n, 1_000], [2n, 1_000], [1n, 2_000], [0x10001n, 5_000]] as const) {
+      const g = new RequestIdGenerator(member, boot);
       for (let i = 0; i < 50_000; i++) seen.add(g.next());
     }
-    expect(seen.size).toBe(100_000);
+    expect(seen.size).toBe(200_000);
+  });
+
+  it('keeps ids below 2^63 for any member id and boot time', () => {
+    const g = new RequestIdGenerator(0xffff_ffff_ffff_ffffn, 2 ** 45);
+    expect(g.next() < 1n << 63n).toBe(true);
   });
 });
 
