@@ -1,0 +1,174 @@
+/**
+ * One seed of the production node under the simulator (TESTING.md R, W6/W8, C1/C4/C6/C7/C14, L1/L4/L5, L11):
+ * 1–5 members, three clients and two watchers, and a chaos phase of chaosMs with faults chosen by the seed —
+ * member crashes (one, or all at once: a power cut) and restarts, isolation and one-way cuts, lossy,
+ * duplicating and slow links, slow disks — then a liveness phase: everything healed and restarted, and within
+ * livenessMs a leader must exist, a write must succeed, every watcher must have delivered through the final
+ * revision and every member must hold the same key space (HashKV). The recorded history then goes through
+ * the chaos checkers (linearizability per key, revision order, watch guarantees). A fatal error in a member
+ * (an assertion, a WAL failure) fails the seed too.
+ */
+import { Prng } from '../../../src/base/prng.js';
+import type { TestFault } from '../../../src/server/test-faults.js';
+import { checkHistory } from '../../chaos/check.js';
+import { describeOp } from '../../chaos/check-l1.js';
+import { ServerCluster } from './server-cluster.js';
+import type { NodeTuning } from './server-node.js';
+import { Workload } from './workload.js';
+
+export const chaosMs = 20_000;
+export const livenessMs = 30_000;
+const membersMax = 5;
+
+export interface NodeSeedOptions {
+  seed: number;
+  /** Members (1–5); random when absent. */
+  nodes?: number;
+  faults?: Set<TestFault>;
+  trace?: (line: string) => void;
+}
+
+export interface NodeSeedResult {
+  seed: number;
+  ok: boolean;
+  phase: 'chaos' | 'liveness' | 'check';
+  error?: string;
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; livenessMs: number; simEvents: number };
+  trace: string[];
+}
+
+/** One fault of the chaos phase, and how long it lasts. */
+function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean): void {
+  const x = rng.next();
+  const nodes = c.nodes;
+  const pick = nodes[rng.int(nodes.length)]!;
+  const ms = 300 + rng.int(3000);
+  if (x < 0.3) {
+    c.crash(pick);
+    c.loop.at(ms, () => c.restart(pick));
+  } else if (x < 0.36 && allowPowerCut) {
+    c.trace('POWER CUT (every member)');
+    for (const n of nodes) c.crash(n);
+    c.loop.at(ms, () => nodes.forEach((n) => c.restart(n)));
+  } else if (x < 0.55 && nodes.length > 1) {
+    c.trace(`isolate n${pick.id} for ${ms} ms`);
+    c.isolate(pick.id);
+    c.loop.at(ms, () => c.heal());
+  } else if (x < 0.65 && nodes.length > 1) {
+    const other = nodes[rng.int(nodes.length)]!;
+    if (other !== pick) {
+      c.trace(`cut n${pick.id} → n${other.id}`);
+      c.cut(pick.id, other.id);
+    }
+  } else if (x < 0.85) {
+    c.link = { dropRate: rng.int(25) / 100, duplicateRate: rng.int(6) / 100, delayMinMs: 1, delayMaxMs: 2 + rng.int(60) };
+    c.trace(`link ${JSON.stringify(c.link)}`);
+  } else {
+    c.disk = { syncMinMs: 1, syncMaxMs: 2 + rng.int(20), slowRate: rng.int(30) / 100, slowMinMs: 200, slowMaxMs: 300 + rng.int(2500) };
+    c.trace(`disk ${JSON.stringify(c.disk)}`);
+  }
+}
+
+function tuningOf(rng: Prng, faults: Set<TestFault>): NodeTuning {
+  return {
+    heartbeatMs: 100,
+    electionMs: 1000,
+    snapshotCount: [20, 100, 10_000][rng.int(3)]!,
+    preVote: rng.int(5) !== 0,
+    maxMsgBytes: [1024, 1024 * 1024][rng.int(2)]!,
+    maxInflightMsgs: [4, 256][rng.int(2)]!,
+    faults,
+  };
+}
+
+export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
+  const rng = new Prng(o.seed ^ 0x5eed_0de);
+  const voters = o.nodes ?? 1 + rng.int(membersMax);
+  const tuning = tuningOf(rng, o.faults ?? new Set());
+  const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
+  const w = new Workload(c, rng.fork());
+  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, livenessMs: 0, simEvents: 0 };
+  const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
+    const ops = w.recorder.ops;
+    stats.ops = ops.length;
+    stats.acked = ops.filter((op) => op.ret !== undefined).length;
+    stats.events = w.recorder.watches.reduce((n, s) => n + s.responses.reduce((m, r) => m + r.events.length, 0), 0);
+    stats.crashes = c.crashes;
+    stats.snapshots = c.snapshotsSent;
+    stats.simEvents = c.loop.events;
+    return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
+  };
+  const fatal = (): boolean => c.fatal.length > 0;
+  for (const n of c.nodes) c.start(n);
+  w.start(3, 2);
+  // Chaos: a fault every 0.3–2.3 s (the first after the cluster had a moment to elect).
+  const allowPowerCut = rng.int(3) === 0;
+  for (let t = 2000 + rng.int(1000); t < chaosMs; t += 300 + rng.int(2000)) c.loop.at(t - c.loop.nowMs, () => injectFault(c, rng, allowPowerCut));
+  await c.loop.runUntil(chaosMs, fatal);
+  if (fatal()) return result('chaos', c.fatal[0]);
+
+  // Liveness: heal, restart, and require progress within the bound.
+  c.trace('HEAL');
+  c.heal();
+  for (const n of c.nodes) c.restart(n);
+  const healedAt = c.loop.nowMs;
+  const stopping = w.stopClients();
+  let done = false;
+  void stopping.then(() => (done = true));
+  const deadline = healedAt + livenessMs;
+  await c.loop.runUntil(deadline, () => done || fatal());
+  if (fatal()) return result('liveness', c.fatal[0]);
+  if (!done) return result('liveness', `liveness: clients did not finish within ${livenessMs} ms of the heal`);
+  const final = await finalRevision(c, w, deadline);
+  if (fatal()) return result('liveness', c.fatal[0]);
+  if (typeof final === 'string') return result('liveness', final);
+  stats.livenessMs = c.loop.nowMs - healedAt;
+  const closing = w.stopWatchers();
+  let closed = false;
+  void closing.then(() => (closed = true));
+  await c.loop.runUntil(c.loop.nowMs + 1000, () => closed);
+
+  const report = checkHistory(w.recorder.history(), { finalRev: final });
+  if (report.violations.length > 0) {
+    const first = report.violations[0]!;
+    const related = w.recorder.ops.filter((op) => first.includes(`#${op.id} `)).map(describeOp);
+    return result('check', `${report.violations.length} violation(s): ${first}${related.length > 0 ? ` (${related.join('; ')})` : ''}`);
+  }
+  return result('check');
+}
+
+/**
+ * After the heal: a write through the leader succeeds, every watcher delivers through its revision, and
+ * every member applies to the same revision with the same HashKV. Returns the final revision, or what failed.
+ */
+async function finalRevision(c: ServerCluster, w: Workload, deadlineMs: number): Promise<number | string> {
+  let revision: number | undefined;
+  let error = '';
+  const attempt = async (): Promise<void> => {
+    for (;;) {
+      const leader = c.leader();
+      if (leader !== undefined) {
+        try {
+          revision = (await leader.server!.linearizableBarrier({ requireLeader: true, signal: new AbortController().signal }), leader.server!.state.store.revision);
+          return;
+        } catch (e) {
+          error = String(e);
+        }
+      }
+      await c.loop.sleep(100);
+    }
+  };
+  void attempt();
+  await c.loop.runUntil(deadlineMs, () => revision !== undefined);
+  if (revision === undefined) return `liveness: no leader served a linearizable read within the bound (${error})`;
+  const rev = revision;
+  const converged = (): boolean =>
+    w.watchersCaughtUp(rev) && c.nodes.every((n) => n.server !== undefined && n.server.state.store.revision >= rev);
+  for (let t = c.loop.nowMs; t < deadlineMs && !converged(); t += 100) await c.loop.runUntil(t + 100);
+  if (!w.watchersCaughtUp(rev)) return `liveness: watchers did not deliver through revision ${rev}`;
+  if (!converged()) return `liveness: not every member reached revision ${rev}`;
+  const hashes = await Promise.all(c.nodes.map((n) => n.server!.state.store.hashKV(rev)));
+  const distinct = new Set(hashes.map((h) => h.hash));
+  if (distinct.size > 1) return `members disagree at revision ${rev}: HashKV ${hashes.map((h, i) => `n${i + 1}=${h.hash}`).join(' ')}`;
+  return rev;
+}

@@ -1,0 +1,239 @@
+/**
+ * A cluster of production members (server-node.ts) on one seed: the event loop (sim-loop.ts), an in-memory
+ * peer network with the simulator's faults — loss, duplication, delay with jitter (so reordering), links cut
+ * one way or both — and a disk per member whose syncs take a seeded time, sometimes long. Crashes lose what
+ * was not synced; a restart boots the production code from what was.
+ *
+ * Like the real transport: a sender learns a peer is unreachable (down or cut off) one tick later
+ * (reportUnreachable), and how a snapshot stream ended (reportSnapshot); losses on a lossy link go unnoticed.
+ * A MsgSnap leaves as member.ts sends it: the leader streams its backend, the data lands in the follower's
+ * snapshot store, then the message arrives.
+ */
+import { Prng } from '../../../src/base/prng.js';
+import { MessageType, type Message } from '../../../src/raft/types.js';
+import type { Member } from '../../../src/server/api.js';
+import { ServerNode, type NodeTuning } from './server-node.js';
+import { SimLoop } from './sim-loop.js';
+
+export interface LinkFaults {
+  dropRate: number;
+  duplicateRate: number;
+  delayMinMs: number;
+  delayMaxMs: number;
+}
+
+export interface DiskFaults {
+  syncMinMs: number;
+  syncMaxMs: number;
+  /** Share of syncs that take slowMinMs..slowMaxMs instead. */
+  slowRate: number;
+  slowMinMs: number;
+  slowMaxMs: number;
+}
+
+/** How soon a sender learns a peer is unreachable (the transport's dial fails). */
+const unreachableReportMs = 100;
+
+export const calmLink: LinkFaults = { dropRate: 0, duplicateRate: 0, delayMinMs: 1, delayMaxMs: 3 };
+export const calmDisk: DiskFaults = { syncMinMs: 1, syncMaxMs: 3, slowRate: 0, slowMinMs: 0, slowMaxMs: 0 };
+
+export interface ServerClusterOptions {
+  seed: number;
+  voters: number;
+  tuning: NodeTuning;
+  trace?: (line: string) => void;
+}
+
+export class ServerCluster {
+  readonly loop = new SimLoop();
+  readonly rng: Prng;
+  readonly nodes: ServerNode[] = [];
+  readonly #byUrl = new Map<string, ServerNode>();
+  readonly #byId = new Map<bigint, ServerNode>();
+  /** Directed cuts "from>to". */
+  readonly #cuts = new Set<string>();
+  readonly #netRng: Prng;
+  readonly #diskRng: Prng;
+  link: LinkFaults = calmLink;
+  disk: DiskFaults = calmDisk;
+  readonly fatal: string[] = [];
+  readonly traceLines: string[] = [];
+  readonly #trace: ((line: string) => void) | undefined;
+  crashes = 0;
+  snapshotsSent = 0;
+
+  constructor(o: ServerClusterOptions) {
+    this.rng = new Prng(o.seed);
+    this.#netRng = this.rng.fork();
+    this.#diskRng = this.rng.fork();
+    this.#trace = o.trace;
+    const members: Member[] = [];
+    for (let i = 1; i <= o.voters; i++) {
+      members.push({ id: BigInt(i), name: `n${i}`, peerUrls: [`sim://n${i}:2380`], clientUrls: [`sim://n${i}:2379`], isLearner: false });
+    }
+    const env = {
+      loop: this.loop,
+      members,
+      clusterId: 0xc105e4n,
+      tuning: o.tuning,
+      send: (from: ServerNode, messages: Message[]) => this.#send(from, messages),
+      peerRequest: (from: ServerNode, url: string, method: string, payload: unknown) => this.#peerRequest(from, url, method, payload),
+      syncDelayMs: () => this.#syncDelayMs(),
+      onFatal: (node: ServerNode, error: unknown) => {
+        this.fatal.push(`n${node.id}: ${error instanceof Error ? error.message : String(error)}`);
+      },
+      trace: (line: string) => this.trace(line),
+    };
+    for (const m of members) {
+      const n = new ServerNode(m, env, this.rng.fork());
+      this.nodes.push(n);
+      this.#byUrl.set(m.peerUrls[0]!, n);
+      this.#byId.set(m.id, n);
+    }
+  }
+
+  trace(line: string): void {
+    const l = `[${(this.loop.nowMs / 1000).toFixed(3)}s] ${line}`;
+    if (this.traceLines.length >= 400) this.traceLines.shift();
+    this.traceLines.push(l);
+    this.#trace?.(l);
+  }
+
+  node(id: bigint | number): ServerNode {
+    const n = this.#byId.get(BigInt(id));
+    if (n === undefined) throw new Error(`no node ${id}`);
+    return n;
+  }
+
+  /** Boot (or reboot) a member; a boot that fails is fatal for the seed (the production member would exit). */
+  start(n: ServerNode): void {
+    const owner = n.owner;
+    void n.start().catch((error: unknown) => {
+      if (n.up && n.owner !== owner) return;
+      this.fatal.push(`n${n.id} failed to start: ${error instanceof Error ? error.stack : String(error)}`);
+    });
+  }
+
+  crash(n: ServerNode): void {
+    if (!n.up) return;
+    this.crashes++;
+    this.trace(`n${n.id} CRASH`);
+    n.crash();
+  }
+
+  restart(n: ServerNode): void {
+    if (n.up) return;
+    this.trace(`n${n.id} RESTART`);
+    this.start(n);
+  }
+
+  cut(from: bigint, to: bigint): void {
+    this.#cuts.add(`${from}>${to}`);
+  }
+
+  isolate(id: bigint): void {
+    for (const n of this.nodes) {
+      if (n.id === id) continue;
+      this.cut(id, n.id);
+      this.cut(n.id, id);
+    }
+  }
+
+  heal(): void {
+    this.#cuts.clear();
+    this.link = calmLink;
+    this.disk = calmDisk;
+  }
+
+  isCut(from: bigint, to: bigint): boolean {
+    return this.#cuts.has(`${from}>${to}`);
+  }
+
+  /** The member serving as leader with the highest term, if any. */
+  leader(): ServerNode | undefined {
+    let best: ServerNode | undefined;
+    for (const n of this.nodes) {
+      const s = n.server;
+      if (s !== undefined && s.isLeader && (best === undefined || s.term > best.server!.term)) best = n;
+    }
+    return best;
+  }
+
+  #reachable(from: ServerNode, to: ServerNode | undefined): to is ServerNode {
+    return to !== undefined && to.server !== undefined && !this.isCut(from.id, to.id);
+  }
+
+  #delayMs(): number {
+    const l = this.link;
+    return l.delayMinMs + this.#netRng.int(l.delayMaxMs - l.delayMinMs + 1);
+  }
+
+  #send(from: ServerNode, messages: Message[]): void {
+    const owner = from.owner;
+    for (const m of messages) {
+      const to = this.#byId.get(m.to);
+      if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) {
+        void this.#sendSnapshot(from, m);
+        continue;
+      }
+      if (!this.#reachable(from, to)) {
+        this.loop.at(unreachableReportMs, () => from.driver?.reportUnreachable(m.to), owner);
+        continue;
+      }
+      if (this.#netRng.next() < this.link.dropRate) continue;
+      const copies = this.#netRng.next() < this.link.duplicateRate ? 2 : 1;
+      for (let i = 0; i < copies; i++) this.#deliver(to, { ...m, entries: m.entries.slice() });
+    }
+  }
+
+  #deliver(to: ServerNode, m: Message): void {
+    const incarnation = to.incarnation;
+    this.loop.at(this.#delayMs(), () => {
+      if (to.incarnation === incarnation) to.driver?.step([m]);
+    });
+  }
+
+  async #sendSnapshot(from: ServerNode, m: Message): Promise<void> {
+    const owner = from.owner;
+    const exported = await from.exportSnapshot();
+    const to = this.#byId.get(m.to);
+    const ok = exported !== undefined && owner.alive && this.#reachable(from, to) && !(this.#netRng.next() < this.link.dropRate);
+    if (ok) {
+      this.snapshotsSent++;
+      const incarnation = to.incarnation;
+      const msg: Message = { ...m, snapshot: { meta: exported.meta, data: new Uint8Array(0) } };
+      this.loop.at(this.#delayMs(), () => {
+        if (to.incarnation !== incarnation || to.driver === undefined) return;
+        to.receiveSnapshot(exported.meta, exported.chunks);
+        to.driver.step([msg]);
+      });
+    }
+    this.loop.at(this.#delayMs(), () => from.driver?.reportSnapshot(m.to, ok), owner);
+  }
+
+  async #peerRequest(from: ServerNode, url: string, method: string, payload: unknown): Promise<unknown> {
+    const owner = from.owner;
+    const to = this.#byUrl.get(url);
+    await this.loop.sleep(this.#delayMs(), owner);
+    if (!this.#reachable(from, to) || this.#netRng.next() < this.link.dropRate) {
+      await this.loop.sleep(100, owner);
+      throw new Error(`peer ${url} unreachable`);
+    }
+    let result: { ok: true; value: unknown } | { ok: false; error: unknown };
+    try {
+      result = { ok: true, value: await to.handlePeerRequest(method, payload) };
+    } catch (error) {
+      result = { ok: false, error };
+    }
+    await this.loop.sleep(this.#delayMs(), owner);
+    if (!result.ok) throw result.error;
+    return result.value;
+  }
+
+  #syncDelayMs(): number {
+    const d = this.disk;
+    const r = this.#diskRng;
+    if (d.slowRate > 0 && r.next() < d.slowRate) return d.slowMinMs + r.int(d.slowMaxMs - d.slowMinMs + 1);
+    return d.syncMinMs + r.int(d.syncMaxMs - d.syncMinMs + 1);
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * One production member under the simulator, composed as src/server/member.ts composes it, from the same
+ * classes: RawNode + RaftDriver + EtcdServer (apply, ReadIndex batcher, leader loops, proposer, watch hub) +
+ * Wal on the simulated file system (test/wal/sim-fs.ts) + ServerState/KvStore on the memory backend, with the
+ * simulator's Scheduler and an in-memory peer network in place of timers and TCP. Left out: gRPC, HTTP,
+ * bootstrap files and the join protocol (the initial members are written to the log as member.ts's static
+ * bootstrap does).
+ *
+ * What survives a crash (NodeDisk): the file system as its last syncs left it (SimFs.crashImage), the backend
+ * (every write the store handed it: the store never writes past what the log has made durable), and received
+ * snapshot data (production keeps it in <data-dir>/member/snap until the backend holds it durably).
+ */
+import { Prng } from '../../../src/base/prng.js';
+import type { Backend } from '../../../src/mvcc/backend.js';
+import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
+import { MvccError } from '../../../src/mvcc/types.js';
+import { RawNode } from '../../../src/raft/raw-node.js';
+import type { Message, RaftConfig, SnapshotMeta } from '../../../src/raft/types.js';
+import type { Member } from '../../../src/server/api.js';
+import { bootstrapEntries } from '../../../src/server/bootstrap.js';
+import { fromMvccError } from '../../../src/server/errors.js';
+import { EtcdServer, electionTicksOf } from '../../../src/server/etcd-server.js';
+import { silentLogger } from '../../../src/server/log.js';
+import { RaftDriver } from '../../../src/server/raft-driver.js';
+import { createServerMetrics } from '../../../src/server/server-metrics.js';
+import { ServerState, type StateOptions } from '../../../src/server/server-state.js';
+import type { TestFault } from '../../../src/server/test-faults.js';
+import { Wal } from '../../../src/wal/wal.js';
+import { SimFs } from '../../wal/sim-fs.js';
+import { SimOwner, type SimLoop } from './sim-loop.js';
+
+export interface NodeDisk {
+  fs: SimFs;
+  backend: MemoryBackend;
+  /** Snapshot data received from a leader, by `term/index`, until the backend holds it. */
+  received: Map<string, Uint8Array[]>;
+  /** The bootstrap entries are durable in the log. */
+  bootstrapped: boolean;
+}
+
+export interface NodeTuning {
+  heartbeatMs: number;
+  electionMs: number;
+  snapshotCount: number;
+  preVote: boolean;
+  maxMsgBytes: number;
+  maxInflightMsgs: number;
+  faults: Set<TestFault>;
+}
+
+/** What a node needs from the simulated cluster around it. */
+export interface NodeEnv {
+  loop: SimLoop;
+  members: Member[];
+  clusterId: bigint;
+  tuning: NodeTuning;
+  /** This node's raft messages leave (the network decides what arrives, and when). */
+  send(from: ServerNode, messages: Message[]): void;
+  /** A peer RPC from `from` to the member at `url`. */
+  peerRequest(from: ServerNode, url: string, method: string, payload: unknown): Promise<unknown>;
+  /** How long the next fsync of `node`'s disk takes (ms). */
+  syncDelayMs(node: ServerNode): number;
+  /** A failure the production member treats as fatal (it would exit): the seed fails. */
+  onFatal(node: ServerNode, error: unknown): void;
+  trace(line: string): void;
+}
+
+const walDir = '/member/wal';
+
+export class ServerNode {
+  readonly member: Member;
+  readonly disk: NodeDisk = { fs: new SimFs(), backend: new MemoryBackend(), received: new Map(), bootstrapped: false };
+  readonly #env: NodeEnv;
+  readonly #rng: Prng;
+  server: EtcdServer | undefined;
+  driver: RaftDriver | undefined;
+  owner = new SimOwner();
+  incarnation = 0;
+  /** Started and not crashed (it may still be booting: `server` is set once it serves). */
+  up = false;
+
+  constructor(member: Member, env: NodeEnv, rng: Prng) {
+    this.member = member;
+    this.#env = env;
+    this.#rng = rng;
+  }
+
+  get id(): bigint {
+    return this.member.id;
+  }
+
+  /** Start (or restart) from what the disk holds; resolves once the member serves (never, if it crashes first). */
+  async start(): Promise<void> {
+    const env = this.#env;
+    const t = env.tuning;
+    const owner = (this.owner = new SimOwner());
+    this.incarnation++;
+    this.up = true;
+    const scheduler = env.loop.scheduler(owner);
+    const disk = this.disk;
+    disk.fs.options.beforeSync = () => env.loop.sleep(env.syncDelayMs(this), owner);
+    const backend = guarded(disk.backend, owner);
+    const stateOptions: StateOptions = { quotaBackendBytes: 0, minLeaseTtlSeconds: Math.ceil((3 * t.electionMs) / 2 / 1000) };
+    let state = await ServerState.load(backend, stateOptions);
+    const { wal, state: walState } = await Wal.open(walDir, {
+      fs: disk.fs,
+      profile: 'ssd',
+      tuning: { segmentBytes: 256 * 1024, preallocate: false },
+      appliedIndex: state.store.consistentIndex,
+      onFatal: (error) => owner.alive && env.onFatal(this, error),
+    });
+    if (!disk.bootstrapped) {
+      const entries = bootstrapEntries(env.members);
+      const hardState = { term: 1, vote: 0n, commit: entries.length };
+      await wal.save({ hardState, entries });
+      disk.bootstrapped = true;
+      walState.hardState = hardState;
+      walState.entries = entries;
+    }
+    if (walState.snapshot.index > state.store.consistentIndex) {
+      // A crash before a received snapshot's restore finished: its data is still kept (member.ts does the same).
+      const chunks = disk.received.get(snapKey(walState.snapshot));
+      if (chunks === undefined) throw new Error(`n${this.id}: backend behind the log's snapshot and its data gone`);
+      state = await ServerState.restore(backend, () => iterate(chunks), stateOptions);
+      await state.store.flushDurable();
+    }
+    disk.received.clear();
+    const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
+    const config: RaftConfig = {
+      id: this.id,
+      electionTicks: electionTicksOf(t.electionMs, t.heartbeatMs),
+      heartbeatTicks: 1,
+      preVote: t.preVote,
+      checkQuorum: true,
+      applyUnstable: true,
+      maxMsgBytes: t.maxMsgBytes,
+      maxInflightMsgs: t.maxInflightMsgs,
+      maxUncommittedBytes: 1 << 30,
+      rng: this.#rng.fork(),
+    };
+    const node = new RawNode(config, { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied });
+    if (walState.snapshot.index > 0) node.compact({ meta: walState.snapshot, data: new Uint8Array(0) }, 0);
+    const ackBeforePersist = t.faults.has('ack-before-persist');
+    const server = new EtcdServer({
+      memberId: this.id,
+      clusterId: env.clusterId,
+      name: this.member.name,
+      clientUrls: this.member.clientUrls,
+      peerUrls: this.member.peerUrls,
+      backend,
+      state,
+      stateOptions,
+      logger: silentLogger(),
+      metrics: createServerMetrics(),
+      heartbeatMs: t.heartbeatMs,
+      electionMs: t.electionMs,
+      snapshotCount: t.snapshotCount,
+      scheduler,
+      ...(t.faults.size > 0 ? { unsafeTestFaults: t.faults } : {}),
+      saveSnapshot: (s) => (ackBeforePersist ? env.loop.sleep(500, owner).then(() => wal.saveSnapshot(s)) : wal.saveSnapshot(s)),
+      snapshotData: {
+        source: async (meta: SnapshotMeta) => {
+          const chunks = disk.received.get(snapKey(meta));
+          return chunks === undefined ? undefined : () => iterate(chunks);
+        },
+        removeAll: async () => {
+          if (owner.alive) disk.received.clear();
+        },
+      },
+      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => owner.alive && env.onFatal(this, error)),
+      peerRequest: (url, method, payload) => env.peerRequest(this, url, method, payload),
+      syncPeers: () => {},
+      onRemoved: () => env.trace(`n${this.id} removed`),
+      notifyRemoved: () => {},
+      onFatal: (error) => owner.alive && env.onFatal(this, error),
+    });
+    const driver = new RaftDriver(
+      node,
+      { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
+      { send: (messages) => owner.alive && env.send(this, messages) },
+      server.driverApp(),
+      { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
+    );
+    if (!owner.alive) return;
+    this.server = server;
+    this.driver = driver;
+    server.start(driver, applied, walState.snapshot.index);
+    env.trace(`n${this.id} serving (incarnation ${this.incarnation}, applied ${applied}, log ${walState.snapshot.index}+${walState.entries.length})`);
+  }
+
+  /** Power off: every timer and pending write of this incarnation dies; the disk keeps only what was synced. */
+  crash(): void {
+    if (!this.up) return;
+    this.owner.alive = false;
+    this.up = false;
+    this.server = undefined;
+    this.driver = undefined;
+    this.disk.fs = this.disk.fs.crashImage();
+  }
+
+  /** A leader's MsgSnap: stream the backend, as member.ts's snapshotStreamingTransport does. */
+  async exportSnapshot(): Promise<{ meta: SnapshotMeta; chunks: Uint8Array[] } | undefined> {
+    const server = this.server;
+    if (server === undefined) return undefined;
+    let exported: Awaited<ReturnType<EtcdServer['snapshotForFollower']>>;
+    try {
+      exported = await server.snapshotForFollower();
+    } catch {
+      return undefined;
+    }
+    const chunks: Uint8Array[] = [];
+    try {
+      for await (const c of exported.chunks) chunks.push(c.slice());
+    } finally {
+      await exported.close();
+    }
+    return { meta: exported.meta, chunks };
+  }
+
+  /** A snapshot's data arrives before its message, as the transport's snapshot sink stores it. */
+  receiveSnapshot(meta: SnapshotMeta, chunks: Uint8Array[]): void {
+    this.disk.received.set(snapKey(meta), chunks);
+  }
+
+  /** Serve a peer RPC the way the transport's onRequest does (MvccErrors become etcd's errors). */
+  async handlePeerRequest(method: string, payload: unknown): Promise<unknown> {
+    const server = this.server;
+    if (server === undefined) throw new Error('unreachable');
+    try {
+      return await server.handlePeerRequest(method, payload);
+    } catch (error) {
+      throw error instanceof MvccError ? fromMvccError(error) : error;
+    }
+  }
+}
+
+function snapKey(meta: SnapshotMeta): string {
+  return `${meta.term}/${meta.index}`;
+}
+
+async function* iterate(chunks: Uint8Array[]): AsyncIterable<Uint8Array> {
+  for (const c of chunks) yield c;
+}
+
+/**
+ * The backend as one incarnation sees it: once the node crashed, its writes never land (a dead process
+ * writes nothing) and never settle, so its pending work stops there.
+ */
+function guarded(backend: MemoryBackend, owner: SimOwner): Backend {
+  return new Proxy(backend, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== 'function') return value;
+      if (prop === 'write' || prop === 'clear') {
+        return (...args: unknown[]) => (owner.alive ? (value as (...a: unknown[]) => unknown).apply(target, args) : new Promise(() => {}));
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  }) as Backend;
+}

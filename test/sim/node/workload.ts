@@ -1,0 +1,231 @@
+/**
+ * Clients and watchers of the simulated production cluster, recording a history for the chaos checkers
+ * (test/chaos/check.ts: L1 linearizability per key, revision order, L4 watch guarantees). They call
+ * EtcdServer's EtcdApi directly — the API the gRPC services and the embedded client call — on a member
+ * picked by the seed, as a client with several endpoints would.
+ *
+ * - Clients run one operation at a time: kube-apiserver's guarded write Txn(mod_revision(key) == seen →
+ *   Put | Delete, else Range) and linearizable gets, over a few keys, with unique values. A call gets a
+ *   deadline (a client's request timeout); one that times out or fails has an unknown outcome.
+ * - Watchers watch every key from revision 1 with prev_kv; when their member dies or is cut off they resume
+ *   on another one from the revision after the last one they saw (a new session that resumes the old).
+ */
+import { utf8, fromUtf8 } from '../../../src/base/bytes.js';
+import type { Prng } from '../../../src/base/prng.js';
+import type { RequestContext, WatchStream } from '../../../src/server/api.js';
+import { CompareResult, CompareTarget, SortOrder, SortTarget, type KeyValue, type RangeRequest } from '../../../src/mvcc/types.js';
+import { watchCreateRequest, type WatchResponse } from '../../../src/mvcc/watch-types.js';
+import { Recorder, type Kv, type OpInput, type OpOutput, type WatchSession } from '../../chaos/history.js';
+import { lastObserved } from '../../chaos/reference-log.js';
+import type { ServerCluster } from './server-cluster.js';
+import type { ServerNode } from './server-node.js';
+
+/** A client's deadline for one call (etcd's request timeout is 7 s with a 1 s election timeout). */
+export const clientTimeoutMs = 10_000;
+const keys = ['a', 'b', 'c', 'd'];
+const empty = new Uint8Array(0);
+
+function ctx(): RequestContext {
+  return { requireLeader: false, signal: new AbortController().signal };
+}
+
+function rangeOf(key: string): RangeRequest {
+  return {
+    key: utf8(key), rangeEnd: empty, limit: 0, revision: 0, sortOrder: SortOrder.None, sortTarget: SortTarget.Key,
+    serializable: false, keysOnly: false, countOnly: false, minModRevision: 0, maxModRevision: 0, minCreateRevision: 0, maxCreateRevision: 0,
+  };
+}
+
+export function kvOf(kv: KeyValue): Kv {
+  return { key: fromUtf8(kv.key), value: fromUtf8(kv.value), modRev: kv.modRevision, createRev: kv.createRevision, version: kv.version, lease: kv.lease.toString() };
+}
+
+export class Workload {
+  readonly recorder = new Recorder();
+  readonly #c: ServerCluster;
+  readonly #rng: Prng;
+  #stopped = false;
+  #watchersStopped = false;
+  #values = 0;
+  readonly #running: Promise<void>[] = [];
+  readonly #watching: Promise<void>[] = [];
+  readonly #watchers: Watcher[] = [];
+
+  constructor(cluster: ServerCluster, rng: Prng) {
+    this.#c = cluster;
+    this.#rng = rng;
+  }
+
+  start(clients: number, watchers: number): void {
+    for (let i = 0; i < clients; i++) this.#running.push(this.#client(i));
+    for (let i = 0; i < watchers; i++) {
+      const w = new Watcher(this.#c, this.recorder, this.#rng.fork(), i);
+      this.#watchers.push(w);
+      this.#watching.push(w.run(() => this.#watchersStopped));
+    }
+  }
+
+  /** Clients finish their current call (bounded by its deadline) and stop; watchers go on. */
+  async stopClients(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all(this.#running);
+  }
+
+  /** Watchers close their sessions (at their next check). */
+  async stopWatchers(): Promise<void> {
+    this.#watchersStopped = true;
+    await Promise.all(this.#watching);
+  }
+
+  /** Every watcher delivered everything through `revision` (asks for progress notifications meanwhile). */
+  watchersCaughtUp(revision: number): boolean {
+    return this.#watchers.every((w) => w.caughtUp(revision));
+  }
+
+  /** A random serving member (a client's endpoint list); undefined while none serves. */
+  pick(): ServerNode | undefined {
+    const up = this.#c.nodes.filter((n) => n.server !== undefined);
+    return up.length === 0 ? undefined : up[this.#rng.int(up.length)];
+  }
+
+  async #client(client: number): Promise<void> {
+    const seen = new Map<string, number>();
+    const loop = this.#c.loop;
+    while (!this.#stopped) {
+      await loop.sleep(this.#rng.int(40));
+      const node = this.pick();
+      if (node === undefined) {
+        await loop.sleep(100);
+        continue;
+      }
+      const key = keys[this.#rng.int(keys.length)]!;
+      const x = this.#rng.next();
+      const mod = seen.get(key) ?? 0;
+      let input: OpInput;
+      if (x < 0.4) input = { type: 'txn', key, cmpModRev: mod, action: 'put', value: `v${++this.#values}` };
+      else if (x < 0.5) input = { type: 'txn', key, cmpModRev: mod, action: mod === 0 ? 'put' : 'delete', value: `v${++this.#values}` };
+      else input = { type: 'get', key };
+      const op = this.recorder.invoke(client, input);
+      const out = await this.#call(node, input);
+      this.#c.trace(`c${client} #${op.id} on n${node.id}: ${JSON.stringify(input)} ⇒ ${JSON.stringify(out)}`);
+      if (out.type === 'error') {
+        this.recorder.fail(op, new Error(out.message));
+        continue;
+      }
+      this.recorder.complete(op, out);
+      const kv = out.type === 'txn' ? out.kv : out.type === 'get' ? out.kv : undefined;
+      if (out.type === 'txn' && out.succeeded) seen.set(key, input.type === 'txn' && input.action === 'put' ? out.rev : 0);
+      else if (kv !== undefined) seen.set(key, kv === null ? 0 : kv.modRev);
+    }
+  }
+
+  /** One call with the client's deadline; a member that crashes mid-call never answers. */
+  async #call(node: ServerNode, input: OpInput): Promise<OpOutput> {
+    const server = node.server!;
+    const call = async (): Promise<OpOutput> => {
+      if (input.type === 'get') {
+        const r = await server.range(rangeOf(input.key), ctx());
+        return { type: 'get', rev: r.revision, kv: r.kvs[0] !== undefined ? kvOf(r.kvs[0]) : null };
+      }
+      if (input.type !== 'txn') throw new Error(`unsupported ${input.type}`);
+      const k = utf8(input.key);
+      const success = input.action === 'put'
+        ? [{ put: { key: k, value: utf8(input.value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } }]
+        : [{ deleteRange: { key: k, rangeEnd: empty, prevKv: false } }];
+      const r = await server.txn({
+        compare: [{ result: CompareResult.Equal, target: CompareTarget.Mod, key: k, rangeEnd: empty, modRevision: input.cmpModRev }],
+        success,
+        failure: [{ range: rangeOf(input.key) }],
+      }, ctx());
+      if (r.succeeded) return { type: 'txn', succeeded: true, rev: r.revision };
+      const first = r.responses[0];
+      const kvs = first !== undefined && 'range' in first ? first.range.kvs : [];
+      return { type: 'txn', succeeded: false, rev: r.revision, kv: kvs[0] !== undefined ? kvOf(kvs[0]) : null };
+    };
+    const deadline = this.#c.loop.sleep(clientTimeoutMs).then((): OpOutput => ({ type: 'error', message: 'client deadline exceeded' }));
+    return Promise.race([call().catch((error: unknown): OpOutput => ({ type: 'error', message: error instanceof Error ? error.message : String(error) })), deadline]);
+  }
+}
+
+/** One watcher: a session per member it watches on, each resuming where the last one's delivery ended. */
+class Watcher {
+  readonly #c: ServerCluster;
+  readonly #rec: Recorder;
+  readonly #rng: Prng;
+  readonly #client: number;
+  #session: WatchSession | undefined;
+  #node: ServerNode | undefined;
+  #incarnation = 0;
+  #stream: WatchStream | undefined;
+
+  constructor(cluster: ServerCluster, recorder: Recorder, rng: Prng, index: number) {
+    this.#c = cluster;
+    this.#rec = recorder;
+    this.#rng = rng;
+    this.#client = 1000 + index;
+  }
+
+  caughtUp(revision: number): boolean {
+    const s = this.#session;
+    if (s === undefined || s.end !== undefined) return false;
+    if (lastObserved(s) >= revision) return true;
+    this.#stream?.requestProgress();
+    return false;
+  }
+
+  async run(stopped: () => boolean): Promise<void> {
+    const loop = this.#c.loop;
+    while (!stopped()) {
+      await loop.sleep(50 + this.#rng.int(100));
+      const node = this.#node;
+      const alive = node !== undefined && node.server !== undefined && node.incarnation === this.#incarnation;
+      if (alive && this.#session?.end === undefined) continue;
+      this.#close(alive ? 'closed' : 'error');
+      this.#open();
+    }
+    this.#close('closed');
+  }
+
+  #close(end: NonNullable<WatchSession['end']>): void {
+    const s = this.#session;
+    if (s !== undefined && s.end === undefined) s.end = end;
+    this.#stream?.close();
+    this.#stream = undefined;
+  }
+
+  #open(): void {
+    const up = this.#c.nodes.filter((n) => n.server !== undefined);
+    if (up.length === 0) return;
+    const node = up[this.#rng.int(up.length)]!;
+    const prior = this.#session;
+    const startRev = prior === undefined ? 1 : lastObserved(prior) + 1;
+    const s = this.#rec.openWatch({
+      client: this.#client, member: `n${node.id}`, key: '\0', rangeEnd: '\0', startRev, prevKv: true,
+      ...(prior !== undefined ? { resumes: prior.id } : {}),
+    });
+    this.#session = s;
+    this.#node = node;
+    this.#incarnation = node.incarnation;
+    const stream = node.server!.openWatchStream({ send: (r) => this.#receive(s, r) }, ctx());
+    this.#stream = stream;
+    stream.create(watchCreateRequest({ key: utf8('\0'), rangeEnd: utf8('\0'), startRevision: startRev, prevKv: true }));
+  }
+
+  #receive(s: WatchSession, r: WatchResponse): boolean {
+    if (s.end !== undefined) return true;
+    if (r.canceled) {
+      if (r.compactRevision > 0) s.compactRev = r.compactRevision;
+      s.end = 'canceled';
+      return true;
+    }
+    if (r.created) return true;
+    s.responses.push({
+      at: this.#rec.now(),
+      headerRev: r.revision,
+      events: r.events.map((e) => ({ type: e.type === 0 ? 'put' : 'delete', kv: kvOf(e.kv), ...(e.prevKv !== undefined ? { prevKv: kvOf(e.prevKv) } : {}) })),
+      progress: r.events.length === 0,
+      fragment: r.fragment,
+    });
+    return true;
+  }
+}
