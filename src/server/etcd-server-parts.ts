@@ -42,7 +42,8 @@ export interface EtcdServerParts {
   /** Received snapshot data (snapshot-data.ts): read to restore, removed once the backend holds it durably. */
   snapshotData: {
     source(meta: SnapshotMeta): Promise<StoreSnapshotSource | undefined>;
-    removeAll(): Promise<void>;
+    /** Remove the data of received snapshots up to this index (a newer one may wait for its restore). */
+    removeThrough(index: number): Promise<void>;
   };
   releaseLog(index: number): void;
   /** The peer transport's request RPC, for forwarding to the leader. */

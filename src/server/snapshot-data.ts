@@ -82,9 +82,22 @@ export class SnapshotDataDir implements SnapshotSink {
     return { checked: () => createReadStream(path, { highWaterMark: readChunkBytes }) as AsyncIterable<Uint8Array> };
   }
 
-  /** Delete every received snapshot file (once the backend holding the newest is durable). */
+  /** Delete every received snapshot file (at start, once the backend holds what it needs). */
   async removeAll(): Promise<void> {
-    for (const name of await readdir(this.dir)) if (name.endsWith(suffix)) await rm(join(this.dir, name), { force: true });
+    await this.removeThrough(Number.MAX_SAFE_INTEGER);
+  }
+
+  /**
+   * Delete the received snapshot files up to `index` (once the backend holding that snapshot is durable). A
+   * newer one may have arrived during the restore and wait behind it: it stays.
+   */
+  async removeThrough(index: number): Promise<void> {
+    for (const name of await readdir(this.dir)) {
+      if (!name.endsWith(suffix)) continue;
+      const at = Number.parseInt(name.slice(17, 33), 16);
+      if (Number.isSafeInteger(at) && at > index) continue;
+      await rm(join(this.dir, name), { force: true });
+    }
   }
 }
 

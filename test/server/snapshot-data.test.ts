@@ -75,4 +75,27 @@ describe('SnapshotDataDir', () => {
       removeDir(dir);
     }
   });
+
+  it('after a restore, removes the data it restored and keeps a newer snapshot received meanwhile', async () => {
+    // The production-node simulator found it: a follower on a slow disk received 2/205 while restoring 2/201,
+    // and the restore's cleanup deleted 2/205's data before its own restore ran (an assertion stopped it).
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      for (const index of [201, 205]) {
+        const m = { ...meta, index, term: 2 };
+        const rx = await snaps.open({ ...message, snapshot: { meta: m, data: new Uint8Array(0) } } as Message);
+        await rx.write(new Uint8Array(10));
+        await rx.commit();
+      }
+      await snaps.removeThrough(201);
+      expect(await snaps.source({ term: 2, index: 201 })).toBeUndefined();
+      expect(await snaps.source({ term: 2, index: 205 })).toBeDefined();
+      await snaps.removeAll();
+      expect(await snaps.source({ term: 2, index: 205 })).toBeUndefined();
+    } finally {
+      removeDir(dir);
+    }
+  });
 });

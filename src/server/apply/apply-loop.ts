@@ -187,7 +187,7 @@ export class ApplyLoop {
     state.store.setDurableIndex(this.#stableIndex);
     // The received file may go only once the backend that replaced it is durable.
     await state.store.flushDurable();
-    await this.#p.snapshotData.removeAll();
+    await this.#p.snapshotData.removeThrough(snapshot.meta.index);
     this.#h.rebindViews();
     this.#confVoters = snapshot.meta.confState.voters;
     this.#confLearners = snapshot.meta.confState.learners;
