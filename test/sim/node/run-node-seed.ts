@@ -73,7 +73,7 @@ function tuningOf(rng: Prng, faults: Set<TestFault>): NodeTuning {
   return {
     heartbeatMs: 100,
     electionMs: 1000,
-    snapshotCount: [20, 100, 10_000][rng.int(3)]!,
+    snapshotCount: [8, 25, 10_000][rng.int(3)]!,
     preVote: rng.int(5) !== 0,
     maxMsgBytes: [1024, 1024 * 1024][rng.int(2)]!,
     maxInflightMsgs: [4, 256][rng.int(2)]!,
@@ -98,7 +98,27 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.simEvents = c.loop.events;
     return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
   };
-  const fatal = (): boolean => c.fatal.length > 0;
+  // An exception out of a callback or an unhandled rejection would stop a real member: fatal for the seed.
+  const onRejection = (error: unknown): void => void c.fatal.push(`unhandled rejection: ${describeError(error)}`);
+  process.on('unhandledRejection', onRejection);
+  try {
+    return await run(c, w, rng, stats, result);
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+type Finish = (phase: NodeSeedResult['phase'], error?: string) => NodeSeedResult;
+
+async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish): Promise<NodeSeedResult> {
+  const fatal = (): boolean => {
+    if (c.loop.thrown !== undefined && c.fatal.length === 0) c.fatal.push(`thrown: ${describeError(c.loop.thrown)}`);
+    return c.fatal.length > 0;
+  };
   for (const n of c.nodes) c.start(n);
   w.start(3, 2);
   // Chaos: a fault every 0.3–2.3 s (the first after the cluster had a moment to elect).

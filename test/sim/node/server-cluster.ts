@@ -107,10 +107,11 @@ export class ServerCluster {
 
   /** Boot (or reboot) a member; a boot that fails is fatal for the seed (the production member would exit). */
   start(n: ServerNode): void {
-    const owner = n.owner;
-    void n.start().catch((error: unknown) => {
-      if (n.up && n.owner !== owner) return;
-      this.fatal.push(`n${n.id} failed to start: ${error instanceof Error ? error.stack : String(error)}`);
+    const starting = n.start();
+    const incarnation = n.incarnation; // start() counts it before its first await
+    void starting.catch((error: unknown) => {
+      if (!n.up || n.incarnation !== incarnation) return; // crashed while booting
+      this.fatal.push(`n${n.id} failed to start: ${error instanceof Error ? error.message : String(error)}`);
     });
   }
 
@@ -204,6 +205,7 @@ export class ServerCluster {
       const msg: Message = { ...m, snapshot: { meta: exported.meta, data: new Uint8Array(0) } };
       this.loop.at(this.#delayMs(), () => {
         if (to.incarnation !== incarnation || to.driver === undefined) return;
+        this.trace(`n${to.id} receives snapshot ${exported.meta.term}/${exported.meta.index} from n${from.id}`);
         to.receiveSnapshot(exported.meta, exported.chunks);
         to.driver.step([msg]);
       });

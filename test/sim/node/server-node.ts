@@ -33,7 +33,7 @@ export interface NodeDisk {
   fs: SimFs;
   backend: MemoryBackend;
   /** Snapshot data received from a leader, by `term/index`, until the backend holds it. */
-  received: Map<string, Uint8Array[]>;
+  received: Map<string, { index: number; chunks: Uint8Array[] }>;
   /** The bootstrap entries are durable in the log. */
   bootstrapped: boolean;
 }
@@ -119,9 +119,9 @@ export class ServerNode {
     }
     if (walState.snapshot.index > state.store.consistentIndex) {
       // A crash before a received snapshot's restore finished: its data is still kept (member.ts does the same).
-      const chunks = disk.received.get(snapKey(walState.snapshot));
-      if (chunks === undefined) throw new Error(`n${this.id}: backend behind the log's snapshot and its data gone`);
-      state = await ServerState.restore(backend, () => iterate(chunks), stateOptions);
+      const got = disk.received.get(snapKey(walState.snapshot));
+      if (got === undefined) throw new Error(`n${this.id}: backend behind the log's snapshot and its data gone`);
+      state = await ServerState.restore(backend, () => iterate(got.chunks), stateOptions);
       await state.store.flushDurable();
     }
     disk.received.clear();
@@ -160,11 +160,12 @@ export class ServerNode {
       saveSnapshot: (s) => (ackBeforePersist ? env.loop.sleep(500, owner).then(() => wal.saveSnapshot(s)) : wal.saveSnapshot(s)),
       snapshotData: {
         source: async (meta: SnapshotMeta) => {
-          const chunks = disk.received.get(snapKey(meta));
-          return chunks === undefined ? undefined : () => iterate(chunks);
+          const got = disk.received.get(snapKey(meta));
+          return got === undefined ? undefined : () => iterate(got.chunks);
         },
-        removeAll: async () => {
-          if (owner.alive) disk.received.clear();
+        removeThrough: async (index: number) => {
+          if (!owner.alive) return;
+          for (const [key, got] of disk.received) if (got.index <= index) disk.received.delete(key);
         },
       },
       releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => owner.alive && env.onFatal(this, error)),
@@ -219,7 +220,7 @@ export class ServerNode {
 
   /** A snapshot's data arrives before its message, as the transport's snapshot sink stores it. */
   receiveSnapshot(meta: SnapshotMeta, chunks: Uint8Array[]): void {
-    this.disk.received.set(snapKey(meta), chunks);
+    this.disk.received.set(snapKey(meta), { index: meta.index, chunks });
   }
 
   /** Serve a peer RPC the way the transport's onRequest does (MvccErrors become etcd's errors). */

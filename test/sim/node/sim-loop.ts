@@ -32,6 +32,11 @@ export class SimLoop {
   readonly #epochMs: number;
   /** Callbacks run so far (a bound on a run's work). */
   events = 0;
+  /**
+   * The first exception a callback threw (a production member's assertion, say): in a real process it
+   * would be uncaught and stop the member, so the run stops and the seed fails with it.
+   */
+  thrown: unknown;
 
   constructor(epochMs = 1_700_000_000_000) {
     this.#epochMs = epochMs;
@@ -79,7 +84,7 @@ export class SimLoop {
   /** Run every callback due up to `untilMs`, settling after each; then the clock stands at `untilMs`. */
   async runUntil(untilMs: number, stop?: () => boolean): Promise<void> {
     for (;;) {
-      if (stop?.() === true) return;
+      if (stop?.() === true || this.thrown !== undefined) return;
       const t = this.#queue.peekTime();
       if (t === undefined || t > untilMs) break;
       const e = this.#queue.pop()!;
@@ -87,7 +92,12 @@ export class SimLoop {
       const task = e.value;
       if (task.canceled || (task.owner !== undefined && !task.owner.alive)) continue;
       this.events++;
-      task.fn();
+      try {
+        task.fn();
+      } catch (error) {
+        this.thrown ??= error;
+        return;
+      }
       await settle();
     }
     this.#nowMs = Math.max(this.#nowMs, untilMs);
