@@ -84,10 +84,17 @@ export class RaftDriver {
   /** The newest hard state handed out (term and commit without building a Status per apply). */
   #hardState: HardState = { term: 0, vote: 0n, commit: 0 };
   #stopped = false;
+  /** The newest snapshot received from a leader and handed to the log (0: none). */
+  #receivedSnapshotIndex = 0;
   /** The tail of the persistence chain: saves must complete in Ready order. */
   #persistTail: Promise<void> = Promise.resolve();
-  /** Apply work waiting behind an asynchronous snapshot restore. */
-  #applyQueue: Array<{ entries: Entry[] } | { snapshot: Snapshot }> = [];
+  /**
+   * Apply work in Ready order. A received snapshot takes its place in the line when its Ready is handed out,
+   * and is restored once it is durable (a backend restored ahead of the log would leave a log that cannot
+   * reach the backend after a crash); entries committed meanwhile wait behind it, even though, with
+   * applyUnstable, later Readies hand them out before the snapshot's save completes.
+   */
+  #applyQueue: Array<{ entries: Entry[] } | { snapshot: Snapshot; durable: Promise<void> }> = [];
   #restoring = false;
 
   constructor(node: RawNode, log: DriverLog, transport: DriverTransport, app: DriverApp, options: DriverOptions) {
@@ -123,6 +130,14 @@ export class RaftDriver {
   /** Resolves once every save handed to the log so far is durable (or rejects if the log failed). */
   persisted(): Promise<void> {
     return this.#persistTail;
+  }
+
+  /**
+   * The index of the newest snapshot from a leader handed to the log: a local snapshot at or below it must
+   * not be saved after it (the log refuses a snapshot older than its current one).
+   */
+  get receivedSnapshotIndex(): number {
+    return this.#receivedSnapshotIndex;
   }
 
   get hardState(): HardState {
@@ -222,12 +237,17 @@ export class RaftDriver {
     if (rd.hardState !== undefined) this.#hardState = rd.hardState;
     if (rd.softState !== undefined) this.#app.onSoftState(rd.softState);
     if (rd.messages.length > 0) this.#transport.send(rd.messages);
-    this.#persist(rd);
+    const durable = this.#persist(rd);
+    if (rd.snapshot !== undefined) {
+      this.#receivedSnapshotIndex = Math.max(this.#receivedSnapshotIndex, rd.snapshot.meta.index);
+      this.#enqueueApply({ snapshot: rd.snapshot, durable });
+    }
     if (rd.readStates.length > 0) this.#app.onReadStates(rd.readStates);
     if (rd.committedEntries.length > 0) this.#enqueueApply({ entries: rd.committedEntries });
   }
 
-  #persist(rd: Ready): void {
+  /** Hands the Ready's writes to the log; resolves once they are durable. */
+  #persist(rd: Ready): Promise<void> {
     const hasWork = rd.hardState !== undefined || rd.entries.length > 0 || rd.snapshot !== undefined;
     const snapshot = rd.snapshot;
     let saved: Promise<void>;
@@ -253,7 +273,6 @@ export class RaftDriver {
     saved.then(
       () => {
         if (this.#stopped) return;
-        if (snapshot !== undefined) this.#enqueueApply({ snapshot });
         if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
         this.#node.onPersisted(rd.persistedUpTo);
         this.#app.onStable(this.#node.stableIndex);
@@ -261,9 +280,10 @@ export class RaftDriver {
       },
       (error: unknown) => this.#app.onFatal(error),
     );
+    return saved;
   }
 
-  #enqueueApply(work: { entries: Entry[] } | { snapshot: Snapshot }): void {
+  #enqueueApply(work: { entries: Entry[] } | { snapshot: Snapshot; durable: Promise<void> }): void {
     this.#applyQueue.push(work);
     this.#runApply();
   }
@@ -277,7 +297,8 @@ export class RaftDriver {
         this.#schedule();
       } else {
         this.#restoring = true;
-        this.#app.restoreSnapshot(work.snapshot).then(() => {
+        work.durable.then(() => (this.#stopped ? undefined : this.#app.restoreSnapshot(work.snapshot))).then(() => {
+          if (this.#stopped) return;
           this.#restoring = false;
           this.#node.onApplied(work.snapshot.meta.index);
           this.#schedule();

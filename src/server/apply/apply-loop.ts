@@ -219,6 +219,9 @@ export class ApplyLoop {
         const durable = await this.#h.state().store.flushDurable();
         assert(durable >= meta.index, `backend durable to ${durable}, behind the snapshot at ${meta.index}`);
         const snapshot: Snapshot = { meta, data: new Uint8Array(0) };
+        // A leader's snapshot at or past this one arrived meanwhile: it supersedes this one (found by the
+        // production-node simulator: the log refused the older snapshot and the member stopped).
+        if (this.#h.driver().receivedSnapshotIndex >= meta.index) return;
         await this.#p.saveSnapshot(snapshot);
         this.#h.driver().compact(snapshot, keepEntries);
         this.#snapshotIndex = meta.index;
