@@ -57,6 +57,8 @@ export class ServerCluster {
   link: LinkFaults = calmLink;
   disk: DiskFaults = calmDisk;
   readonly fatal: string[] = [];
+  /** The store revision after each applied index, as the first member to get there had it. */
+  readonly #revisionAt = new Map<number, { revision: number; by: string }>();
   readonly traceLines: string[] = [];
   readonly #trace: ((line: string) => void) | undefined;
   crashes = 0;
@@ -79,6 +81,14 @@ export class ServerCluster {
       send: (from: ServerNode, messages: Message[]) => this.#send(from, messages),
       peerRequest: (from: ServerNode, url: string, method: string, payload: unknown) => this.#peerRequest(from, url, method, payload),
       syncDelayMs: () => this.#syncDelayMs(),
+      onApplied: (node: ServerNode, index: number, revision: number, how: 'apply' | 'restore') => {
+        if (process.env.SIM_TRACE_APPLY) this.trace(`n${node.id} ${how} → ${index} rev ${revision}`);
+        const prior = this.#revisionAt.get(index);
+        if (prior === undefined) this.#revisionAt.set(index, { revision, by: `n${node.id} ${how}` });
+        else if (prior.revision !== revision) {
+          this.fatal.push(`state-machine safety: n${node.id} (${how}) is at revision ${revision} after index ${index}, ${prior.by} was at ${prior.revision}`);
+        }
+      },
       onFatal: (node: ServerNode, error: unknown) => {
         this.fatal.push(`n${node.id}: ${error instanceof Error ? error.message : String(error)}`);
       },

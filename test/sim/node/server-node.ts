@@ -60,6 +60,11 @@ export interface NodeEnv {
   peerRequest(from: ServerNode, url: string, method: string, payload: unknown): Promise<unknown>;
   /** How long the next fsync of `node`'s disk takes (ms). */
   syncDelayMs(node: ServerNode): number;
+  /**
+   * State-machine safety at the server level: after applying through `index` (or restoring a snapshot at it)
+   * the store is at `revision`; every member must agree on it for each index.
+   */
+  onApplied(node: ServerNode, index: number, revision: number, how: 'apply' | 'restore'): void;
   /** A failure the production member treats as fatal (it would exit): the seed fails. */
   onFatal(node: ServerNode, error: unknown): void;
   trace(line: string): void;
@@ -179,7 +184,7 @@ export class ServerNode {
       node,
       { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
       { send: (messages) => owner.alive && env.send(this, messages) },
-      server.driverApp(),
+      this.#observed(server),
       { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
     );
     if (!owner.alive) return;
@@ -187,6 +192,27 @@ export class ServerNode {
     this.driver = driver;
     server.start(driver, applied, walState.snapshot.index);
     env.trace(`n${this.id} serving (incarnation ${this.incarnation}, applied ${applied}, log ${walState.snapshot.index}+${walState.entries.length})`);
+  }
+
+  /** The driver's view of the application, reporting each applied index's store revision to the checker. */
+  #observed(server: EtcdServer): ReturnType<EtcdServer['driverApp']> {
+    const app = server.driverApp();
+    const env = this.#env;
+    return {
+      ...app,
+      applyEntries: (entries) => {
+        app.applyEntries(entries);
+        env.onApplied(this, entries[entries.length - 1]!.index, server.state.store.revision, 'apply');
+      },
+      onStable: (index) => {
+        if (process.env.SIM_TRACE_APPLY) env.trace(`n${this.id} stable ${index}`);
+        app.onStable(index);
+      },
+      restoreSnapshot: async (snapshot) => {
+        await app.restoreSnapshot(snapshot);
+        env.onApplied(this, snapshot.meta.index, server.state.store.revision, 'restore');
+      },
+    };
   }
 
   /** Power off: every timer and pending write of this incarnation dies; the disk keeps only what was synced. */
