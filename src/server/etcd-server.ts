@@ -374,6 +374,7 @@ export class EtcdServer implements EtcdApi {
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));
     this.#reads.failAll(new EtcdError('stopped'));
+    this.#leadership.failLeaseWaiters(new EtcdError('stopped'));
     this.#hub.close();
     this.#apply.stop();
     // Every applied entry was handed to the log before it was applied: once those saves are durable, all of

@@ -98,7 +98,7 @@ export function applyHost(c: ServerCore, cluster: ClusterOps, restored: Pick<App
     driver: () => c.driver(),
     state: () => c.state(),
     leader: () => c.leadership.leader,
-    onHardState: (hs) => c.leadership.onHardState(hs),
+    onHardState: (hs, appliedTerm) => c.leadership.onHardState(hs, appliedTerm),
     setState: restored.setState,
     rebindViews: restored.rebindViews,
   };
@@ -114,6 +114,7 @@ export function forwardHost(c: ServerCore, cluster: ClusterOps): LeaderForwardHo
     cluster,
     logger: c.parts.logger,
     scheduler: schedulerOf(c.parts),
+    leasesReady: () => c.leadership.leasesReady(),
     peerRequest: c.parts.peerRequest,
     onRemoved: () => c.parts.onRemoved(),
   };
@@ -146,6 +147,7 @@ export function requestHost(c: ServerCore, parts: { auth: ServerAuth; forward: L
     logger: c.parts.logger,
     electionMs: c.parts.electionMs,
     scheduler: schedulerOf(c.parts),
+    leasesReady: () => c.leadership.leasesReady(),
     stopped: () => c.stopped(),
     hasLeader: () => c.leadership.hasLeader(),
     onLeaderChange: (listener) => c.leadership.onLeaderChange(listener),

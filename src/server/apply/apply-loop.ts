@@ -36,7 +36,8 @@ export interface ApplyHost {
   state(): ServerState;
   leader(): bigint;
   /** Raft's hard state after a batch was applied (the server answers headers and apply lag from it). */
-  onHardState(hs: HardState): void;
+  /** After each applied batch: Raft's hard state and the term of the last entry applied. */
+  onHardState(hs: HardState, appliedTerm: number): void;
   /** A received snapshot replaced the state. */
   setState(state: ServerState): void;
   /** ...and once it is durable, the views over the old state rebind to it. */
@@ -120,7 +121,7 @@ export class ApplyLoop {
       this.#bytesSinceSnapshot += e.data.length;
     }
     const last = entries[entries.length - 1]!;
-    this.#h.onHardState(this.#h.driver().hardState);
+    this.#h.onHardState(this.#h.driver().hardState, this.#appliedTerm);
     this.#h.appliedWait.advance(last.index);
     this.#scheduleFlush();
     const dueByCount = last.index - this.#snapshotIndex >= this.#p.snapshotCount;

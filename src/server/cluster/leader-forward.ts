@@ -20,6 +20,8 @@ export interface LeaderForwardHost {
   cluster: ClusterOps;
   logger: Logger;
   scheduler: Scheduler;
+  /** Resolves once this leader's lessor counts expiries (Leadership.leasesReady). */
+  leasesReady(): Promise<void>;
   peerRequest: PeerCall;
   onRemoved(): void;
 }
@@ -32,7 +34,7 @@ export class LeaderForward {
   }
 
   /** Run `local` on the leader: here if this member leads, else forwarded over the peer transport. */
-  async onLeader<M extends PeerMethod>(method: M, payload: PeerPayload<M>, local: () => PeerResults[M]): Promise<PeerResults[M]> {
+  async onLeader<M extends PeerMethod>(method: M, payload: PeerPayload<M>, local: () => PeerResults[M] | Promise<PeerResults[M]>): Promise<PeerResults[M]> {
     if (this.#h.isLeader()) return local();
     const leader = this.#h.leader();
     if (leader === 0n) throw new EtcdError('noLeader');
@@ -54,7 +56,7 @@ export class LeaderForward {
         }
         return {};
       case 'leaseKeepAlive':
-        if (!this.#h.isLeader()) throw new EtcdError('notLeader');
+        await this.#h.leasesReady();
         return state.lessor.renew(rpc.payload.id, this.#h.scheduler.nowMs());
       case 'hashKV':
         return state.store.hashKV(rpc.payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));

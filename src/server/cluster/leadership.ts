@@ -25,6 +25,9 @@ export class Leadership {
   #term = 0;
   #commit = 0;
   #leaderListeners = new Set<(leader: bigint) => void>();
+  /** This leader's lessor counts expiries (see #promoteLeases); lease renewals wait for it. */
+  #leasesPromoted = false;
+  #leaseWaiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   constructor(host: LeadershipHost) {
     this.#h = host;
@@ -55,10 +58,37 @@ export class Leadership {
     return () => this.#leaderListeners.delete(listener);
   }
 
-  /** Raft's hard state after a batch was applied. */
-  onHardState(hs: HardState): void {
+  /** Raft's hard state after a batch was applied, and the term of the last entry applied. */
+  onHardState(hs: HardState, appliedTerm: number): void {
     this.#commit = hs.commit;
     this.#term = hs.term;
+    if (appliedTerm === hs.term) this.#promoteLeases();
+  }
+
+  /**
+   * Leases: a new leader counts every lease's remaining TTL from now (checkpointed TTLs included), but only
+   * once it has applied an entry of its own term, so every revoke of an earlier term is applied first (the
+   * lessor's contract). Promoted at once, it renewed a lease whose revoke from its previous term was still
+   * in the log, and the key went away right after the acknowledged renewal (production-node seed 7502).
+   */
+  #promoteLeases(): void {
+    if (!this.#isLeader || this.#leasesPromoted) return;
+    const p = this.#h.parts;
+    this.#leasesPromoted = true;
+    this.#h.state().lessor.promote(schedulerOf(p).nowMs(), { extendMs: p.electionMs });
+    for (const w of this.#leaseWaiters.splice(0)) w.resolve();
+  }
+
+  /** Resolves once this leader's lessor is promoted (fails with notLeader if it loses leadership first). */
+  leasesReady(): Promise<void> {
+    if (!this.#isLeader) return Promise.reject(new EtcdError('notLeader'));
+    if (this.#leasesPromoted) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#leaseWaiters.push({ resolve, reject }));
+  }
+
+  /** The member stops: renewals waiting for the lessor fail. */
+  failLeaseWaiters(error: unknown): void {
+    for (const w of this.#leaseWaiters.splice(0)) w.reject(error);
   }
 
   onSoftState(s: SoftState): void {
@@ -75,11 +105,10 @@ export class Leadership {
       p.logger.info('leader changed', { leader: hex(s.leader), term: status.term });
       for (const l of this.#leaderListeners) l(s.leader);
     }
-    if (this.#isLeader && !wasLeader) {
-      // Leases: the new leader counts every lease's remaining TTL from now (checkpointed TTLs included).
-      this.#h.state().lessor.promote(schedulerOf(p).nowMs(), { extendMs: p.electionMs });
-    } else if (!this.#isLeader && wasLeader) {
-      this.#h.state().lessor.demote();
+    if (!this.#isLeader && wasLeader) {
+      if (this.#leasesPromoted) this.#h.state().lessor.demote();
+      this.#leasesPromoted = false;
+      this.failLeaseWaiters(new EtcdError('notLeader'));
     }
   }
 }

@@ -20,6 +20,8 @@ export interface RequestHost extends LeaderWaitHost, QuotaHost {
   reads: ReadIndexBatcher;
   forward: LeaderForward;
   cluster: ClusterOps;
+  /** Resolves once this leader's lessor counts expiries (Leadership.leasesReady). */
+  leasesReady(): Promise<void>;
 }
 
 export class RequestPipeline {
@@ -113,7 +115,10 @@ export class RequestPipeline {
 
   async leaseKeepAlive(id: bigint, ctx: RequestContext): Promise<number> {
     await awaitLeader(this.#h, ctx);
-    return this.#h.forward.onLeader('leaseKeepAlive', { id }, () => this.#h.state().lessor.renew(id, this.#h.scheduler.nowMs()));
+    return this.#h.forward.onLeader('leaseKeepAlive', { id }, async () => {
+      await this.#h.leasesReady();
+      return this.#h.state().lessor.renew(id, this.#h.scheduler.nowMs());
+    });
   }
 
   async leaseTimeToLive(id: bigint, keys: boolean, ctx: RequestContext): Promise<LeaseTimeToLiveResult> {
