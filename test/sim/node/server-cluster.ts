@@ -192,7 +192,10 @@ export class ServerCluster {
         continue;
       }
       if (this.#netRng.next() < this.link.dropRate) continue;
-      const copies = this.#netRng.next() < this.link.duplicateRate ? 2 : 1;
+      // A duplicated MsgProp would append the proposal twice: Raft proposals are not idempotent (nor are they
+      // in etcd), and the peer transport's streams, like TCP, never deliver a frame twice.
+      const duplicate = this.#netRng.next() < this.link.duplicateRate;
+      const copies = duplicate && m.type !== MessageType.Prop ? 2 : 1;
       for (let i = 0; i < copies; i++) this.#deliver(to, { ...m, entries: m.entries.slice() });
     }
   }

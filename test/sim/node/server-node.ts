@@ -15,7 +15,8 @@ import type { Backend } from '../../../src/mvcc/backend.js';
 import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
 import { MvccError } from '../../../src/mvcc/types.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
-import type { Message, RaftConfig, SnapshotMeta } from '../../../src/raft/types.js';
+import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../../../src/raft/types.js';
+import { decodeRequest } from '../../../src/server/raft-request.js';
 import type { Member } from '../../../src/server/api.js';
 import { bootstrapEntries } from '../../../src/server/bootstrap.js';
 import { fromMvccError } from '../../../src/server/errors.js';
@@ -201,8 +202,19 @@ export class ServerNode {
     return {
       ...app,
       applyEntries: (entries) => {
+        if (process.env.SIM_TRACE_APPLY) {
+          for (const e of entries) {
+            if (e.type !== EntryType.Normal || e.data.length === 0) continue;
+            const req = decodeRequest(e.data).req;
+            if (req.kind.startsWith('lease')) env.trace(`n${this.id} applies ${e.index}@${e.term} ${req.kind} ${JSON.stringify(req, (_k, v) => (typeof v === 'bigint' ? v.toString(16) : v))}`);
+          }
+        }
         app.applyEntries(entries);
         env.onApplied(this, entries[entries.length - 1]!.index, server.state.store.revision, 'apply');
+      },
+      onSoftState: (st) => {
+        if (process.env.SIM_TRACE_APPLY) env.trace(`n${this.id} soft state ${st.role} leader n${st.leader}`);
+        app.onSoftState(st);
       },
       onStable: (index) => {
         if (process.env.SIM_TRACE_APPLY) env.trace(`n${this.id} stable ${index}`);
@@ -254,6 +266,13 @@ export class ServerNode {
     const server = this.server;
     if (server === undefined) throw new Error('unreachable');
     try {
+      if (process.env.SIM_TRACE_APPLY && method.startsWith('lease')) {
+        const id = (payload as { id: bigint }).id;
+        const now = this.#env.loop.nowMs;
+        let ttl = 'none';
+        try { ttl = String(server.state.lessor.timeToLive(id, now, false).ttlSeconds); } catch { /* gone */ }
+        this.#env.trace(`n${this.id} serves ${method} ${id.toString(16)} leader=${server.isLeader} ttl-left=${ttl}`);
+      }
       return await server.handlePeerRequest(method, payload);
     } catch (error) {
       throw error instanceof MvccError ? fromMvccError(error) : error;

@@ -7,6 +7,9 @@
  * - Clients run one operation at a time: kube-apiserver's guarded write Txn(mod_revision(key) == seen →
  *   Put | Delete, else Range) and linearizable gets, over a few keys, with unique values. A call gets a
  *   deadline (a client's request timeout); one that times out or fails has an unknown outcome.
+ * - A lease keeper grants short leases, attaches a key to each (kube's events), renews it for a while through
+ *   random members and then lets it expire; the checker requires that no key is deleted while an
+ *   acknowledged renewal still holds its lease.
  * - Watchers watch every key from revision 1 with prev_kv; when their member dies or is cut off they resume
  *   on another one from the revision after the last one they saw (a new session that resumes the old).
  */
@@ -23,6 +26,8 @@ import type { ServerNode } from './server-node.js';
 /** A client's deadline for one call (etcd's request timeout is 7 s with a 1 s election timeout). */
 export const clientTimeoutMs = 10_000;
 const keys = ['a', 'b', 'c', 'd'];
+/** Short leases, so some expire in every seed (the minimum is 1.5 election timeouts: 2 s). */
+const leaseTtlSeconds = 3;
 const empty = new Uint8Array(0);
 
 function ctx(): RequestContext {
@@ -58,6 +63,7 @@ export class Workload {
 
   start(clients: number, watchers: number): void {
     for (let i = 0; i < clients; i++) this.#running.push(this.#client(i));
+    this.#running.push(this.#leaseKeeper(clients));
     for (let i = 0; i < watchers; i++) {
       const w = new Watcher(this.#c, this.recorder, this.#rng.fork(), i);
       this.#watchers.push(w);
@@ -117,6 +123,56 @@ export class Workload {
       if (out.type === 'txn' && out.succeeded) seen.set(key, input.type === 'txn' && input.action === 'put' ? out.rev : 0);
       else if (kv !== undefined) seen.set(key, kv === null ? 0 : kv.modRev);
     }
+  }
+
+  /** Grant, attach a key, renew for a while, let it expire; again. */
+  async #leaseKeeper(client: number): Promise<void> {
+    const loop = this.#c.loop;
+    while (!this.#stopped) {
+      await loop.sleep(100 + this.#rng.int(400));
+      const node = this.pick();
+      if (node === undefined) continue;
+      const sentMs = loop.nowMs;
+      const grant = this.recorder.invoke(client, { type: 'leaseGrant', ttlSeconds: leaseTtlSeconds });
+      const server = node.server!;
+      const granted = await this.#deadline(server.leaseGrant({ ttlSeconds: leaseTtlSeconds, id: 0n }, ctx()));
+      if (!granted.ok) {
+        this.recorder.fail(grant, granted.error);
+        continue;
+      }
+      const id = granted.value.id;
+      // The gRPC layer's header: the member's store revision when the answer leaves.
+      this.recorder.complete(grant, { type: 'lease', rev: server.header().revision, id: id.toString() });
+      const key = `lease/${id.toString(16)}`;
+      const kept = { id: id.toString(), key, ttlSeconds: granted.value.ttlSeconds, renewals: [{ sentMs, ttlSeconds: granted.value.ttlSeconds }] };
+      this.recorder.leases.push(kept);
+      const value = `v${++this.#values}`;
+      const put = this.recorder.invoke(client, { type: 'leasePut', key, value, lease: id.toString() });
+      const putNode = this.pick() ?? node;
+      const req = { key: utf8(key), value: utf8(value), lease: id, prevKv: false, ignoreValue: false, ignoreLease: false };
+      const r = putNode.server === undefined ? undefined : await this.#deadline(putNode.server.put(req, ctx()));
+      if (r === undefined || !r.ok) {
+        this.recorder.fail(put, r?.error ?? new Error('no member'));
+        continue;
+      }
+      this.recorder.complete(put, { type: 'put', rev: r.value.revision });
+      const renewUntil = loop.nowMs + this.#rng.int(8000);
+      while (!this.#stopped && loop.nowMs < renewUntil) {
+        await loop.sleep(700 + this.#rng.int(300));
+        const at = this.pick();
+        if (at === undefined) continue;
+        const renewSentMs = loop.nowMs;
+        const ttl = await this.#deadline(at.server!.leaseKeepAlive(id, ctx()));
+        if (ttl.ok && ttl.value > 0) kept.renewals.push({ sentMs: renewSentMs, ttlSeconds: ttl.value });
+        this.#c.trace(`lease ${id.toString(16)} keepalive sent at ${renewSentMs} via n${at.id} (leader n${at.server?.leaderId ?? '?'}): ${ttl.ok ? ttl.value : String(ttl.error)}`);
+      }
+    }
+  }
+
+  /** A call with the client's deadline; a member that crashes mid-call never answers. */
+  async #deadline<T>(call: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+    const timeout = this.#c.loop.sleep(clientTimeoutMs).then(() => ({ ok: false as const, error: new Error('client deadline exceeded') }));
+    return Promise.race([call.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error })), timeout]);
   }
 
   /** One call with the client's deadline; a member that crashes mid-call never answers. */
@@ -221,6 +277,7 @@ class Watcher {
     if (r.created) return true;
     s.responses.push({
       at: this.#rec.now(),
+      atMs: this.#c.loop.nowMs,
       headerRev: r.revision,
       events: r.events.map((e) => ({ type: e.type === 0 ? 'put' : 'delete', kv: kvOf(e.kv), ...(e.prevKv !== undefined ? { prevKv: kvOf(e.prevKv) } : {}) })),
       progress: r.events.length === 0,
