@@ -17,6 +17,7 @@ import { MvccError } from '../../../src/mvcc/types.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
 import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../../../src/raft/types.js';
 import { decodeRequest } from '../../../src/server/raft-request.js';
+import type { PeerResults } from '../../../src/server/cluster/peer-rpc.js';
 import type { Member } from '../../../src/server/api.js';
 import { bootstrapEntries } from '../../../src/server/bootstrap.js';
 import { fromMvccError } from '../../../src/server/errors.js';
@@ -175,7 +176,7 @@ export class ServerNode {
         },
       },
       releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => owner.alive && env.onFatal(this, error)),
-      peerRequest: (url, method, payload) => env.peerRequest(this, url, method, payload),
+      peerRequest: (url, method, payload) => env.peerRequest(this, url, method, payload) as Promise<PeerResults[typeof method]>,
       syncPeers: () => {},
       onRemoved: () => env.trace(`n${this.id} removed`),
       notifyRemoved: () => {},
