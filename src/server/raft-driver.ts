@@ -84,6 +84,8 @@ export class RaftDriver {
   /** The newest hard state handed out (term and commit without building a Status per apply). */
   #hardState: HardState = { term: 0, vote: 0n, commit: 0 };
   #stopped = false;
+  /** The stable index the application last heard of (onStable). */
+  #reportedStable = 0;
   /** The newest snapshot received from a leader and handed to the log (0: none). */
   #receivedSnapshotIndex = 0;
   /** The tail of the persistence chain: saves must complete in Ready order. */
@@ -105,6 +107,7 @@ export class RaftDriver {
     this.#tickIntervalMs = options.tickIntervalMs;
     this.#ackBeforePersist = options.unsafeAckBeforePersist === true;
     this.#scheduler = options.scheduler ?? realScheduler;
+    this.#reportedStable = node.stableIndex;
   }
 
   start(): void {
@@ -234,6 +237,13 @@ export class RaftDriver {
   }
 
   #handle(rd: Ready): void {
+    // Entries that replaced a durable suffix lowered the stable index (the old entries' durability vouches
+    // for nothing now): the application must hear it before it applies the new ones, or it persists their
+    // effects beyond the log (production-node seed 20279: a follower crashed with the old entry on disk
+    // and the new one's effects in its backend, and could never catch up).
+    const stable = this.#node.stableIndex;
+    if (stable < this.#reportedStable) this.#app.onStable(stable);
+    this.#reportedStable = stable;
     if (rd.hardState !== undefined) this.#hardState = rd.hardState;
     if (rd.softState !== undefined) this.#app.onSoftState(rd.softState);
     if (rd.messages.length > 0) this.#transport.send(rd.messages);
@@ -275,7 +285,8 @@ export class RaftDriver {
         if (this.#stopped) return;
         if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
         this.#node.onPersisted(rd.persistedUpTo);
-        this.#app.onStable(this.#node.stableIndex);
+        this.#reportedStable = this.#node.stableIndex;
+        this.#app.onStable(this.#reportedStable);
         this.#drainNow();
       },
       (error: unknown) => this.#app.onFatal(error),
