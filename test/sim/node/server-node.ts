@@ -245,7 +245,8 @@ export class ServerNode {
     let exported: Awaited<ReturnType<EtcdServer['snapshotForFollower']>>;
     try {
       exported = await server.snapshotForFollower();
-    } catch {
+    } catch (error) {
+      if (process.env.SIM_TRACE_APPLY) this.#env.trace(`n${this.id} cannot export a snapshot: ${String(error)}`);
       return undefined;
     }
     const chunks: Uint8Array[] = [];
