@@ -86,7 +86,7 @@ describe('SnapshotDataDir', () => {
       for (const index of [201, 205]) {
         const m = { ...meta, index, term: 2 };
         const rx = await snaps.open({ ...message, snapshot: { meta: m, data: new Uint8Array(0) } } as Message);
-        await rx.write(new Uint8Array(10));
+        for (const piece of stream(index % 256, 1)) await rx.write(piece);
         await rx.commit();
       }
       await snaps.removeThrough(201);
