@@ -13,9 +13,9 @@
 import { createLogger } from './server/log.js';
 import { EmbeddedClient } from './server/embedded-client.js';
 import { startMember, type RunningMember } from './server/member.js';
-import { withMemberDefaults, type MemberOptionsInput } from './server/member-options.js';
+import { withMemberDefaults, type MemberOptionsInput } from './server/config/member-options.js';
 
-export type { MemberOptions, MemberOptionsInput, ClusterBootstrap, TlsFiles } from './server/member-options.js';
+export type { MemberOptions, MemberOptionsInput, ClusterBootstrap, TlsFiles } from './server/config/member-options.js';
 export type { EtcdApi } from './server/api.js';
 export { EmbeddedClient } from './server/embedded-client.js';
 export { EtcdError } from './server/errors.js';

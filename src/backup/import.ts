@@ -18,7 +18,7 @@ import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-cod
 import { LevelBackend } from '../mvcc/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
 import { bootstrapEntries, staticCluster, writeIdentity } from '../server/member.js';
-import { syncDir } from '../server/snapshot-data.js';
+import { syncDir } from '../server/snapshot/snapshot-data.js';
 import { Wal } from '../wal/wal.js';
 import { utf8 } from '../base/bytes.js';
 import { metaKeys } from './etcd-schema.js';

@@ -7,7 +7,7 @@
 import { utf8 } from '../base/bytes.js';
 import type { BackendView, Bucket } from '../mvcc/backend.js';
 import { unpack } from '../server/codec.js';
-import { decodeMembersEntry } from '../server/membership.js';
+import { decodeMembersEntry } from '../server/cluster/membership.js';
 import {
   bucketNames, clusterVersionKey, clusterVersionOf, encodeConfStateJson, encodeMemberJson, memberKey, metaKeys,
 } from './etcd-schema.js';

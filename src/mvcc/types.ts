@@ -149,7 +149,7 @@ export type MvccErrorCode =
   | 'leaseTtlTooLarge' // etcdserver: too large lease TTL
   | 'noSpace'; // etcdserver: mvcc: database space exceeded
 // Malformed requests (empty key, too many txn ops, ...) are refused before they reach the store, by the
-// server's validator (src/server/validate.ts), with EtcdError.
+// server's validator (src/server/request/validate.ts), with EtcdError.
 
 export class MvccError extends Error {
   override name = 'MvccError';

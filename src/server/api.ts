@@ -160,7 +160,7 @@ export interface EtcdApi {
   isLearner?(): boolean;
 
   // ---- KV ----
-  // Every KV method first runs etcd's request checks (src/server/validate.ts), whoever calls it: emptyKey,
+  // Every KV method first runs etcd's request checks (src/server/request/validate.ts), whoever calls it: emptyKey,
   // invalidSortOption, valueProvided, leaseProvided, tooManyOps, duplicateKey, requestTooLarge.
   /**
    * Linearizable (ReadIndex) unless `serializable`. Errors: compacted, futureRev, plus the common ones (not

@@ -13,13 +13,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { migrateCommand, snapshotCommand } from '../backup/snapshot-cli.js';
-import { ConfigError, parseConfig } from './config.js';
+import { ConfigError, parseConfig } from './config/config.js';
 import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
-import { openLogOutputs } from './log-outputs.js';
+import { openLogOutputs } from './config/log-outputs.js';
 import { startMember } from './member.js';
-import { finishClusterReset } from './cluster-reset.js';
-import { restoreForClusterReset } from './cluster-reset-restore.js';
+import { finishClusterReset } from './cluster/cluster-reset.js';
+import { restoreForClusterReset } from './cluster/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
 

@@ -1,7 +1,7 @@
 /**
  * The in-process client of an embedded member: the same operations a gRPC client has, called directly on the
  * member's EtcdApi (no protobuf, no sockets). Keys and values may be strings (UTF-8) or bytes. The EtcdApi runs
- * etcd's request checks on every call (src/server/validate.ts), so bad requests fail here with the EtcdError a
+ * etcd's request checks on every call (src/server/request/validate.ts), so bad requests fail here with the EtcdError a
  * gRPC client would get, before they reach Raft.
  */
 import { prefixEnd, utf8 } from '../base/bytes.js';

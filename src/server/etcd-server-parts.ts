@@ -3,15 +3,15 @@ import type { Backend } from '../mvcc/backend.js';
 import type { SnapshotSource as StoreSnapshotSource } from '../mvcc/kv-store.js';
 import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import type { Member } from './api.js';
-import type { AutoCompaction } from './auto-compactor.js';
+import type { AutoCompaction } from './periodic/auto-compactor.js';
 import type { PeerCall } from './cluster/peer-rpc.js';
 import type { ServerAuthOptions } from './auth/server-auth.js';
 import type { Logger } from './log.js';
-import type { ServerMetrics } from './server-metrics.js';
-import type { ServerState, StateOptions } from './server-state.js';
+import type { ServerMetrics } from './metrics/server-metrics.js';
+import type { ServerState, StateOptions } from './apply/server-state.js';
 import type { TestFault } from './test-faults.js';
 import type { Scheduler } from '../base/scheduler.js';
-import { realScheduler } from './real-scheduler.js';
+import { realScheduler } from './driver/real-scheduler.js';
 
 export interface EtcdServerParts {
   /** Time and timers (default: the real ones; the simulator passes its own: test/sim/node). */
@@ -39,7 +39,7 @@ export interface EtcdServerParts {
   snapshotTempDir?: string;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
-  /** Received snapshot data (snapshot-data.ts): read to restore, removed once the backend holds it durably. */
+  /** Received snapshot data (snapshot/snapshot-data.ts): read to restore, removed once the backend holds it durably. */
   snapshotData: {
     source(meta: SnapshotMeta): Promise<StoreSnapshotSource | undefined>;
     /** Remove the data of received snapshots up to this index (a newer one may wait for its restore). */

@@ -1,9 +1,11 @@
 /**
  * The etcetera member: Raft driver + durable log + replicated state + peer transport, serving the EtcdApi
  * that the gRPC services (and embedding hosts) call. This class is the facade and the wiring; the parts:
+ * - driver/: the Raft driver loop (time, disk, network) and the entry envelope;
  * - apply/: committed entries into state, flushes, snapshots (ApplyLoop);
- * - request/: the pipeline of a client request — leader wait, quota, typed propose results, timeouts;
- * - cluster/: leader forwarding; maintenance/: the Maintenance service.
+ * - request/: the pipeline of a client request — validation, leader wait, quota, propose, wait, ReadIndex;
+ * - cluster/: membership, leadership, leader forwarding, peer RPC; periodic/: the leader's timed work;
+ * - maintenance/: the Maintenance service. The README's "Design in one page" maps every folder.
  *
  * Writes: validate → propose through Raft (followers forward to the leader inside Raft) → wait for this
  * member to apply the entry → answer with the apply result. Linearizable reads: ReadIndex (batched), wait
@@ -19,27 +21,27 @@ import type {
   EtcdApi, HashKvResult, HashResult, LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult,
   RequestContext, ResponseHeader, SnapshotSource, StatusResult, WatchSink, WatchStream,
 } from './api.js';
-import { AppliedWait } from './applied-wait.js';
+import { AppliedWait } from './request/applied-wait.js';
 import { ApplyLoop } from './apply/apply-loop.js';
-import { ClusterOps } from './cluster-ops.js';
+import { ClusterOps } from './cluster/cluster-ops.js';
 import { LeaderForward } from './cluster/leader-forward.js';
 import { Leadership } from './cluster/leadership.js';
 import { peerRpcOf } from './cluster/peer-rpc.js';
 import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
 import { EtcdError } from './errors.js';
-import { LeaderLoops } from './leader-loops.js';
+import { LeaderLoops } from './periodic/leader-loops.js';
 import { MaintenanceOps } from './maintenance/maintenance-ops.js';
-import { Proposer } from './proposer.js';
-import type { RaftDriver } from './raft-driver.js';
-import { ReadIndexBatcher } from './read-index.js';
+import { Proposer } from './request/proposer.js';
+import type { RaftDriver } from './driver/raft-driver.js';
+import { ReadIndexBatcher } from './request/read-index.js';
 import { RequestPipeline } from './request/pipeline.js';
 import { requestTimeoutMs } from './request/timeouts.js';
 import { applyHost, authHost, clusterHost, forwardHost, loopsHost, maintenanceHost, requestHost, type ServerCore } from './server-hosts.js';
-import type { ServerState } from './server-state.js';
-import { StoreView } from './store-view.js';
-import { AutoCompactor } from './auto-compactor.js';
+import type { ServerState } from './apply/server-state.js';
+import { StoreView } from './apply/store-view.js';
+import { AutoCompactor } from './periodic/auto-compactor.js';
 import { dropOneEvent } from './test-faults.js';
-import { corruptCheckIntervalMs } from './corruption-check.js';
+import { corruptCheckIntervalMs } from './cluster/corruption-check.js';
 import { createServerAuth, type ServerAuth } from './auth/server-auth.js';
 
 export { electionTicksOf } from './apply/catch-up.js';

@@ -1,5 +1,5 @@
 /**
- * Starting and stopping one etcetera member: the composition root. Bootstrap (bootstrap.ts) decides between
+ * Starting and stopping one etcetera member: the composition root. Bootstrap (member/bootstrap.ts) decides between
  * restart, new cluster, k3s-style join and etcd static bootstrap; member/storage.ts opens the WAL and the
  * backend; this file wires the Raft driver, the replicated state, the peer transport (member/peers.ts) and
  * the gRPC server together.
@@ -17,21 +17,21 @@ import type { Message } from '../raft/types.js';
 import type { Wal } from '../wal/wal.js';
 import { EtcdServer } from './etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from './grpc/server.js';
-import type { MemberOptions } from './member-options.js';
-import { withAutoTls } from './auto-tls.js';
-import { grpcOptionsOf, initialCheckHost, instrumentMember, peerTlsOf } from './member-etcd-options.js';
-import { registerMemberMetrics } from './member-metrics.js';
-import { initialCorruptCheck } from './initial-corrupt-check.js';
-import { RaftDriver, ackBeforePersistDelayMs } from './raft-driver.js';
+import type { MemberOptions } from './config/member-options.js';
+import { withAutoTls } from './tls/auto-tls.js';
+import { grpcOptionsOf, initialCheckHost, instrumentMember, peerTlsOf } from './member/member-etcd-options.js';
+import { registerMemberMetrics } from './metrics/member-metrics.js';
+import { initialCorruptCheck } from './cluster/initial-corrupt-check.js';
+import { RaftDriver, ackBeforePersistDelayMs } from './driver/raft-driver.js';
 import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
-import { startScheduledSnapshots } from './scheduled-snapshots.js';
-import { saveIndexCheckpoint } from './index-checkpoint-file.js';
-import { createServerMetrics, type ServerMetrics } from './server-metrics.js';
+import { startScheduledSnapshots } from './snapshot/scheduled-snapshots.js';
+import { saveIndexCheckpoint } from './snapshot/index-checkpoint-file.js';
+import { createServerMetrics, type ServerMetrics } from './metrics/server-metrics.js';
 import { PeerTransport } from './transport/transport.js';
-import { startMetricsHttp, type MetricsHttp } from './http.js';
+import { startMetricsHttp, type MetricsHttp } from './metrics/http.js';
 import { etcdVersion } from './maintenance/maintenance-ops.js';
-import { leaveAfterFailedJoin, openOrBootstrap, type Identity } from './bootstrap.js';
-export { bootstrapEntries, staticCluster, writeIdentity } from './bootstrap.js';
+import { leaveAfterFailedJoin, openOrBootstrap, type Identity } from './member/bootstrap.js';
+export { bootstrapEntries, staticCluster, writeIdentity } from './member/bootstrap.js';
 import { joinService, joinServiceDefinition } from './grpc/join-service.js';
 import { clientPortHttp, collectServerMetrics, health } from './member/client-http.js';
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './member/peers.js';

@@ -4,22 +4,22 @@
  * the state object is replaced when a snapshot is restored, and leadership changes under them.
  */
 import type { WatchHub } from '../mvcc/watch-hub.js';
-import type { AppliedWait } from './applied-wait.js';
+import type { AppliedWait } from './request/applied-wait.js';
 import type { ApplyHost } from './apply/apply-loop.js';
 import type { ServerAuth, ServerAuthHost } from './auth/server-auth.js';
-import type { ClusterHost, ClusterOps } from './cluster-ops.js';
+import type { ClusterHost, ClusterOps } from './cluster/cluster-ops.js';
 import type { LeaderForward, LeaderForwardHost } from './cluster/leader-forward.js';
 import type { Leadership } from './cluster/leadership.js';
 import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
-import type { LoopsHost } from './leader-loops.js';
+import type { LoopsHost } from './periodic/leader-loops.js';
 import type { MaintenanceHost } from './maintenance/maintenance-ops.js';
-import type { Proposer } from './proposer.js';
-import type { RaftDriver } from './raft-driver.js';
-import type { RaftRequest } from './raft-request.js';
-import type { ReadIndexBatcher } from './read-index.js';
+import type { Proposer } from './request/proposer.js';
+import type { RaftDriver } from './driver/raft-driver.js';
+import type { RaftRequest } from './driver/raft-request.js';
+import type { ReadIndexBatcher } from './request/read-index.js';
 import type { RequestHost, RequestPipeline } from './request/pipeline.js';
 import { requestTimeoutMs } from './request/timeouts.js';
-import type { ServerState } from './server-state.js';
+import type { ServerState } from './apply/server-state.js';
 
 export interface ServerCore {
   memberId: bigint;

@@ -15,7 +15,7 @@ import { restoreSnapshotFile } from '../../src/backup/snapshot-file.js';
 import { saveSnapshotFile } from '../../src/backup/export.js';
 import { humanBytes, Progress } from '../../src/backup/progress.js';
 import { LevelBackend } from '../../src/mvcc/level-backend.js';
-import { ServerState } from '../../src/server/server-state.js';
+import { ServerState } from '../../src/server/apply/server-state.js';
 import { staticCluster } from '../../src/server/member.js';
 import { Wal } from '../../src/wal/wal.js';
 import { SortOrder, SortTarget, type RangeRequest } from '../../src/mvcc/types.js';

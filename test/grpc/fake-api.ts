@@ -25,7 +25,7 @@ import type {
   WatchStream,
 } from '../../src/server/api.js';
 import { EtcdError } from '../../src/server/errors.js';
-import { checkDeleteRange, checkPut, checkRange, checkTxn } from '../../src/server/validate.js';
+import { checkDeleteRange, checkPut, checkRange, checkTxn } from '../../src/server/request/validate.js';
 
 export const fakeClusterId = 0x1234_5678_9abc_def0n;
 export const fakeMemberId = 0x8e9e_05c5_2164_694dn;

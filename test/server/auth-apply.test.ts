@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 import type { AuthInfo } from '../../src/auth/types.js';
 import { PermType } from '../../src/auth/types.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
-import type { ApplyResult } from '../../src/server/apply.js';
-import type { RaftRequest } from '../../src/server/raft-request.js';
-import { ServerState } from '../../src/server/server-state.js';
+import type { ApplyResult } from '../../src/server/apply/apply.js';
+import type { RaftRequest } from '../../src/server/driver/raft-request.js';
+import { ServerState } from '../../src/server/apply/server-state.js';
 
 const b = (s: string): Uint8Array => new Uint8Array(Buffer.from(s));
 const options = { quotaBackendBytes: 0, minLeaseTtlSeconds: 1 };

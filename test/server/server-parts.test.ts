@@ -4,12 +4,12 @@
  * check.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AppliedWait } from '../../src/server/applied-wait.js';
-import { ReadIndexBatcher } from '../../src/server/read-index.js';
-import { realScheduler } from '../../src/server/real-scheduler.js';
-import { RequestIdGenerator } from '../../src/server/raft-request.js';
-import { AutoCompactor, parseRetentionMs } from '../../src/server/auto-compactor.js';
-import { checkCorruption, type HashAt } from '../../src/server/corruption-check.js';
+import { AppliedWait } from '../../src/server/request/applied-wait.js';
+import { ReadIndexBatcher } from '../../src/server/request/read-index.js';
+import { realScheduler } from '../../src/server/driver/real-scheduler.js';
+import { RequestIdGenerator } from '../../src/server/driver/raft-request.js';
+import { AutoCompactor, parseRetentionMs } from '../../src/server/periodic/auto-compactor.js';
+import { checkCorruption, type HashAt } from '../../src/server/cluster/corruption-check.js';
 import { silentLogger } from '../../src/server/log.js';
 import type { Member } from '../../src/server/api.js';
 

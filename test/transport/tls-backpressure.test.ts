@@ -1,7 +1,7 @@
 import * as net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Registry } from '../../src/server/metrics.js';
+import { Registry } from '../../src/server/metrics/metrics.js';
 import { FramedConnection } from '../../src/server/transport/connection.js';
 import { acceptHandshake } from '../../src/server/transport/handshake.js';
 import { registerTransportMetrics } from '../../src/server/transport/index.js';

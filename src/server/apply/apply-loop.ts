@@ -8,15 +8,15 @@ import { hex } from '../../base/hex.js';
 import { raftLogBytesMax } from '../../base/limits.js';
 import { decodeConfChange } from '../../raft/conf.js';
 import { EntryType, type ConfChange, type ConfState, type Entry, type HardState, type Snapshot, type SnapshotMeta } from '../../raft/types.js';
-import type { AppliedWait } from '../applied-wait.js';
-import type { ClusterOps } from '../cluster-ops.js';
+import type { AppliedWait } from '../request/applied-wait.js';
+import type { ClusterOps } from '../cluster/cluster-ops.js';
 import { pack, unpack } from '../codec.js';
 import type { TimerHandle } from '../../base/scheduler.js';
 import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
-import type { Proposer } from '../proposer.js';
-import type { RaftDriver } from '../raft-driver.js';
-import { decodeConfChangeContext, decodeRequest } from '../raft-request.js';
-import { ServerState } from '../server-state.js';
+import type { Proposer } from '../request/proposer.js';
+import type { RaftDriver } from '../driver/raft-driver.js';
+import { decodeConfChangeContext, decodeRequest } from '../driver/raft-request.js';
+import { ServerState } from './server-state.js';
 import { catchUpEntries, electionTicksOf } from './catch-up.js';
 
 /** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners}). */

@@ -10,7 +10,7 @@ import type { AuthStore } from '../../auth/auth-store.js';
 import type { AuthRequest } from '../../auth/requests.js';
 import { AuthError, type Permission } from '../../auth/types.js';
 import type { RequestContext } from '../api.js';
-import type { RaftRequest } from '../raft-request.js';
+import type { RaftRequest } from '../driver/raft-request.js';
 import type { ProposeResult } from '../request/propose-results.js';
 import type { AuthGate } from './auth-gate.js';
 import { SimpleTokens } from './simple-tokens.js';

@@ -1,7 +1,7 @@
 /**
  * The request edge of auth (etcd's AuthInfoFromCtx and the checks of v3_server.go): who a call speaks for,
  * and the permission checks made before a request is served locally. Writes are judged again in apply
- * (src/server/apply.ts) at the auth revision they carry; a local read is judged here and refused afterwards
+ * (src/server/apply/apply.ts) at the auth revision they carry; a local read is judged here and refused afterwards
  * if the auth state changed while it ran ("revision of auth store is old"), as etcd's doSerialize does.
  *
  * Credentials, in etcd's order: the `token` (or gateway `authorization`) metadata; else, with

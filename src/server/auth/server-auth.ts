@@ -7,7 +7,7 @@ import { authTokenTtlSecondsDefault, bcryptCostDefault } from '../../base/limits
 import type { AuthStore } from '../../auth/auth-store.js';
 import { invalidWatchId } from '../../mvcc/watch-types.js';
 import type { RequestContext, WatchSink, WatchStream } from '../api.js';
-import type { RaftRequest } from '../raft-request.js';
+import type { RaftRequest } from '../driver/raft-request.js';
 import { AuthApi, type AuthApiHost } from './auth-api.js';
 import { AuthGate, type AuthGateHost } from './auth-gate.js';
 import { createTokenProvider, type TokenProvider } from './token-provider.js';

@@ -5,10 +5,10 @@
  */
 import type { Scheduler } from '../../base/scheduler.js';
 import { hex } from '../../base/hex.js';
-import type { ClusterOps } from '../cluster-ops.js';
+import type { ClusterOps } from './cluster-ops.js';
 import { EtcdError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ServerState } from '../server-state.js';
+import type { ServerState } from '../apply/server-state.js';
 import type { PeerCall, PeerMethod, PeerPayload, PeerResults, PeerRpc } from './peer-rpc.js';
 
 export interface LeaderForwardHost {

@@ -7,9 +7,9 @@ import { hex } from '../../base/hex.js';
 import type { HardState, SoftState } from '../../raft/types.js';
 import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
-import type { RaftDriver } from '../raft-driver.js';
-import type { ReadIndexBatcher } from '../read-index.js';
-import type { ServerState } from '../server-state.js';
+import type { RaftDriver } from '../driver/raft-driver.js';
+import type { ReadIndexBatcher } from '../request/read-index.js';
+import type { ServerState } from '../apply/server-state.js';
 
 export interface LeadershipHost {
   parts: EtcdServerParts;

@@ -4,8 +4,8 @@
  * (EtcdError) so the caller rethrows the same error, never by matching a message.
  */
 import type { LeaseTimeToLiveResult, Member, MemberAddResult } from '../api.js';
-import type { JoinRequest, JoinResponse } from '../cluster-ops.js';
-import type { HashAt } from '../corruption-check.js';
+import type { JoinRequest, JoinResponse } from './cluster-ops.js';
+import type { HashAt } from './corruption-check.js';
 
 export type PeerRpc =
   /** Sent to a member a committed change removed (it may never see the entry): it stops. */

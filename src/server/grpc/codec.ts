@@ -222,7 +222,7 @@ function decodeCompare(m: Wire): Compare {
 
 /**
  * An op with no request set is refused here, with etcd's answer (checkRequestOp: key not found), as no domain
- * request can express it; every other check is the validator's (src/server/validate.ts). etcd checks ops in
+ * request can express it; every other check is the validator's (src/server/request/validate.ts). etcd checks ops in
  * in order, so a txn holding an empty op gets this error even where etcd would first report another one.
  */
 export function decodeRequestOp(m: Wire): RequestOp {

@@ -1,6 +1,6 @@
 /**
  * etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (etcd's api/v3rpc/key.go). Requests are validated
- * behind the EtcdApi (src/server/validate.ts), for every front end alike.
+ * behind the EtcdApi (src/server/request/validate.ts), for every front end alike.
  */
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { EtcdApi } from '../api.js';

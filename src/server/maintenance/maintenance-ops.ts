@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import type { AlarmMember, AlarmType } from '../../mvcc/types.js';
 import { maintenanceSnapshot } from '../../backup/maintenance.js';
 import type { HashKvResult, HashResult, RequestContext, SnapshotSource, StatusResult } from '../api.js';
-import type { AppliedWait } from '../applied-wait.js';
+import type { AppliedWait } from '../request/applied-wait.js';
 import type { ServerAuth } from '../auth/server-auth.js';
-import { checkCorruption } from '../corruption-check.js';
+import { checkCorruption } from '../cluster/corruption-check.js';
 import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
-import type { Proposer } from '../proposer.js';
-import type { RaftDriver } from '../raft-driver.js';
-import type { ServerState } from '../server-state.js';
+import type { Proposer } from '../request/proposer.js';
+import type { RaftDriver } from '../driver/raft-driver.js';
+import type { ServerState } from '../apply/server-state.js';
 import { requestTimeoutMs } from '../request/timeouts.js';
 
 /**

@@ -1,8 +1,8 @@
 /** What a member serves on HTTP/1.1 besides gRPC (etcd's /health, /version, /metrics) and its gauges. */
 import type { EtcdServer } from '../etcd-server.js';
-import { createMetricsHandler, createVersionHandler, type HealthResult, type MetricsRequestHandler } from '../http.js';
+import { createMetricsHandler, createVersionHandler, type HealthResult, type MetricsRequestHandler } from '../metrics/http.js';
 import { etcdVersion } from '../maintenance/maintenance-ops.js';
-import type { ServerMetrics } from '../server-metrics.js';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
 
 /** What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics. */
 export function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry']): MetricsRequestHandler {

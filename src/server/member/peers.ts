@@ -10,7 +10,7 @@ import type { Member } from '../api.js';
 import type { PeerCall, PeerMethod, PeerPayload, PeerResults } from '../cluster/peer-rpc.js';
 import type { EtcdServer } from '../etcd-server.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from '../errors.js';
-import type { MemberOptions } from '../member-options.js';
+import type { MemberOptions } from '../config/member-options.js';
 import type { PeerTransport } from '../transport/transport.js';
 
 /** Keeps the transport's peers equal to the member list (this member excluded). */

@@ -4,7 +4,7 @@ import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '.
 import { Prng } from '../../base/prng.js';
 import { RawNode } from '../../raft/raw-node.js';
 import { electionTicksOf } from '../apply/catch-up.js';
-import type { MemberOptions } from '../member-options.js';
+import type { MemberOptions } from '../config/member-options.js';
 import type { MemberStorage } from './storage.js';
 
 export function createRawNode(o: MemberOptions, memberId: bigint, storage: Pick<MemberStorage, 'walState' | 'snapshot' | 'applied'>): RawNode {

@@ -7,14 +7,14 @@ import { LevelBackend } from '../../mvcc/level-backend.js';
 import type { Snapshot } from '../../raft/types.js';
 import { Wal } from '../../wal/wal.js';
 import type { Member } from '../api.js';
-import type { Identity } from '../bootstrap.js';
-import { resetToSingleMember } from '../cluster-reset.js';
-import { directoryBytes } from '../dir-bytes.js';
-import { openIndexCheckpoint, removeIndexCheckpoint } from '../index-checkpoint-file.js';
-import { noFsyncPort } from '../member-etcd-options.js';
-import type { MemberOptions } from '../member-options.js';
-import { ServerState, type StateOptions } from '../server-state.js';
-import { SnapshotDataDir } from '../snapshot-data.js';
+import type { Identity } from './bootstrap.js';
+import { resetToSingleMember } from '../cluster/cluster-reset.js';
+import { directoryBytes } from './dir-bytes.js';
+import { openIndexCheckpoint, removeIndexCheckpoint } from '../snapshot/index-checkpoint-file.js';
+import { noFsyncPort } from './member-etcd-options.js';
+import type { MemberOptions } from '../config/member-options.js';
+import { ServerState, type StateOptions } from '../apply/server-state.js';
+import { SnapshotDataDir } from '../snapshot/snapshot-data.js';
 
 export interface MemberStorage {
   backend: LevelBackend;

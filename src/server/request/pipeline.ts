@@ -5,12 +5,12 @@
 import type { CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../../mvcc/types.js';
 import type { LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult, RequestContext } from '../api.js';
 import type { ServerAuth } from '../auth/server-auth.js';
-import type { ClusterOps } from '../cluster-ops.js';
+import type { ClusterOps } from '../cluster/cluster-ops.js';
 import type { LeaderForward } from '../cluster/leader-forward.js';
 import type { EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
-import type { ReadIndexBatcher } from '../read-index.js';
-import { checkDeleteRange, checkPut, checkRange, checkTxn } from '../validate.js';
+import type { ReadIndexBatcher } from './read-index.js';
+import { checkDeleteRange, checkPut, checkRange, checkTxn } from './validate.js';
 import { awaitLeader, checkAlive, type LeaderWaitHost } from './leader-wait.js';
 import { checkQuota, isReadOnlyTxn, txnBytes, type QuotaHost } from './quota.js';
 

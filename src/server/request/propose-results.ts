@@ -1,12 +1,12 @@
 /**
  * What apply answers for each kind of proposed request, so a call site gets its result type from the
- * request it proposed instead of casting `unknown`. Apply (apply.ts, auth/requests.ts) is the one writer;
+ * request it proposed instead of casting `unknown`. Apply (apply/apply.ts, auth/requests.ts) is the one writer;
  * a kind whose answer nobody reads maps to `unknown`.
  */
 import type { Permission } from '../../auth/types.js';
 import type { AlarmMember, DeleteRangeResponse, PutResponse, TxnResponse } from '../../mvcc/types.js';
 import type { LeaseGrantResult } from '../api.js';
-import type { RaftRequest } from '../raft-request.js';
+import type { RaftRequest } from '../driver/raft-request.js';
 
 export interface ProposeResults {
   put: PutResponse;

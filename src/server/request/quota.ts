@@ -2,8 +2,8 @@
 import type { TxnRequest } from '../../mvcc/types.js';
 import { EtcdError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Proposer } from '../proposer.js';
-import type { ServerState } from '../server-state.js';
+import type { Proposer } from './proposer.js';
+import type { ServerState } from '../apply/server-state.js';
 
 export interface QuotaHost {
   memberId: bigint;

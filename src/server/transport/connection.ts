@@ -8,7 +8,7 @@ import * as tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { type Frame, FrameReader, FrameType, ProtocolError, encodeFrame, frameHeader } from './frame.js';
 import type { PeerTlsOptions } from './types.js';
-import { tlsPolicyOptions } from '../tls-policy.js';
+import { tlsPolicyOptions } from '../tls/tls-policy.js';
 
 /** Frames allowed to wait for a handler; more means the remote is not following the protocol. */
 const pendingFramesMax = 64;

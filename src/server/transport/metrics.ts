@@ -2,7 +2,7 @@
  * Exports the transport's per-peer counters under etcd's metric names (etcd_network_*) where etcd measures
  * the same thing, and ours under etcetera_peer_*. Values are read from `transport.stats()` at scrape time.
  */
-import type { Registry } from '../metrics.js';
+import type { Registry } from '../metrics/metrics.js';
 import type { NodeId } from '../../raft/types.js';
 import type { PeerStats } from './types.js';
 

@@ -20,7 +20,7 @@ import {
 } from '../../base/index.js';
 import { MessageType, type Message, type NodeId } from '../../raft/types.js';
 import type { Logger } from '../log.js';
-import { acceptVerifiedClient, logRejectedHandshake } from '../tls-policy.js';
+import { acceptVerifiedClient, logRejectedHandshake } from '../tls/tls-policy.js';
 import { FramedConnection, type TlsMaterial, dial, loadTls, parsePeerUrl } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
 import { type HandshakeIdentity, acceptHandshake, offerHandshake } from './handshake.js';

@@ -1,5 +1,5 @@
 /** Public types of the peer transport. */
-import type { TlsPolicy } from '../member-options.js';
+import type { TlsPolicy } from '../config/member-options.js';
 import type { Message, NodeId, Snapshot } from '../../raft/types.js';
 import type { Logger } from '../log.js';
 

@@ -1,0 +1,74 @@
+/**
+ * The request lifecycle (validate → propose with an id → wait → apply → answer), with etcd's overload
+ * refusals: "too many requests" when apply lags commit by more than applyLagEntriesMax or too many proposals
+ * are pending, "no leader" when none is known, "request timed out" when the entry is not applied in time.
+ */
+import { applyLagEntriesMax, pendingProposalsMax } from '../../base/limits.js';
+import type { Scheduler } from '../../base/scheduler.js';
+import type { ProposeResult as RaftProposeResult } from '../../raft/types.js';
+import type { ApplyResult } from '../apply/apply.js';
+import { EtcdError, fromProposeError } from '../errors.js';
+import { encodeRequest, RequestIdGenerator, type RaftRequest } from '../driver/raft-request.js';
+import type { ProposeResult } from './propose-results.js';
+import { WaitRegistry } from './wait.js';
+
+export interface ProposerHost {
+  propose(data: Uint8Array): RaftProposeResult;
+  /** Raft's commit index minus the applied index. */
+  applyLag(): number;
+  hasLeader(): boolean;
+}
+
+export class Proposer {
+  readonly #host: ProposerHost;
+  readonly #ids: RequestIdGenerator;
+  readonly #waits: WaitRegistry<ApplyResult>;
+  readonly #timeoutMs: number;
+
+  constructor(host: ProposerHost, options: { memberId: bigint; bootTimeMs: number; timeoutMs: number; scheduler?: Scheduler }) {
+    this.#host = host;
+    this.#waits = new WaitRegistry<ApplyResult>(pendingProposalsMax, options.scheduler);
+    this.#ids = new RequestIdGenerator(options.memberId, options.bootTimeMs);
+    this.#timeoutMs = options.timeoutMs;
+  }
+
+  get pending(): number {
+    return this.#waits.size;
+  }
+
+  nextId(): bigint {
+    return this.#ids.next();
+  }
+
+  /** Propose and wait for the apply result; refusals from apply are thrown as they are (MvccError). */
+  async propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>> {
+    const result = await this.proposeRaw(req, signal);
+    if (!result.ok) throw result.error;
+    // Apply answers each kind with its ProposeResults type (the one place that relies on it).
+    return result.value as ProposeResult<R>;
+  }
+
+  async proposeRaw(req: RaftRequest, signal?: AbortSignal): Promise<ApplyResult> {
+    if (this.#host.applyLag() > applyLagEntriesMax || this.#waits.full) throw new EtcdError('tooManyRequests');
+    if (!this.#host.hasLeader()) throw new EtcdError('noLeader');
+    const id = this.#ids.next();
+    const waiting = this.#waits.register(id, this.#timeoutMs, () => new EtcdError('timeout'));
+    const r = this.#host.propose(encodeRequest({ id, req }));
+    if (!r.ok) this.#waits.fail(id, fromProposeError(r.error));
+    if (signal !== undefined) {
+      const onAbort = (): void => this.#waits.fail(id, new EtcdError('canceled'));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+    return waiting;
+  }
+
+  /** Called by apply for every applied request entry; only this member's own ids have a waiter. */
+  applied(id: bigint, result: ApplyResult): void {
+    this.#waits.trigger(id, result);
+  }
+
+  failAll(error: unknown): void {
+    this.#waits.failAll(error);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Linearizable reads (etcd's linearizableReadLoop): every read waiting at a moment shares one ReadIndex
+ * request; when Raft answers with a read index, all of them wait until the applied index reaches it, then
+ * read locally. A request Raft drops (no leader, leadership lost) is retried until the read times out.
+ * No clock leases: the leader confirms its leadership with a heartbeat quorum each time.
+ */
+import type { ReadState } from '../../raft/types.js';
+import type { Scheduler, TimerHandle } from '../../base/scheduler.js';
+import type { AppliedWait } from './applied-wait.js';
+
+interface Pending {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  deadlineMs: number;
+}
+
+export interface ReadIndexOptions {
+  /** Ask Raft for a read index with this context. */
+  request(context: Uint8Array): void;
+  appliedWait: AppliedWait;
+  /** Re-ask after this long without an answer (etcd: readIndexRetryTime 500 ms). */
+  retryMs: number;
+  timeoutMs: number;
+  timeoutError: () => unknown;
+  /** Time, retry timer and the next-turn batching. */
+  scheduler: Scheduler;
+}
+
+export class ReadIndexBatcher {
+  readonly #o: ReadIndexOptions;
+  #waiting: Pending[] = [];
+  #inflight: { context: bigint; readers: Pending[]; sentMs: number } | undefined;
+  #nextContext = 1n;
+  #timer: TimerHandle | undefined;
+  #issueScheduled = false;
+
+  constructor(options: ReadIndexOptions) {
+    this.#o = options;
+  }
+
+  /** Resolves once a local read reflects every write acknowledged before this call. */
+  read(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject, deadlineMs: this.#o.scheduler.nowMs() + this.#o.timeoutMs });
+      this.#scheduleIssue();
+      this.#arm();
+    });
+  }
+
+  onReadStates(states: ReadState[]): void {
+    const inflight = this.#inflight;
+    if (inflight === undefined) return;
+    for (const rs of states) {
+      if (rs.context.length !== 8) continue;
+      const ctx = Buffer.from(rs.context).readBigUInt64BE(0);
+      if (ctx !== inflight.context) continue;
+      this.#inflight = undefined;
+      const readers = inflight.readers;
+      void this.#o.appliedWait.wait(rs.index).then(() => {
+        for (const r of readers) r.resolve();
+      });
+      if (this.#waiting.length > 0) this.#issue();
+      return;
+    }
+  }
+
+  /** Leadership changed: reads in flight may have been dropped; ask again (etcd fails them with "leader changed"). */
+  onLeaderChange(error: unknown): void {
+    const inflight = this.#inflight;
+    if (inflight === undefined) return;
+    this.#inflight = undefined;
+    for (const r of inflight.readers) r.reject(error);
+    if (this.#waiting.length > 0) this.#issue();
+  }
+
+  failAll(error: unknown): void {
+    const all = [...this.#waiting, ...(this.#inflight?.readers ?? [])];
+    this.#waiting = [];
+    this.#inflight = undefined;
+    for (const r of all) r.reject(error);
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
+
+  /**
+   * Reads that arrive in the same event-loop turn (many gRPC calls decoded from one socket read) share one
+   * request. A read that arrives after a request left must wait for the next one: the leader may have
+   * handled the earlier request before a write this read must see was acknowledged.
+   */
+  #scheduleIssue(): void {
+    if (this.#inflight !== undefined || this.#issueScheduled) return;
+    this.#issueScheduled = true;
+    this.#o.scheduler.soon(() => {
+      this.#issueScheduled = false;
+      if (this.#inflight === undefined && this.#waiting.length > 0) this.#issue();
+    });
+  }
+
+  #issue(): void {
+    const context = this.#nextContext++;
+    this.#inflight = { context, readers: this.#waiting, sentMs: this.#o.scheduler.nowMs() };
+    this.#waiting = [];
+    const bytes = Buffer.alloc(8);
+    bytes.writeBigUInt64BE(context);
+    this.#o.request(bytes);
+  }
+
+  /** One timer drives retries and deadlines while anything is pending. */
+  #arm(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = this.#o.scheduler.after(this.#o.retryMs, () => {
+      this.#timer = undefined;
+      this.#check();
+    });
+  }
+
+  #check(): void {
+    const now = this.#o.scheduler.nowMs();
+    const expire = (list: Pending[]): Pending[] => {
+      const keep: Pending[] = [];
+      for (const r of list) {
+        if (r.deadlineMs <= now) r.reject(this.#o.timeoutError());
+        else keep.push(r);
+      }
+      return keep;
+    };
+    this.#waiting = expire(this.#waiting);
+    const inflight = this.#inflight;
+    if (inflight !== undefined) {
+      inflight.readers = expire(inflight.readers);
+      if (now - inflight.sentMs >= this.#o.retryMs) {
+        // No answer: Raft dropped it or it is slow. Ask again with a fresh context for the same readers.
+        this.#inflight = undefined;
+        this.#waiting = [...inflight.readers, ...this.#waiting];
+      }
+    }
+    if (this.#inflight === undefined && this.#waiting.length > 0) this.#issue();
+    if (this.#waiting.length > 0 || (this.#inflight?.readers.length ?? 0) > 0) this.#arm();
+    else if (this.#inflight !== undefined) this.#inflight = undefined;
+  }
+}
