@@ -201,7 +201,7 @@ export class EtcdServer implements EtcdApi {
     return {
       applyEntries: (entries: Parameters<ApplyLoop['applyEntries']>[0]) => this.#apply.applyEntries(entries),
       restoreSnapshot: (snapshot: Parameters<ApplyLoop['restoreSnapshot']>[0]) => this.#apply.restoreSnapshot(snapshot),
-      onSoftState: (s: SoftState) => this.#leadership.onSoftState(s),
+      onSoftState: (s: SoftState, previous: SoftState) => this.#leadership.onSoftState(s, previous),
       onReadStates: (states: ReadState[]) => this.#reads.onReadStates(states),
       onStable: (index: number) => this.#apply.onStable(index),
       onFatal: (error: unknown) => this.#p.onFatal(error),

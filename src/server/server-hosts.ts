@@ -98,7 +98,7 @@ export function applyHost(c: ServerCore, cluster: ClusterOps, restored: Pick<App
     driver: () => c.driver(),
     state: () => c.state(),
     leader: () => c.leadership.leader,
-    onHardState: (hs, appliedTerm) => c.leadership.onHardState(hs, appliedTerm),
+    onApplied: (appliedTerm) => c.leadership.onApplied(appliedTerm),
     setState: restored.setState,
     rebindViews: restored.rebindViews,
   };

@@ -7,7 +7,7 @@ import { assert } from '../../base/assert.js';
 import { hex } from '../../base/hex.js';
 import { raftLogBytesMax } from '../../base/limits.js';
 import { decodeConfChange } from '../../raft/conf.js';
-import { EntryType, type ConfChange, type ConfState, type Entry, type HardState, type Snapshot, type SnapshotMeta } from '../../raft/types.js';
+import { EntryType, type ConfChange, type ConfState, type Entry, type Snapshot, type SnapshotMeta } from '../../raft/types.js';
 import type { AppliedWait } from '../request/applied-wait.js';
 import type { ClusterOps } from '../cluster/cluster-ops.js';
 import { pack, unpack } from '../codec.js';
@@ -35,9 +35,8 @@ export interface ApplyHost {
   driver(): RaftDriver;
   state(): ServerState;
   leader(): bigint;
-  /** Raft's hard state after a batch was applied (the server answers headers and apply lag from it). */
-  /** After each applied batch: Raft's hard state and the term of the last entry applied. */
-  onHardState(hs: HardState, appliedTerm: number): void;
+  /** A batch was applied; `appliedTerm` is the term of its last entry (the lessor's promotion waits for it). */
+  onApplied(appliedTerm: number): void;
   /** A received snapshot replaced the state. */
   setState(state: ServerState): void;
   /** ...and once it is durable, the views over the old state rebind to it. */
@@ -121,7 +120,7 @@ export class ApplyLoop {
       this.#bytesSinceSnapshot += e.data.length;
     }
     const last = entries[entries.length - 1]!;
-    this.#h.onHardState(this.#h.driver().hardState, this.#appliedTerm);
+    this.#h.onApplied(this.#appliedTerm);
     this.#h.appliedWait.advance(last.index);
     this.#scheduleFlush();
     const dueByCount = last.index - this.#snapshotIndex >= this.#p.snapshotCount;

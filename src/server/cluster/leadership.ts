@@ -1,7 +1,8 @@
 /**
- * This member's view of Raft leadership and progress, as the driver last reported it (soft state on every
- * change, hard state after each applied batch): who leads, the term, the commit index; and the listeners
- * that wait for a leader change. The lessor is promoted and demoted here, with leadership.
+ * This member's view of Raft leadership: who leads, the term, the commit index, read from the driver's
+ * soft and hard state as last handed out (RaftDriver.softState/hardState, the one copy; nothing is mirrored
+ * here), and the listeners that wait for a leader change. The lessor is promoted and demoted here, with
+ * leadership: that promotion state is this class's own.
  */
 import { hex } from '../../base/hex.js';
 import type { HardState, SoftState } from '../../raft/types.js';
@@ -14,16 +15,17 @@ import type { ServerState } from '../apply/server-state.js';
 export interface LeadershipHost {
   parts: EtcdServerParts;
   reads: ReadIndexBatcher;
-  driver(): RaftDriver;
+  /** Undefined only before EtcdServer.start attaches it: nothing is known yet then. */
+  driver(): RaftDriver | undefined;
   state(): ServerState;
 }
 
+/** Raft's state before the driver is attached (the values a node starts from). */
+const unknownSoft: SoftState = { leader: 0n, role: 'follower' };
+const unknownHard: HardState = { term: 0, vote: 0n, commit: 0 };
+
 export class Leadership {
   readonly #h: LeadershipHost;
-  #leader = 0n;
-  #isLeader = false;
-  #term = 0;
-  #commit = 0;
   #leaderListeners = new Set<(leader: bigint) => void>();
   /** This leader's lessor counts expiries (see #promoteLeases); lease renewals wait for it. */
   #leasesPromoted = false;
@@ -34,23 +36,23 @@ export class Leadership {
   }
 
   get leader(): bigint {
-    return this.#leader;
+    return (this.#h.driver()?.softState ?? unknownSoft).leader;
   }
 
   get isLeader(): boolean {
-    return this.#isLeader;
+    return (this.#h.driver()?.softState ?? unknownSoft).role === 'leader';
   }
 
   get term(): number {
-    return this.#term;
+    return (this.#h.driver()?.hardState ?? unknownHard).term;
   }
 
   get commit(): number {
-    return this.#commit;
+    return (this.#h.driver()?.hardState ?? unknownHard).commit;
   }
 
   hasLeader(): boolean {
-    return this.#leader !== 0n;
+    return this.leader !== 0n;
   }
 
   onLeaderChange(listener: (leader: bigint) => void): () => void {
@@ -58,11 +60,9 @@ export class Leadership {
     return () => this.#leaderListeners.delete(listener);
   }
 
-  /** Raft's hard state after a batch was applied, and the term of the last entry applied. */
-  onHardState(hs: HardState, appliedTerm: number): void {
-    this.#commit = hs.commit;
-    this.#term = hs.term;
-    if (appliedTerm === hs.term) this.#promoteLeases();
+  /** A batch was applied; `appliedTerm` is the term of its last entry. */
+  onApplied(appliedTerm: number): void {
+    if (appliedTerm === this.term) this.#promoteLeases();
   }
 
   /**
@@ -72,7 +72,7 @@ export class Leadership {
    * in the log, and the key went away right after the acknowledged renewal (production-node seed 7502).
    */
   #promoteLeases(): void {
-    if (!this.#isLeader || this.#leasesPromoted) return;
+    if (!this.isLeader || this.#leasesPromoted) return;
     const p = this.#h.parts;
     this.#leasesPromoted = true;
     this.#h.state().lessor.promote(schedulerOf(p).nowMs(), { extendMs: p.electionMs });
@@ -81,7 +81,7 @@ export class Leadership {
 
   /** Resolves once this leader's lessor is promoted (fails with notLeader if it loses leadership first). */
   leasesReady(): Promise<void> {
-    if (!this.#isLeader) return Promise.reject(new EtcdError('notLeader'));
+    if (!this.isLeader) return Promise.reject(new EtcdError('notLeader'));
     if (this.#leasesPromoted) return Promise.resolve();
     return new Promise((resolve, reject) => this.#leaseWaiters.push({ resolve, reject }));
   }
@@ -91,21 +91,16 @@ export class Leadership {
     for (const w of this.#leaseWaiters.splice(0)) w.reject(error);
   }
 
-  onSoftState(s: SoftState): void {
+  /** The driver handed out a new soft state (already its softState); `previous` is the one before. */
+  onSoftState(s: SoftState, previous: SoftState): void {
     const p = this.#h.parts;
-    const status = this.#h.driver().status();
-    this.#term = status.term;
-    const wasLeader = this.#isLeader;
-    this.#isLeader = s.role === 'leader';
-    if (s.leader !== this.#leader) {
-      const hadLeader = this.#leader !== 0n;
-      this.#leader = s.leader;
-      if (hadLeader) this.#h.reads.onLeaderChange(new EtcdError('leaderChanged'));
+    if (s.leader !== previous.leader) {
+      if (previous.leader !== 0n) this.#h.reads.onLeaderChange(new EtcdError('leaderChanged'));
       if (s.leader !== 0n) p.metrics.leaderChanges.inc();
-      p.logger.info('leader changed', { leader: hex(s.leader), term: status.term });
+      p.logger.info('leader changed', { leader: hex(s.leader), term: this.term });
       for (const l of this.#leaderListeners) l(s.leader);
     }
-    if (!this.#isLeader && wasLeader) {
+    if (s.role !== 'leader' && previous.role === 'leader') {
       if (this.#leasesPromoted) this.#h.state().lessor.demote();
       this.#leasesPromoted = false;
       this.failLeaseWaiters(new EtcdError('notLeader'));

@@ -45,7 +45,8 @@ export interface DriverApp {
   applyEntries(entries: Entry[]): void;
   /** Restore the state machine from a durable snapshot, before any later entry is applied. */
   restoreSnapshot(snapshot: Snapshot): Promise<void>;
-  onSoftState(state: SoftState): void;
+  /** Leader or role changed (`previous`: the soft state handed out before); driver.softState is `state` already. */
+  onSoftState(state: SoftState, previous: SoftState): void;
   onReadStates(states: ReadState[]): void;
   /**
    * The log is durable up to `index` (after each acknowledged save). Entries may be applied before this
@@ -81,8 +82,14 @@ export class RaftDriver {
   #ticker: TimerHandle | undefined;
   #scheduled = false;
   #draining = false;
-  /** The newest hard state handed out (term and commit without building a Status per apply). */
-  #hardState: HardState = { term: 0, vote: 0n, commit: 0 };
+  /**
+   * The newest soft and hard state handed out: Raft's leader, role, term and commit as this member has been
+   * told them, in Ready order. The one copy the server reads (leadership, headers, quota, health), cheap
+   * to read per request (status() builds the whole Status). Starts from the node's state at construction,
+   * which its first Ready does not repeat.
+   */
+  #softState: SoftState;
+  #hardState: HardState;
   #stopped = false;
   /** The stable index the application last heard of (onStable). */
   #reportedStable = 0;
@@ -108,6 +115,9 @@ export class RaftDriver {
     this.#ackBeforePersist = options.unsafeAckBeforePersist === true;
     this.#scheduler = options.scheduler ?? realScheduler;
     this.#reportedStable = node.stableIndex;
+    const s = node.status();
+    this.#softState = { leader: s.leader, role: s.role };
+    this.#hardState = { term: s.term, vote: s.vote, commit: s.commit };
   }
 
   start(): void {
@@ -143,6 +153,12 @@ export class RaftDriver {
     return this.#receivedSnapshotIndex;
   }
 
+  /** Leader and role as last handed out (see #softState). */
+  get softState(): SoftState {
+    return this.#softState;
+  }
+
+  /** Term, vote and commit as last handed out (see #softState). */
   get hardState(): HardState {
     return this.#hardState;
   }
@@ -245,7 +261,11 @@ export class RaftDriver {
     if (stable < this.#reportedStable) this.#app.onStable(stable);
     this.#reportedStable = stable;
     if (rd.hardState !== undefined) this.#hardState = rd.hardState;
-    if (rd.softState !== undefined) this.#app.onSoftState(rd.softState);
+    if (rd.softState !== undefined) {
+      const previous = this.#softState;
+      this.#softState = rd.softState;
+      this.#app.onSoftState(rd.softState, previous);
+    }
     if (rd.messages.length > 0) this.#transport.send(rd.messages);
     const durable = this.#persist(rd);
     if (rd.snapshot !== undefined) {

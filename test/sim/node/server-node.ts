@@ -213,9 +213,9 @@ export class ServerNode {
         app.applyEntries(entries);
         env.onApplied(this, entries[entries.length - 1]!.index, server.state.store.revision, 'apply');
       },
-      onSoftState: (st) => {
+      onSoftState: (st, previous) => {
         if (process.env.SIM_TRACE_APPLY) env.trace(`n${this.id} soft state ${st.role} leader n${st.leader}`);
-        app.onSoftState(st);
+        app.onSoftState(st, previous);
       },
       onStable: (index) => {
         if (process.env.SIM_TRACE_APPLY) env.trace(`n${this.id} stable ${index}`);
