@@ -5,6 +5,7 @@
  * Because we store etcd's exact bytes, equal histories give etcd's hash.
  */
 import { decodeKeyValue } from './kv-codec.js';
+import type { Backend } from './backend.js';
 import type { MvccCore } from './kv-core.js';
 import { Crc32c } from './kv-codec.js';
 import { bytesToRevision } from './revision.js';
@@ -84,4 +85,23 @@ export async function* withUnflushed(stored: AsyncIterable<[Uint8Array, Uint8Arr
     yield entry;
   }
   for (; next < unflushed.length; next++) yield [codeToBytes(unflushed[next]![0]), unflushed[next]![1]];
+}
+
+/**
+ * etcd's HashKV at `revision` (0: the current one). Streamed from a consistent backend view merged with the
+ * writes not yet flushed, so hashing a large store never blocks apply or reads (the event loop turns between
+ * backend batches). A compaction that lands while it runs changes what the hash covers: it starts over then.
+ */
+export async function hashStore(core: MvccCore, backend: Backend, revision: number): Promise<KvHash> {
+  for (;;) {
+    const bounds = hashBounds(core, revision);
+    const view = backend.view();
+    const unflushed = core.values.unflushed();
+    try {
+      const h = await hashEntries(core, bounds, withUnflushed(view.scan('key', { lt: bounds.end }), unflushed));
+      if (core.compactRev === bounds.compactRev) return h;
+    } finally {
+      await view.close();
+    }
+  }
 }

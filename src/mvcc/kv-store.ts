@@ -23,7 +23,7 @@ import { WriteBuffer, type Backend, type BackendView } from './backend.js';
 import { BackendQueue } from './backend-queue.js';
 import { compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
 import { FlushMarks, type FlushMark } from './flush-marks.js';
-import { hashBounds, hashEntries, withUnflushed, type KvHash } from './hash.js';
+import { hashStore, type KvHash } from './hash.js';
 import { encodeIndexCheckpoint, IndexCheckpointError } from './index-checkpoint.js';
 import { loadIndexCheckpoint } from './index-checkpoint-load.js';
 import { decodeKeyValueMeta } from './kv-codec.js';
@@ -342,25 +342,9 @@ export class KvStore {
     return dropped >= this.#core.log.length * reclaimGarbageFraction;
   }
 
-  /**
-   * etcd's HashKV at `revision` (0: the current one). Streamed from a consistent backend view merged with the
-   * writes not yet flushed, so hashing a large store never blocks apply or reads (the event loop turns
-   * between backend batches). A compaction that lands while it runs changes what the hash covers: it starts
-   * over then.
-   */
-  async hashKV(revision: number): Promise<KvHash> {
-    const core = this.#core;
-    for (;;) {
-      const bounds = hashBounds(core, revision);
-      const view = this.#backend.view();
-      const unflushed = core.values.unflushed();
-      try {
-        const h = await hashEntries(core, bounds, withUnflushed(view.scan('key', { lt: bounds.end }), unflushed));
-        if (core.compactRev === bounds.compactRev) return h;
-      } finally {
-        await view.close();
-      }
-    }
+  /** etcd's HashKV at `revision` (0: the current one), streamed (hash.ts hashStore). */
+  hashKV(revision: number): Promise<KvHash> {
+    return hashStore(this.#core, this.#backend, revision);
   }
 
   /** HashKV at the current revision. */
