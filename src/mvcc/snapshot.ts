@@ -81,8 +81,10 @@ export class SnapshotEncoder {
 }
 
 /**
- * Decodes a snapshot stream chunk by chunk. `push` returns the complete records so far as put ops (bytes
- * owned by the ops); `end` checks the end marker and the checksum. Callers must not act on the ops as final
+ * Decodes a snapshot stream chunk by chunk. `push` returns the complete records so far as put ops whose
+ * bytes are views into the pushed chunk (or into the decoder's copy of a record cut by a chunk boundary): the
+ * caller hands over the chunk and must not change it, and should let go of the ops once written (a view pins
+ * its whole chunk). A copy per key and per value was the import's largest own cost. `end` checks the end marker and the checksum. Callers must not act on the ops as final
  * before `end` succeeds (write them where a failed import can be discarded). `check` walks the same framing
  * and checksum without producing ops, for a receiver that verifies a stream while it is written to disk.
  */
@@ -126,7 +128,7 @@ export class SnapshotDecoder {
       const vlen = view.getUint32(pos + 5 + klen);
       const end = pos + 9 + klen + vlen;
       if (end > data.length) break;
-      if (ops !== undefined) ops.push({ type: 'put', bucket, key: data.slice(pos + 5, pos + 5 + klen), value: data.slice(pos + 9 + klen, end) });
+      if (ops !== undefined) ops.push({ type: 'put', bucket, key: data.subarray(pos + 5, pos + 5 + klen), value: data.subarray(pos + 9 + klen, end) });
       pos = end;
     }
     this.#keep(data, pos);
