@@ -110,11 +110,31 @@ export class SnapshotDecoder {
 
   #walk(chunk: Uint8Array, ops: BatchOp[] | undefined): void {
     assert(!this.#ended, 'snapshot decoder used after its end');
-    // A record cut by the previous chunk's end is carried over (one copy of this chunk, cheap beside the rest).
-    const data = this.#pending.length === 0 ? chunk : concat(this.#pending, chunk);
+    let data = chunk;
+    const pending = this.#pending;
+    if (pending.length > 0) {
+      // A record cut by the previous chunk's end is finished on a copy of its own bytes only; the rest of the
+      // chunk is then walked in place (copying every chunk behind its carried-over tail cost a pass over the
+      // whole snapshot). Only when that copy does not finish it (a cut header) is the chunk copied whole.
+      const take = Math.min(chunk.length, Math.max(stitchBytesMin, cutRecordRest(pending)));
+      const stitch = concat(pending, chunk.subarray(0, take));
+      const pos = this.#records(stitch, ops);
+      if (pos >= pending.length) {
+        this.#crc.update(stitch.subarray(0, pos));
+        this.#pending = new Uint8Array(0);
+        data = chunk.subarray(pos - pending.length);
+      } else {
+        data = take === chunk.length ? stitch : concat(pending, chunk);
+      }
+    }
+    this.#keep(data, this.#records(data, ops));
+  }
+
+  /** Walks the whole records at the start of data (and the magic, first); returns the bytes they span. */
+  #records(data: Uint8Array, ops: BatchOp[] | undefined): number {
     let pos = 0;
     if (!this.#sawMagic) {
-      if (data.length < magic.length) return this.#keep(data, 0);
+      if (data.length < magic.length) return 0;
       for (let i = 0; i < magic.length; i++) if (data[i] !== magic[i]) this.#fail('bad magic');
       this.#sawMagic = true;
       pos = magic.length;
@@ -131,7 +151,7 @@ export class SnapshotDecoder {
       if (ops !== undefined) ops.push({ type: 'put', bucket, key: data.subarray(pos + 5, pos + 5 + klen), value: data.subarray(pos + 9 + klen, end) });
       pos = end;
     }
-    this.#keep(data, pos);
+    return pos;
   }
 
   /** Checksums data[0, pos) (consumed) and keeps the rest for the next chunk. */
@@ -149,6 +169,18 @@ export class SnapshotDecoder {
     this.#crc.update(rest.subarray(0, 1));
     if (this.#crc.sum() !== new DataView(rest.buffer, rest.byteOffset, 5).getUint32(1)) this.#fail('checksum mismatch');
   }
+}
+
+/** The least of a chunk copied to finish a cut record: enough for any header, and small beside a chunk. */
+const stitchBytesMin = 64 * 1024;
+
+/** Bytes still missing from the record cut at the start of `pending`, when its header says (else 0). */
+function cutRecordRest(pending: Uint8Array): number {
+  if (pending.length < 5 || pending[0] === endMarker) return 0;
+  const view = new DataView(pending.buffer, pending.byteOffset, pending.byteLength);
+  const klen = view.getUint32(1);
+  if (pending.length < 9 + klen) return 0;
+  return 9 + klen + view.getUint32(5 + klen) - pending.length;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
