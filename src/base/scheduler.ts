@@ -29,6 +29,6 @@ export interface Scheduler extends Clock {
   after(ms: number, fn: () => void, options?: TimerOptions): TimerHandle;
   /** Run `fn` every `ms`, first `ms` from now. */
   every(ms: number, fn: () => void, options?: TimerOptions): TimerHandle;
-  /** Run `fn` in a later turn of the loop, after the I/O already due (Node's setImmediate). */
+  /** Run `fn` in a later turn of the loop, after the I/O already due (a macrotask, not a microtask). */
   soon(fn: () => void): void;
 }

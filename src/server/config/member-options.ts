@@ -5,6 +5,7 @@
 import type { ProfileChoice } from '../../wal/profiles.js';
 import type { Logger } from '../log.js';
 import type { TestFault } from '../test-faults.js';
+import type { TlsFiles } from '../tls/tls-files.js';
 
 export type ClusterBootstrap =
   /** k3s `--cluster-init`: a new cluster with this member as its only voter. */
@@ -24,18 +25,7 @@ export interface ScheduledSnapshots {
   compress: boolean;
 }
 
-export interface TlsFiles {
-  certFile: string;
-  keyFile: string;
-  trustedCaFile?: string;
-  clientCertAuth?: boolean;
-  /** etcd --client-crl-file / --peer-crl-file: certificates it revokes are refused in handshakes. */
-  crlFile?: string;
-  /** etcd --peer-cert-allowed-cn (and YAML allowed-cn): with client cert auth, the certificate's CN must be one of these. */
-  allowedCns?: string[];
-  /** etcd --peer-cert-allowed-hostname / --client-cert-allowed-hostname: the certificate must be valid for one of these. */
-  allowedHostnames?: string[];
-}
+export type { TlsFiles };
 
 /** etcd --cipher-suites, --tls-min-version, --tls-max-version; applies to client and peer TLS alike. */
 export interface TlsPolicy {

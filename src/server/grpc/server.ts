@@ -13,6 +13,7 @@ import { readFile } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { Duplex } from 'node:stream';
+import type { TlsFiles } from '../tls/tls-files.js';
 import { handOver } from './authority-fix.js';
 import { routeConnection } from './client-port.js';
 import { createGateway } from '../gateway/gateway.js';
@@ -34,20 +35,8 @@ import { serviceDefinition } from './proto.js';
 import { unimplementedService, unimplementedServiceNames } from './unimplemented-services.js';
 import { watchService } from './watch-service.js';
 
-export interface GrpcTlsOptions {
-  /** PEM file paths, as etcd's flags. */
-  certFile: string;
-  keyFile: string;
-  /** CA bundle used to verify client certificates. */
-  trustedCaFile?: string;
-  /** Require and verify a client certificate (etcd --client-cert-auth); needs trustedCaFile. */
-  clientCertAuth?: boolean;
-  /** etcd --client-crl-file. */
-  crlFile?: string;
-  /** etcd's allowed CN / hostname checks (with clientCertAuth). */
-  allowedCns?: string[];
-  allowedHostnames?: string[];
-}
+/** Client-port TLS (etcd --cert-file, --key-file, --trusted-ca-file, --client-cert-auth, ...). */
+export type GrpcTlsOptions = TlsFiles;
 
 export interface GrpcServerOptions {
   api: EtcdApi;

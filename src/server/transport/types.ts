@@ -1,5 +1,6 @@
 /** Public types of the peer transport. */
 import type { TlsPolicy } from '../config/member-options.js';
+import type { TlsFiles } from '../tls/tls-files.js';
 import type { Message, NodeId, Snapshot } from '../../raft/types.js';
 import type { Logger } from '../log.js';
 
@@ -18,18 +19,7 @@ export interface PeerRequestInfo {
 }
 
 /** Peer TLS, from --peer-cert-file, --peer-key-file, --peer-trusted-ca-file, --peer-client-cert-auth. */
-export interface PeerTlsOptions {
-  certFile: string;
-  keyFile: string;
-  /** Without it, the remote certificate is not verified (the token handshake still authenticates). */
-  trustedCaFile?: string;
-  /** Require and verify a client certificate on inbound connections (needs trustedCaFile). */
-  clientCertAuth?: boolean;
-  /** etcd --peer-crl-file. */
-  crlFile?: string;
-  /** etcd --peer-cert-allowed-cn / --peer-cert-allowed-hostname (with clientCertAuth). */
-  allowedCns?: string[];
-  allowedHostnames?: string[];
+export interface PeerTlsOptions extends TlsFiles {
   /** etcd --cipher-suites, --tls-min-version, --tls-max-version. */
   policy?: TlsPolicy;
 }
