@@ -1,7 +1,7 @@
 /**
  * The saves waiting for the next batch, and group commit: saves that arrive while a batch is written and
  * synced form the next one, capped at the profile's batchBytesMax; with a commit delay a batch waits at most
- * that long to hold as many entries as the last one did.
+ * that long for the writers of the last sync to be back beside those already waiting.
  */
 import type { SaveRequest } from './save-request.js';
 
@@ -25,8 +25,13 @@ export class SaveQueue {
   #queuedBytes = 0;
   /** Entries queued (a save without entries counts as one): what the commit-delay window measures. */
   #queuedUnits = 0;
-  /** The units the last batch carried: a commit-delay window ends once the queue holds as many. */
+  /**
+   * The units a commit-delay window waits for: those the last durable batch carried plus those that were
+   * already queued when it became durable (see batchDurable).
+   */
   #fillTarget = 0;
+  /** The units of the batch being written and synced. */
+  #inFlightUnits = 0;
   /** Ends the commit-delay window in progress early (the batch is full). */
   #endWindow: (() => void) | undefined;
 
@@ -59,10 +64,12 @@ export class SaveQueue {
   }
 
   /**
-   * Group commit under concurrency: the batch is full once the queue holds as many entries as the last batch
-   * carried (the writers of that batch are back), or the byte cap. A lone writer (last batch: one entry) is
-   * always full, so it waits for exactly one sync; writes that queued behind a sync fill the next batch at
-   * once whenever there are as many of them as before.
+   * Group commit under concurrency: the batch is full at the byte cap, or once the queue holds the fill
+   * target: the entries the last sync made durable (their writers, answered, come back) plus those that
+   * queued behind that sync. Counting only the last batch would lock closed-loop writers into two groups
+   * taking turns, each sync carrying half of them (16 clients at 20 ms per fsync: 8 entries per sync, every
+   * put waiting two syncs); with both, the groups merge into one within a sync. A lone writer (one entry,
+   * nothing queued) is always full, so it waits for exactly one sync.
    */
   #batchFull(): boolean {
     return this.#queuedUnits >= this.#fillTarget || this.#queuedBytes >= this.#batchBytesMax;
@@ -94,8 +101,14 @@ export class SaveQueue {
     }
     this.#queuedBytes -= bytes;
     this.#queuedUnits -= units;
-    this.#fillTarget = units;
+    this.#inFlightUnits = units;
     return this.#queue.splice(0, count);
+  }
+
+  /** The batch taken last is durable: the next window waits for its writers and those queued behind it. */
+  batchDurable(): void {
+    this.#fillTarget = this.#inFlightUnits + this.#queuedUnits;
+    this.#inFlightUnits = 0;
   }
 
   /** Everything queued, removed (the log failed: each is rejected). */

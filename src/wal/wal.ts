@@ -17,8 +17,8 @@
  *   below the saved commit index: that would lose committed entries, an assertion).
  * - Group commit: saves that arrive while a batch is being written and synced form the next batch; each
  *   batch is one write(2) then one fdatasync(2), capped at the profile's batchBytesMax. At low load a save
- *   waits for exactly one sync. With a commit delay, a batch waits at most that long to hold as many
- *   entries as the last one did (#batchFull). Callers must not mutate entries they passed until the save
+ *   waits for exactly one sync. With a commit delay, a batch waits at most that long for the writers
+ *   of the last sync to be back beside those queued behind it (SaveQueue#batchFull). Callers must not mutate entries they passed until the save
  *   resolves.
  * - A failed write, sync, rename or preallocation is fatal (W7): every pending and later save rejects with
  *   the same WalFatalError, `onFatal` is called once, nothing is retried or acknowledged. The server exits.
@@ -249,6 +249,7 @@ export class Wal {
         if (this.#failure || this.#queue.length === 0) break;
         this.#inFlight = this.#queue.takeBatch();
         await this.#writeBatch(this.#inFlight);
+        this.#queue.batchDurable();
         for (const s of this.#inFlight) {
           if (s.request.snapshotMeta) this.#durableSnapshot = s.request.snapshotMeta;
           s.resolve();

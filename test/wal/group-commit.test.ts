@@ -191,34 +191,60 @@ describe('the commit-delay window', () => {
     return { g, wal, head };
   };
 
-  it('saves queued behind a sync ride in the next one without waiting out the window', async () => {
+  it('ends once the writers of the last sync are back beside those queued behind it', async () => {
     const { g, wal, head } = await heldWal();
     const two = [2, 3].map((i) => wal.save({ entries: [entry(i)] }));
-    g.release();
-    g.close(); // the batch of two is now held inside its sync
-    await new Promise((r) => setTimeout(r, 5));
-    const four = [4, 5, 6, 7].map((i) => wal.save({ entries: [entry(i)] }));
     const syncsBefore = wal.metrics.syncs;
     g.release();
-    // The last batch held two entries and four wait: the batch is full, the 1 s window is not waited.
-    expect(await elapsedMs(Promise.all([head, ...two, ...four]))).toBeLessThan(500);
+    await head; // entry 1 is durable: the window now waits for its writer beside entries 2 and 3
+    await new Promise((r) => setTimeout(r, 50));
+    expect(wal.metrics.syncs).toBe(syncsBefore + 1); // two of three: still open
+    const back = wal.save({ entries: [entry(4)] }); // the writer of entry 1, answered, writes again
+    expect(await elapsedMs(Promise.all([...two, back]))).toBeLessThan(500);
     expect(wal.metrics.syncs - syncsBefore).toBe(2);
     await wal.close();
   });
 
-  it('ends as soon as the queue holds as many entries as the last batch, and not before', async () => {
+  it('ends as soon as the queue holds as many entries as the last sync carried, and not before', async () => {
     const { g, wal, head } = await heldWal();
     const four = [2, 3, 4, 5].map((i) => wal.save({ entries: [entry(i)] }));
     g.release();
-    await Promise.all([head, ...four]); // the last batch carried four entries
+    await head;
+    const back = wal.save({ entries: [entry(6)] });
+    await Promise.all([...four, back]); // the last sync carried five entries, nothing queued behind it
     const syncsBefore = wal.metrics.syncs;
     let acked = 0;
-    const three = [6, 7, 8].map((i) => wal.save({ entries: [entry(i)] }).then(() => acked++));
+    const some = [7, 8, 9, 10].map((i) => wal.save({ entries: [entry(i)] }).then(() => acked++));
     await new Promise((r) => setTimeout(r, 50));
-    expect(acked).toBe(0); // three of four: the window is still open
-    const fourth = wal.save({ entries: [entry(9)] });
-    expect(await elapsedMs(Promise.all([...three, fourth]))).toBeLessThan(500);
+    expect(acked).toBe(0); // four of five: the window is still open
+    const fifth = wal.save({ entries: [entry(11)] });
+    expect(await elapsedMs(Promise.all([...some, fifth]))).toBeLessThan(500);
     expect(wal.metrics.syncs - syncsBefore).toBe(1);
+    await wal.close();
+  });
+
+  it('closed-loop writers share one sync instead of two groups taking turns', async () => {
+    // 16 writers, each saving again as soon as its save is durable; every sync takes 20 ms, window 4 ms.
+    const g = gate();
+    const fs = new SimFs({ beforeSync: async () => { await g.wait(); await new Promise((r) => setTimeout(r, 20)); } });
+    const { wal } = await Wal.open(dir, opts(fs, { commitDelayMs: 4 }));
+    let next = 0;
+    const writer = async (rounds: number): Promise<void> => {
+      for (let i = 0; i < rounds; i++) await wal.save({ entries: [entry(++next)] });
+    };
+    g.close();
+    const head = wal.save({ entries: [entry(++next)] });
+    await new Promise((r) => setTimeout(r, 5));
+    const groupA = Array.from({ length: 8 }, () => writer(12)); // queued behind the held sync
+    const syncsBefore = wal.metrics.syncs;
+    g.release();
+    await head;
+    await new Promise((r) => setTimeout(r, 10)); // group A's first sync is in flight
+    const groupB = Array.from({ length: 8 }, () => writer(12));
+    await Promise.all([...groupA, ...groupB]);
+    // Two groups taking turns need 24 syncs (8 entries each); merged, the 16 share each sync after the first two.
+    expect(wal.metrics.saves).toBe(1 + 16 * 12);
+    expect(wal.metrics.syncs - syncsBefore).toBeLessThanOrEqual(16);
     await wal.close();
   });
 
