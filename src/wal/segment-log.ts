@@ -218,7 +218,8 @@ export class SegmentLog {
   async write(bytes: Uint8Array, maxIndex: number): Promise<void> {
     const active = this.#active;
     assert(active !== undefined, 'no active segment');
-    await active.write(bytes, bytes.length, this.#pos);
+    if (active.writeNow !== undefined && bytes.length <= this.#tuning.inlineWriteBytesMax) active.writeNow(bytes, bytes.length, this.#pos);
+    else await active.write(bytes, bytes.length, this.#pos);
     this.#pos += bytes.length;
     // Prepare the next segment only once this one is half full: zero-filling a fresh 64 MiB file is 16k page
     // writes on the thread pool, which a member that just started (or a short-lived one) should not pay

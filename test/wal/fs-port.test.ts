@@ -19,6 +19,20 @@ const codeOf = (e: unknown): unknown => (e as { code?: unknown }).code;
 
 for (const [name, make] of adapters) {
   describe(`FsPort conformance: ${name}`, () => {
+    it('writeNow writes on the calling thread, as write does', async () => {
+      const { fs, dir } = make();
+      await fs.mkdirp(dir);
+      const f = await fs.open(`${dir}/now`, 'create');
+      expect(f.writeNow).toBeTypeOf('function');
+      f.writeNow!(Uint8Array.of(5, 6, 7), 2, 4);
+      expect(await f.size()).toBe(6);
+      const into = new Uint8Array(8);
+      expect(await f.read(into, 8, 0)).toBe(6);
+      expect([...into.subarray(0, 6)]).toEqual([0, 0, 0, 0, 5, 6]);
+      await f.close();
+      expect(() => f.writeNow!(Uint8Array.of(1), 1, 0)).toThrow();
+    });
+
     it('creates exclusively, writes and reads at positions, reports size, truncates', async () => {
       const { fs, dir } = make();
       await fs.mkdirp(dir);

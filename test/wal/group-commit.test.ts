@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/raft/types.js';
 import { WalClosedError, WalFatalError } from '../../src/wal/errors.js';
+import type { FilePort } from '../../src/wal/fs-port.js';
 import { Wal, type WalOptions } from '../../src/wal/wal.js';
 import { SimFs } from './sim-fs.js';
 
@@ -75,6 +76,35 @@ describe('group commit', () => {
     const { wal: w2, state } = await Wal.open(dir, opts(fs));
     expect(state.entries).toHaveLength(40);
     await w2.close();
+  });
+
+  it('small batches are written on the calling thread only when the profile says so', async () => {
+    for (const [inlineWriteBytesMax, expectNow] of [[64 * 1024, true], [0, false]] as const) {
+      const fs = new SimFs();
+      const calls: string[] = [];
+      const spying: typeof fs.open = async (path, mode) => {
+        const f = await SimFs.prototype.open.call(fs, path, mode);
+        if (!path.endsWith('.wal.tmp') && !path.endsWith('.wal')) return f;
+        return {
+          path: f.path,
+          write: (d, n, p) => (calls.push('write'), f.write(d, n, p)),
+          writeNow: (d, n, p) => (calls.push('writeNow'), f.writeNow!(d, n, p)),
+          read: (d, n, p) => f.read(d, n, p),
+          datasync: () => f.datasync(),
+          sync: () => f.sync(),
+          truncate: (n) => f.truncate(n),
+          size: () => f.size(),
+          close: () => f.close(),
+        } satisfies FilePort;
+      };
+      fs.open = spying;
+      const { wal } = await Wal.open(dir, opts(fs, { inlineWriteBytesMax }));
+      calls.length = 0;
+      await wal.save({ entries: [entry(1)] });
+      await wal.save({ entries: [entry(2, 70 * 1024)] }); // over the inline cap: the thread pool
+      expect(calls).toEqual(expectNow ? ['writeNow', 'write'] : ['write', 'write']);
+      await wal.close();
+    }
   });
 
   it('one write per batch, then one fdatasync', async () => {

@@ -251,7 +251,7 @@ describe('release only behind a durable snapshot (W11)', () => {
 });
 
 describe('recycled segments', () => {
-  const tuning = { segmentBytes: 4096, preallocate: true, batchBytesMax: 2048, recycleSegmentsMax: 2 };
+  const tuning = { segmentBytes: 4096, preallocate: true, batchBytesMax: 2048, recycleSegmentsMax: 2, inlineWriteBytesMax: 0 };
 
   /** A log whose active segment is a recycled file still holding its previous life's records. */
   async function recycledLog(): Promise<{ fs: SimFs; path: string; lastIndex: number }> {

@@ -215,6 +215,9 @@ class SimFile implements FilePort {
     if (this.#closed) throw errno('EBADF', this.path);
   }
   async write(data: Uint8Array, length: number, position: number): Promise<void> {
+    this.writeNow(data, length, position);
+  }
+  writeNow(data: Uint8Array, length: number, position: number): void {
     this.#check();
     const bytes = new Uint8Array(length); // a copy: callers reuse their buffers (Buffer#slice would alias)
     bytes.set(data.subarray(0, length));

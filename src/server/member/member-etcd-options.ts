@@ -44,6 +44,7 @@ export function noFsyncPort(inner: FsPort = new NodeFsPort()): FsPort {
       return f.path;
     },
     write: (data, length, position) => f.write(data, length, position),
+    ...(f.writeNow !== undefined ? { writeNow: (data: Uint8Array, length: number, position: number) => f.writeNow!(data, length, position) } : {}),
     read: (into, length, position) => f.read(into, length, position),
     datasync: async () => {},
     sync: async () => {},
