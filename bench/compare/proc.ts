@@ -15,6 +15,9 @@ export interface ProcSample {
   rssKb: number;
   /** VmHWM: the highest RSS since the process started. */
   peakRssKb: number;
+  /** RssAnon and RssFile: VmRSS split into anonymous memory and mapped file pages (e.g. LevelDB's tables). */
+  rssAnonKb: number;
+  rssFileKb: number;
   /** user + system CPU time. */
   cpuMs: number;
 }
@@ -36,6 +39,8 @@ export function sampleProc(pid: number): ProcSample | undefined {
       writeBytes: field(io, 'write_bytes'),
       rssKb: field(status, 'VmRSS'),
       peakRssKb: field(status, 'VmHWM'),
+      rssAnonKb: field(status, 'RssAnon'),
+      rssFileKb: field(status, 'RssFile'),
       cpuMs: (cpuTicks * 1000) / clockTicksPerSec,
     };
   } catch {

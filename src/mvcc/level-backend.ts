@@ -34,6 +34,19 @@ type Snapshot = ReturnType<Db['snapshot']>;
  */
 const writeBufferBytes = 1024 * 1024;
 
+/**
+ * LevelDB maps every table file it opens (up to 1000 per process) and keeps it mapped while the file is in
+ * its table cache, which holds maxOpenFiles − 10 tables. Mapped pages that were read count in the RSS: a
+ * snapshot sent to a joining follower reads every table, and with the defaults (1000 files, 2 MiB tables)
+ * the leader kept the whole database mapped afterwards (+100 MB at 100,000 × 1 KB, 1.20–1.31× etcd's leader
+ * during the catch-up). LevelDB's floor, 74 files, with 1 MiB tables bounds what stays mapped to 64 MiB.
+ * The price: once the database has more than 64 tables, a random read of a value that is neither in the
+ * value cache nor in a cached table reopens its table (measured ~32 µs instead of ~5 µs per cold get over
+ * 100 MB); scans move through the tables in order and are unaffected.
+ */
+const tableCacheFiles = 74;
+const tableBytesMax = 1024 * 1024;
+
 /** A key never written: a sync with nothing else to write deletes it, which LevelDB logs and fsyncs. */
 const syncMarkerKey = new TextEncoder().encode('sync');
 
@@ -80,7 +93,13 @@ export class LevelBackend implements Backend {
 
   /** Open (creating if needed) the database in `location`, a directory. */
   static async open(location: string, options: LevelBackendOptions = {}): Promise<LevelBackend> {
-    const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(location, { keyEncoding: 'view', valueEncoding: 'view', writeBufferSize: writeBufferBytes });
+    const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(location, {
+      keyEncoding: 'view',
+      valueEncoding: 'view',
+      writeBufferSize: writeBufferBytes,
+      maxOpenFiles: tableCacheFiles,
+      maxFileSize: tableBytesMax,
+    });
     await db.open();
     return new LevelBackend(db, options);
   }
