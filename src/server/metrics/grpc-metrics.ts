@@ -81,31 +81,60 @@ interface CallLike {
   write?: (...args: unknown[]) => boolean;
 }
 
+/** A method's counters, their label keys built once (every call bumps three to five of them). */
+function methodCounters(labels: Labels, m: GrpcMetrics) {
+  const handled = new Map<string, (by?: number) => void>();
+  const versions = new Map<string, (by?: number) => void>();
+  const type = labels.grpc_type === 'unary' ? 'unary' : 'stream';
+  return {
+    started: m.started.bind(labels),
+    received: m.received.bind(labels),
+    sent: m.sent.bind(labels),
+    handled(code: string): void {
+      let inc = handled.get(code);
+      if (inc === undefined) handled.set(code, (inc = m.handled.bind({ ...labels, grpc_code: code })));
+      inc();
+    },
+    clientRequest(version: string): void {
+      const inc = versions.get(version);
+      if (inc !== undefined) return inc();
+      const labelSet = { type, client_api_version: version };
+      // Versions come from clients: only a few are kept bound, the rest take the slower path.
+      if (versions.size < clientVersionsBoundMax) versions.set(version, m.clientRequests.bind(labelSet));
+      m.clientRequests.inc(1, labelSet);
+    },
+  };
+}
+
+/** Distinct client-api-version values per method whose counter is kept bound. */
+const clientVersionsBoundMax = 8;
+
 function wrap(handler: (...args: unknown[]) => void, labels: Labels, m: GrpcMetrics): (...args: unknown[]) => void {
   const unaryResponse = labels.grpc_type === 'unary' || labels.grpc_type === 'client_stream';
+  const counters = methodCounters(labels, m);
   return (call: unknown, callback?: unknown) => {
     const c = call as CallLike;
-    m.started.inc(1, labels);
+    counters.started();
     const version = c.metadata?.get('client-api-version')[0];
-    m.clientRequests.inc(1, { type: labels.grpc_type === 'unary' ? 'unary' : 'stream', client_api_version: typeof version === 'string' ? version : 'unknown' });
+    counters.clientRequest(typeof version === 'string' ? version : 'unknown');
     let done = false;
     const finish = (code: string): void => {
       if (done) return;
       done = true;
-      m.handled.inc(1, { ...labels, grpc_code: code });
+      counters.handled(code);
       for (const f of m.onHandled) f(labels.grpc_service, labels.grpc_method, code);
     };
-    if (labels.grpc_type === 'unary' || labels.grpc_type === 'server_stream') m.received.inc(1, labels);
+    if (labels.grpc_type === 'unary' || labels.grpc_type === 'server_stream') counters.received();
     else {
       c.on('data', () => {
-        m.received.inc(1, labels);
+        counters.received();
         for (const f of m.onHandled) f(labels.grpc_service, labels.grpc_method, 'msg');
       });
     }
     if (unaryResponse) {
       const cb = callback as (err: { code?: number } | null, ...rest: unknown[]) => void;
       return handler(call, (err: { code?: number } | null, ...rest: unknown[]) => {
-        if (err === null || err === undefined) m.sent.inc(1, labels);
+        if (err === null || err === undefined) counters.sent();
         finish(err === null || err === undefined ? 'OK' : codeName(err.code));
         cb(err, ...rest);
       });
@@ -113,7 +142,7 @@ function wrap(handler: (...args: unknown[]) => void, labels: Labels, m: GrpcMetr
     const write = c.write;
     if (write !== undefined) {
       c.write = (...args: unknown[]) => {
-        m.sent.inc(1, labels);
+        counters.sent();
         return write.apply(call, args);
       };
     }

@@ -79,6 +79,15 @@ export class Counter extends Metric {
     this.#values.set(key, (this.#values.get(key) ?? 0) + by);
   }
 
+  /** `inc` for one label set, its key built once: for counters bumped on every request. */
+  bind(labels?: Labels): (by?: number) => void {
+    const key = this.key(labels);
+    return (by = 1) => {
+      assert(by >= 0 && Number.isFinite(by), `counter ${this.name} can only increase (by ${by})`);
+      this.#values.set(key, (this.#values.get(key) ?? 0) + by);
+    };
+  }
+
   /** For counters mirrored from another module's monotonic total, at collect time. */
   setTotal(total: number, labels?: Labels): void {
     const key = this.key(labels);
