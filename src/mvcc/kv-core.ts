@@ -38,6 +38,8 @@ export class MvccCore {
   compactRev = -1;
   hooks: LeaseHooks | undefined;
   readonly listeners = new Set<WriteListener>();
+  /** Per listener, whether the events of a write need prevKv (see WriteListenOptions). */
+  readonly prevKvDemands = new Set<() => boolean>();
   readonly buffer: WriteBuffer;
   readonly values: ValueStore;
   /** The highest revision code written (what a flush covers). */
@@ -46,6 +48,12 @@ export class MvccCore {
   constructor(buffer: WriteBuffer, values: ValueStore) {
     this.buffer = buffer;
     this.values = values;
+  }
+
+  /** Whether a write's events carry prevKv: only when a listener will use it (a value read saved per write otherwise). */
+  wantsPrevKv(): boolean {
+    for (const wants of this.prevKvDemands) if (wants()) return true;
+    return false;
   }
 
   /** Add a revision read from the backend at open (in revision order); kv is only looked at, not kept. */
@@ -143,8 +151,9 @@ export class WriteTxn {
     // Owned: the event's kv may wait in a watcher's queue, and `key` may be a view into a request's buffer.
     const keyBytes = ownedCopy(key);
     const prevCode = ki.current();
-    // Watchers and prev_kv need the previous value: one point read, usually from the cache or the memtable.
-    const prevKv = prevCode === undefined ? undefined : core.values.read(prevCode);
+    // Watchers that asked for prev_kv need the previous value: one point read, usually from the cache or the
+    // memtable, made only when one listens (a put's own prev_kv is read by txn.ts before the write).
+    const prevKv = prevCode === undefined || !core.wantsPrevKv() ? undefined : core.values.read(prevCode);
     const prevLease = ki.lease;
     const kv: KeyValue = {
       key: keyBytes,
@@ -175,12 +184,12 @@ export class WriteTxn {
     const { ki } = hit;
     assert(ki.current() === hit.code, 'deleting a key that is not live');
     const main = this.beginRev + 1;
-    const prevKv = core.kvOf(hit);
+    const prevKv = core.wantsPrevKv() ? core.kvOf(hit) : undefined;
     const prevLease = ki.lease;
     const code = revCode(main, this.#events.length, true);
     const kv = tombstoneKv(ki.key, main);
     ki.append(code);
-    this.#record(code, kv, { type: EventType.Delete, kv, prevKv });
+    this.#record(code, kv, prevKv === undefined ? { type: EventType.Delete, kv } : { type: EventType.Delete, kv, prevKv });
     if (prevLease !== 0n) core.hooks?.detach(prevLease, kv.key);
   }
 

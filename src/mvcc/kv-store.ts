@@ -27,6 +27,7 @@ import { hashStore, type KvHash } from './hash.js';
 import { encodeIndexCheckpoint, IndexCheckpointError } from './index-checkpoint.js';
 import { loadIndexCheckpoint } from './index-checkpoint-load.js';
 import { decodeKeyValueMeta } from './kv-codec.js';
+import type { WriteListenOptions } from './watch-types.js';
 import { MvccCore, type WriteListener } from './kv-core.js';
 import { readEvents } from './kv-events.js';
 import { checkCoreInvariants, liveKeyCount, retainedBytes } from './kv-inspect.js';
@@ -364,11 +365,21 @@ export class KvStore {
     return this.dbSizeBytes() + nextWriteBytes > this.#quotaBytes;
   }
 
-  /** Called synchronously after each write that produced a revision, with its events (prevKv included). */
-  onWrite(listener: WriteListener): () => void {
+  /**
+   * Called synchronously after each write that produced a revision, with its events; prevKv is included when
+   * some listener wants it (options.wantsPrevKv; a listener without the option always does).
+   */
+  onWrite(listener: WriteListener, options: WriteListenOptions = {}): () => void {
     const wrapped: WriteListener = (rev, events) => listener(rev, events);
+    // A closure of its own per listener, so unsubscribing never removes another listener's demand.
+    const wantsPrevKv = options.wantsPrevKv;
+    const wants = (): boolean => wantsPrevKv?.() ?? true;
     this.#core.listeners.add(wrapped);
-    return () => void this.#core.listeners.delete(wrapped);
+    this.#core.prevKvDemands.add(wants);
+    return () => {
+      this.#core.listeners.delete(wrapped);
+      this.#core.prevKvDemands.delete(wants);
+    };
   }
 
   /** Events with revision in [from, to], in order, prevKv included when still available. */

@@ -58,6 +58,8 @@ export class WatchHub {
   #seenRevision: number;
   /** History read once per window within one catch-up pass, shared by watchers at the same revision. */
   #readCache = new Map<string, Event[]>();
+  /** Registered watchers that asked for prevKv, whatever their state (a Set: register and unregister are idempotent). */
+  readonly #prevKvWatchers = new Set<Watcher>();
 
   constructor(store: WatchableStore, options: WatchHubOptions = {}) {
     this.#store = store;
@@ -67,7 +69,12 @@ export class WatchHub {
     this.#catchUpBatchesMax = positive(options.catchUpBatchesMax ?? watchCatchUpBatchesMax, 'catchUpBatchesMax');
     this.#host = this.#makeHost();
     this.#seenRevision = store.revision;
-    this.#unsubscribe = store.onWrite((revision, events) => this.#notify(revision, events));
+    this.#unsubscribe = this.#subscribe();
+  }
+
+  /** Writes reach the hub with prevKv only while a registered watcher asked for it. */
+  #subscribe(): () => void {
+    return this.#store.onWrite((revision, events) => this.#notify(revision, events), { wantsPrevKv: () => this.#prevKvWatchers.size > 0 });
   }
 
   get streamCount(): number {
@@ -129,7 +136,7 @@ export class WatchHub {
    */
   restore(): void {
     this.#unsubscribe();
-    this.#unsubscribe = this.#store.onWrite((revision, events) => this.#notify(revision, events));
+    this.#unsubscribe = this.#subscribe();
     for (const stream of this.#streams) {
       for (const w of stream.watchers()) {
         if (w.state !== 'synced') continue;
@@ -159,6 +166,7 @@ export class WatchHub {
       },
       register: (w) => this.#register(w),
       unregister: (w) => {
+        this.#prevKvWatchers.delete(w);
         if (w.state === 'synced') assert(this.#synced.delete(w), 'synced watcher missing from its group');
         else if (w.state === 'unsynced') assert(this.#unsynced.delete(w), 'unsynced watcher missing from its set');
       },
@@ -179,6 +187,7 @@ export class WatchHub {
   }
 
   #register(w: Watcher): void {
+    if (w.prevKv) this.#prevKvWatchers.add(w);
     const revision = this.#store.revision;
     this.#seenRevision = Math.max(this.#seenRevision, revision);
     if (w.startRevision === 0 || w.startRevision > revision) {

@@ -56,12 +56,23 @@ export const watchCancelReasons = {
  */
 export type WatchSend = (response: WatchResponse) => boolean | void;
 
+export interface WriteListenOptions {
+  /**
+   * Whether this listener needs the previous KeyValue on the events of the coming write. Asked once per put
+   * or delete: reading it costs a value read, which etcd too makes only when a watcher asked for prev_kv.
+   */
+  wantsPrevKv?: () => boolean;
+}
+
 /** The part of the KV store the watch hub relies on (KvStore implements it). */
 export interface WatchableStore {
   readonly revision: number;
   readonly compactRevision: number;
-  /** Synchronous, after each write revision, with all its events in order (prevKv set when the key existed). */
-  onWrite(listener: (revision: number, events: Event[]) => void): () => void;
+  /**
+   * Synchronous, after each write revision, with all its events in order (prevKv set when the key existed and
+   * some listener's `wantsPrevKv` says so; a listener without one always wants it).
+   */
+  onWrite(listener: (revision: number, events: Event[]) => void, options?: WriteListenOptions): () => void;
   /** Events with revision in [from, to], prevKv set; throws MvccError('compacted') when from ≤ compactRevision. */
   readEvents(fromRevision: number, toRevision: number): Event[];
 }

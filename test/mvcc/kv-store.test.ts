@@ -116,4 +116,41 @@ describe('onWrite and readEvents', () => {
     expect(() => st.readEvents(4, 5)).toThrow(new MvccError('compacted'));
     expect(st.readEvents(5, 5)).toHaveLength(1);
   });
+
+  it('reads the previous value only while a listener wants prevKv, as etcd reads it only for prev_kv', async () => {
+    const backend = new MemoryBackend();
+    const st = await KvStore.open(backend);
+    let wants = false;
+    const seen: Event[] = [];
+    st.onWrite((_, events) => seen.push(...events), { wantsPrevKv: () => wants });
+    st.put(putReq('a', '1'));
+    st.put(putReq('a', '2'));
+    st.txn(txnReq({ success: [{ deleteRange: delReq('a') }] }));
+    expect(seen.map((e) => e.prevKv)).toEqual([undefined, undefined, undefined]);
+    wants = true;
+    st.put(putReq('b', '1'));
+    st.put(putReq('b', '2'));
+    st.txn(txnReq({ success: [{ deleteRange: delReq('b') }] }));
+    expect(seen.slice(3).map((e) => (e.prevKv === undefined ? null : s(e.prevKv.value)))).toEqual([null, '1', '2']);
+    // A put that asks for prev_kv gets it whatever the listeners want; history always carries it.
+    wants = false;
+    st.put(putReq('c', '1'));
+    expect(s(st.put({ ...putReq('c', '2'), prevKv: true }).prevKv!.value)).toBe('1');
+    expect(st.readEvents(4, 4).map((e) => s(e.prevKv!.value))).toEqual(['2']);
+  });
+
+  it('a listener without the option always gets prevKv, and unsubscribing one listener keeps the other\'s demand', async () => {
+    const st = await fresh();
+    const plain: Event[] = [];
+    const choosy: Event[] = [];
+    const offChoosy = st.onWrite((_, events) => choosy.push(...events), { wantsPrevKv: () => false });
+    const offPlain = st.onWrite((_, events) => plain.push(...events));
+    st.put(putReq('a', '1'));
+    st.put(putReq('a', '2'));
+    expect(s(plain[1]!.prevKv!.value)).toBe('1');
+    offPlain();
+    st.put(putReq('a', '3'));
+    expect(choosy[2]!.prevKv).toBeUndefined();
+    offChoosy();
+  });
 });

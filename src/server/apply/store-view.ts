@@ -4,13 +4,14 @@
  */
 import type { KvStore } from '../../mvcc/kv-store.js';
 import type { Event } from '../../mvcc/types.js';
-import type { WatchableStore } from '../../mvcc/watch-types.js';
+import type { WatchableStore, WriteListenOptions } from '../../mvcc/watch-types.js';
 
 type Listener = (revision: number, events: Event[]) => void;
 
 export class StoreView implements WatchableStore {
   #store: KvStore;
-  #listeners = new Set<Listener>();
+  /** Each listener with whether it wants prevKv (a listener without the option always does). */
+  #listeners = new Map<Listener, () => boolean>();
   #unsubscribe: () => void;
 
   constructor(store: KvStore) {
@@ -19,9 +20,17 @@ export class StoreView implements WatchableStore {
   }
 
   #subscribe(): () => void {
-    return this.#store.onWrite((revision, events) => {
-      for (const l of this.#listeners) l(revision, events);
-    });
+    return this.#store.onWrite(
+      (revision, events) => {
+        for (const l of this.#listeners.keys()) l(revision, events);
+      },
+      { wantsPrevKv: () => this.#wantsPrevKv() },
+    );
+  }
+
+  #wantsPrevKv(): boolean {
+    for (const wants of this.#listeners.values()) if (wants()) return true;
+    return false;
   }
 
   rebind(store: KvStore): void {
@@ -39,8 +48,9 @@ export class StoreView implements WatchableStore {
     return this.#store.compactRevision;
   }
 
-  onWrite(listener: Listener): () => void {
-    this.#listeners.add(listener);
+  onWrite(listener: Listener, options: WriteListenOptions = {}): () => void {
+    const wantsPrevKv = options.wantsPrevKv;
+    this.#listeners.set(listener, () => wantsPrevKv?.() ?? true);
     return () => this.#listeners.delete(listener);
   }
 
