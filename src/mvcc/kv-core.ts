@@ -37,9 +37,8 @@ export class MvccCore {
   /** -1 until the first compaction (etcd's compactMainRev). */
   compactRev = -1;
   hooks: LeaseHooks | undefined;
-  readonly listeners = new Set<WriteListener>();
-  /** Per listener, whether the events of a write need prevKv (see WriteListenOptions). */
-  readonly prevKvDemands = new Set<() => boolean>();
+  /** Each write listener with whether it needs prevKv on the events (see WriteListenOptions). */
+  readonly listeners = new Map<WriteListener, () => boolean>();
   readonly buffer: WriteBuffer;
   readonly values: ValueStore;
   /** The highest revision code written (what a flush covers). */
@@ -52,7 +51,7 @@ export class MvccCore {
 
   /** Whether a write's events carry prevKv: only when a listener will use it (a value read saved per write otherwise). */
   wantsPrevKv(): boolean {
-    for (const wants of this.prevKvDemands) if (wants()) return true;
+    for (const wants of this.listeners.values()) if (wants()) return true;
     return false;
   }
 
@@ -202,7 +201,7 @@ export class WriteTxn {
     assert(core.currentRev === this.beginRev, 'concurrent writes');
     core.currentRev = this.beginRev + 1;
     assertSafeInteger(core.currentRev, 'revision');
-    for (const listener of core.listeners) listener(core.currentRev, this.#events);
+    for (const listener of core.listeners.keys()) listener(core.currentRev, this.#events);
     return core.currentRev;
   }
 }

@@ -370,16 +370,11 @@ export class KvStore {
    * some listener wants it (options.wantsPrevKv; a listener without the option always does).
    */
   onWrite(listener: WriteListener, options: WriteListenOptions = {}): () => void {
+    // Wrapped: the same function subscribed twice is two listeners.
     const wrapped: WriteListener = (rev, events) => listener(rev, events);
-    // A closure of its own per listener, so unsubscribing never removes another listener's demand.
     const wantsPrevKv = options.wantsPrevKv;
-    const wants = (): boolean => wantsPrevKv?.() ?? true;
-    this.#core.listeners.add(wrapped);
-    this.#core.prevKvDemands.add(wants);
-    return () => {
-      this.#core.listeners.delete(wrapped);
-      this.#core.prevKvDemands.delete(wants);
-    };
+    this.#core.listeners.set(wrapped, () => wantsPrevKv?.() ?? true);
+    return () => void this.#core.listeners.delete(wrapped);
   }
 
   /** Events with revision in [from, to], in order, prevKv included when still available. */

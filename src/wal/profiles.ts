@@ -13,9 +13,9 @@
  *   ~90 µs per write on a 2-vCPU VM: a tenth of a single client's put. Its fdatasync always stays on the pool,
  *   so the loop never waits for the device. Only on SSDs: on slow flash a write can be throttled while the
  *   kernel writes back dirty pages, which must never hold up heartbeats. 0 turns it off.
- * - commitDelayMs: on slow devices, once the load shows concurrency (the previous batch held several
- *   entries), wait at most this long for the queue to hold as many again before writing, so the writers of
- *   the last sync share the next one. 0 on SSD: a sync is cheaper than the wait.
+ * - commitDelayMs: on slow devices, under concurrency, wait at most this long for the writers of the last
+ *   sync to be back beside those queued behind it (save-queue.ts), so they share the next sync. 0 on SSD: a
+ *   sync is cheaper than the wait.
  *
  * `auto` times a few small fdatasyncs in the data directory at its first open, picks by the median and
  * remembers the choice (profile-memo.ts).

@@ -152,8 +152,13 @@ export class SegmentLog {
     return { file, tmpPath, seq, bytes };
   }
 
+  /** Whether a write of `bytes` goes on the loop's thread (WalTuning.inlineWriteBytesMax). */
+  #writesNow(file: FilePort, bytes: number): boolean {
+    return file.writeNow !== undefined && bytes <= this.#tuning.inlineWriteBytesMax;
+  }
+
   async #zeroFill(file: FilePort, bytes: number): Promise<void> {
-    const inline = file.writeNow !== undefined && this.#tuning.inlineWriteBytesMax > 0;
+    const inline = this.#writesNow(file, zeroFillChunk.length);
     let pages = 0;
     for (let at = segmentHeaderBytes; at < bytes; at += zeroFillChunk.length) {
       const n = Math.min(zeroFillChunk.length, bytes - at);
@@ -232,7 +237,7 @@ export class SegmentLog {
   async write(bytes: Uint8Array, maxIndex: number): Promise<void> {
     const active = this.#active;
     assert(active !== undefined, 'no active segment');
-    if (active.writeNow !== undefined && bytes.length <= this.#tuning.inlineWriteBytesMax) active.writeNow(bytes, bytes.length, this.#pos);
+    if (this.#writesNow(active, bytes.length)) active.writeNow!(bytes, bytes.length, this.#pos);
     else await active.write(bytes, bytes.length, this.#pos);
     this.#pos += bytes.length;
     // Prepare the next segment only once this one is half full: zero-filling a fresh 64 MiB file is 16k page

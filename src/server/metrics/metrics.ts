@@ -74,18 +74,18 @@ export class Counter extends Metric {
   #values = new Map<string, number>();
 
   inc(by = 1, labels?: Labels): void {
-    assert(by >= 0 && Number.isFinite(by), `counter ${this.name} can only increase (by ${by})`);
-    const key = this.key(labels);
-    this.#values.set(key, (this.#values.get(key) ?? 0) + by);
+    this.#add(this.key(labels), by);
   }
 
   /** `inc` for one label set, its key built once: for counters bumped on every request. */
   bind(labels?: Labels): (by?: number) => void {
     const key = this.key(labels);
-    return (by = 1) => {
-      assert(by >= 0 && Number.isFinite(by), `counter ${this.name} can only increase (by ${by})`);
-      this.#values.set(key, (this.#values.get(key) ?? 0) + by);
-    };
+    return (by = 1) => this.#add(key, by);
+  }
+
+  #add(key: string, by: number): void {
+    assert(by >= 0 && Number.isFinite(by), `counter ${this.name} can only increase (by ${by})`);
+    this.#values.set(key, (this.#values.get(key) ?? 0) + by);
   }
 
   /** For counters mirrored from another module's monotonic total, at collect time. */
