@@ -9,8 +9,8 @@
  * - recycleSegmentsMax: released segments kept as spares and reused instead of zero-filling new ones
  *   (needs preallocate; 0 turns recycling off).
  * - inlineWriteBytesMax: a batch up to this size is written on the calling thread (a pwrite into the page
- *   cache, ~10–20 µs) instead of on the thread pool, whose round trip (two cross-thread wake-ups) measured
- *   ~90 µs per write on a 2-vCPU VM: a tenth of a single client's put. Its fdatasync always stays on the pool,
+ *   cache, ~20 µs) instead of on the thread pool, whose round trip (two cross-thread wake-ups) measured
+ *   ~110 µs per write on a 2-vCPU VM (src/wal/README.md): a tenth of a single client's put. Its fdatasync always stays on the pool,
  *   so the loop never waits for the device. Only on SSDs: on slow flash a write can be throttled while the
  *   kernel writes back dirty pages, which must never hold up heartbeats. 0 turns it off.
  * - commitDelayMs: on slow devices, under concurrency, wait at most this long for the writers of the last

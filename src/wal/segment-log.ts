@@ -47,8 +47,9 @@ interface Prepared {
 const zeroFillChunk = new Uint8Array(4096);
 /**
  * With inline writes (the ssd profile), the zero-fill writes on the loop's thread too, this many pages per
- * event-loop turn (measured here: 0.3 ms median, 1.1–1.4 ms p99, 4.5 ms worst): through the thread pool, its 16,384 writes per 64 MiB segment cost ~0.7 s of the
- * loop's CPU (each a promise and a round trip), a fresh member's first minutes of puts paying for it.
+ * event-loop turn (0.3 ms median, 4.5 ms worst: src/wal/README.md): through the thread pool, its 16,384
+ * writes per 64 MiB segment (each a promise and a round trip) were ~10% of the loop's busy time while a new
+ * member served its first puts.
  */
 const zeroFillPagesPerTurn = 64;
 
