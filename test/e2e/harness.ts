@@ -18,15 +18,32 @@ export function ensureBuilt(): void {
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first (npm test does)`);
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
+/**
+ * Ports for test servers come from below the kernel's ephemeral range (32768–60999 on Linux), one block per
+ * vitest worker. A port picked with listen(0) is an ephemeral port: between its release and the server's bind,
+ * any outgoing connection of a parallel test may take it as its local port (a chaos run failed on
+ * EADDRINUSE so in CI). Below the range only listeners take ports, and each worker keeps to its own block.
+ */
+const testPortsFirst = 20_000;
+const testPortBlocks = 12;
+const testPortsPerBlock = 1000;
+const testPortBlock = Number(process.env.VITEST_POOL_ID ?? process.pid) % testPortBlocks;
+let testPortNext = 0;
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((res) => {
     const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
+    s.once('error', () => res(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => res(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < testPortsPerBlock; tries++) {
+    const port = testPortsFirst + testPortBlock * testPortsPerBlock + (testPortNext++ % testPortsPerBlock);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free test port in block ${testPortBlock}`);
 }
 
 export function tempDir(prefix: string): string {
