@@ -2,9 +2,10 @@
  * Build a fresh data directory from revision records, like `etcdctl snapshot restore`: the store holds every
  * record at its own revision (lease ids and the compaction kept), and the member belongs to a new cluster
  * made from `--initial-cluster` (ids derived as a static bootstrap derives them, so every member restored
- * with the same flags agrees). The log holds the committed bootstrap entries and the backend is at
- * consistent index 0, so the first start applies the membership and then serves the imported data with
- * `etcetera server --data-dir D` (no other flag needed).
+ * with the same flags agrees). As etcd's restore does, the store is at a restore point (src/server/apply/
+ * restore-point.ts): the member list and consistent index = member count are in the backend, and the log
+ * starts with a snapshot record at that index, so a member that joins later receives the store as a
+ * snapshot instead of replaying a log that never held the data. Started with `etcetera server --data-dir D`.
  *
  * `<data-dir>/token` is the cluster token, the secret the restored members' peers authenticate with.
  * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
@@ -17,7 +18,8 @@ import type { BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { LevelBackend } from '../mvcc/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
-import { bootstrapEntries, staticCluster, writeIdentity } from '../server/member.js';
+import { staticCluster, writeIdentity } from '../server/member.js';
+import { restorePointMeta, restorePointOps } from '../server/apply/restore-point.js';
 import { syncDir } from '../server/snapshot/snapshot-data.js';
 import { Wal } from '../wal/wal.js';
 import { utf8 } from '../base/bytes.js';
@@ -74,17 +76,18 @@ export async function importRevisions(
   await rm(work, { recursive: true, force: true });
   await mkdir(work, { recursive: true, mode: 0o700 });
   const backend = await LevelBackend.open(join(work, 'db'));
+  const point = restorePointMeta(members);
   let result: Omit<ImportResult, 'memberId' | 'clusterId'>;
   try {
     result = await writeData(backend, records, extras);
-    await backend.write([], { sync: true });
+    // Last, so nothing carried over from the source can name another index or member list.
+    await backend.write(restorePointOps(members, point), { sync: true });
   } finally {
     await backend.close();
   }
   const { wal } = await Wal.open(join(work, 'wal'), { profile: 'ssd' });
   try {
-    const entries = bootstrapEntries(members);
-    await wal.save({ hardState: { term: 1, vote: 0n, commit: entries.length }, entries });
+    await wal.save({ hardState: { term: point.term, vote: 0n, commit: point.index }, snapshotMeta: point });
   } finally {
     await wal.close();
   }

@@ -78,12 +78,16 @@ describe('importRevisions', () => {
     const identity = JSON.parse(await readFile(join(dir, 'member/identity'), 'utf8')) as { memberId: string; clusterId: string; name: string };
     expect(identity).toMatchObject({ memberId: r.memberId.toString(16), clusterId: r.clusterId.toString(16), name: 'b' });
     const { wal, state: walState } = await Wal.open(join(dir, 'member/wal'), { profile: 'ssd' });
-    expect(walState.entries.map((e) => e.index)).toEqual([1, 2, 3]);
-    expect(walState.hardState.commit).toBe(3);
+    // The restore point (etcd's restore): a snapshot at index 3 = the member count, no entries to replay.
+    expect(walState.entries).toEqual([]);
+    expect(walState.snapshot).toEqual({ index: 3, term: 1, confState: { voters: ids.members.map((m) => m.id), learners: [] } });
+    expect(walState.hardState).toEqual({ term: 1, vote: 0n, commit: 3 });
     await wal.close();
 
     const { state, close } = await openState(dir);
     try {
+      expect(state.store.consistentIndex).toBe(3);
+      expect(state.membership.list().map((m) => m.name).sort()).toEqual(['a', 'b', 'c']);
       expect(state.store.revision).toBe(6);
       expect(state.store.compactRevision).toBe(3);
       const a = state.store.range(range('a')).kvs[0]!;

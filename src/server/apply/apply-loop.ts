@@ -19,9 +19,7 @@ import { decodeConfChangeContext, decodeRequest } from '../driver/raft-request.j
 import { ServerState } from './server-state.js';
 import { catchUpEntries, electionTicksOf } from './catch-up.js';
 
-/** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners}). */
-const confStateKey = new TextEncoder().encode('confState');
-const latin1ConfStateKey = 'confState';
+import { confStateKey, encodeConfStateMeta, latin1ConfStateKey } from './restore-point.js';
 
 /** How long applied state may wait before it is written to the backend. */
 export const backendBatchIntervalMs = 20;
@@ -148,7 +146,7 @@ export class ApplyLoop {
     this.#confVoters = cs.voters;
     this.#confLearners = cs.learners;
     // Beside the consistent index: a snapshot sent from this backend states the configuration it holds.
-    state.store.buffer.put('meta', confStateKey, pack({ voters: cs.voters, learners: cs.learners }));
+    state.store.buffer.put('meta', confStateKey, encodeConfStateMeta(cs));
     const removedMember = cc.type === 'removeNode' ? state.membership.get(cc.nodeId) : undefined;
     const removedSelf = state.applier.applyConfChange(e.index, cc, ctx.member, this.#h.memberId);
     this.#h.cluster.confChangeApplied(ctx.id);

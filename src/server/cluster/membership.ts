@@ -31,6 +31,12 @@ export function decodeMembersEntry(key: Uint8Array, value: Uint8Array):
   return { kind: 'unknown' };
 }
 
+/** The 'members' bucket entry of a member (apply path, and a restore that writes the bucket directly). */
+export function encodeMemberEntry(member: Member): [key: Uint8Array, value: Uint8Array] {
+  assert(member.id !== 0n, 'member id 0 is reserved');
+  return [idKey(memberPrefix, member.id), pack(member)];
+}
+
 export class Membership {
   #members = new Map<bigint, Member>();
   #removed = new Set<bigint>();
@@ -63,9 +69,9 @@ export class Membership {
 
   /** Apply path: add a member (a voter or a learner) or update one that exists (promotion). */
   upsert(member: Member, buffer: WriteBuffer): void {
-    assert(member.id !== 0n, 'member id 0 is reserved');
     this.#members.set(member.id, member);
-    buffer.put('members', idKey(memberPrefix, member.id), pack(member));
+    const [key, value] = encodeMemberEntry(member);
+    buffer.put('members', key, value);
   }
 
   remove(id: bigint, buffer: WriteBuffer): void {
