@@ -25,6 +25,7 @@ import { staticClusterIds } from '../cluster/etcd-ids.js';
 import { askCluster, type AskOptions } from '../cluster/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
+import { urlsOf, type MemberUrls } from './registered-urls.js';
 import { encodeConfChangeContext } from '../driver/raft-request.js';
 
 const nodeFs = new NodeFsPort();
@@ -40,6 +41,8 @@ export interface Identity {
    * caught up (a new member learns it from the leader's log or snapshot, which needs a working transport).
    */
   joinPeers: Array<{ id: bigint; peerUrls: string[] }>;
+  /** The URLs the member last ran with: a restart that names none of them uses these (registered-urls.ts). */
+  urls?: MemberUrls;
 }
 
 export interface Bootstrapped {
@@ -71,7 +74,9 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   await rm(tmpDir, { recursive: true, force: true }); // a bootstrap that crashed: start over
   await checkListeners(o);
   const { token, generated } = await bootstrapToken(o);
-  const { identity, entries } = await decideIdentity(o, token);
+  const decided = await decideIdentity(o, token);
+  const identity: Identity = { ...decided.identity, urls: urlsOf(o) };
+  const { entries } = decided;
   await mkdir(tmpDir, { mode: 0o700 });
   if (entries.length > 0) {
     // A --wal-dir outside the data directory cannot move with the rename: the entries are written there directly.
@@ -239,8 +244,11 @@ async function readIdentity(memberDir: string): Promise<Identity | undefined> {
   } catch {
     return undefined;
   }
-  const j = JSON.parse(text) as { memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }> };
+  const j = JSON.parse(text) as {
+    memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }>; urls?: MemberUrls;
+  };
   return {
+    ...(j.urls !== undefined ? { urls: j.urls } : {}),
     memberId: BigInt(`0x${j.memberId}`),
     clusterId: BigInt(`0x${j.clusterId}`),
     name: j.name,
@@ -256,6 +264,7 @@ export async function writeIdentity(memberDir: string, id: Identity): Promise<vo
     name: id.name,
     token: id.token,
     joinPeers: id.joinPeers.map((p) => ({ id: p.id.toString(16), peerUrls: p.peerUrls })),
+    urls: id.urls,
   });
   await writeFileDurably(memberDir, 'identity', `${text}\n`);
 }
