@@ -1,7 +1,7 @@
 /**
  * Restore-then-join seeds inside vitest (the CLI run in CI covers twenty: `npm run sim -- --seeds 1000`).
  * With the restore as it was before the restore point (issue 25, item 1), seeds 1–5 and 7–10 fail: the joiners replay the restored
- * member's bootstrap log onto empty stores (test/sim/FINDINGS.md, N1).
+ * member's bootstrap log onto empty stores (test/sim/FINDINGS.md, N8).
  */
 import { describe, expect, it } from 'vitest';
 import { runRestoreSeed } from './run-restore-seed.js';
