@@ -16,18 +16,23 @@ afterAll(async () => {
   await killAll();
 });
 
+/** Three voters joined through the first member (its peer or client URL), and a client of the first. */
+async function threeVoters(names: string[], token: string, through: (first: ServerProcess) => string): Promise<{ a: ServerProcess; ms: ServerProcess[]; ca: Etcd3 }> {
+  const a = await startServer({ name: names[0]!, args: ['--cluster-init', '--token', token] });
+  const ms: ServerProcess[] = [a];
+  for (const name of names.slice(1)) ms.push(await startServer({ name, args: ['--server', through(a), '--token', token] }));
+  const ca = new Etcd3({ hosts: a.clientUrl });
+  clients.push(ca);
+  await waitFor('three voters', async () => {
+    const r = await ca.cluster.memberList({ linearizable: true } as never);
+    return r.members.length === 3 && r.members.every((m) => !m.isLearner) ? r : undefined;
+  }, 30_000);
+  return { a, ms, ca };
+}
+
 describe('graceful stop', () => {
   it('hands leadership over before a leader stops', async () => {
-    const token = 'graceful';
-    const a = await startServer({ name: 'a', args: ['--cluster-init', '--token', token] });
-    const ms: ServerProcess[] = [a];
-    for (const name of ['b', 'c']) ms.push(await startServer({ name, args: ['--server', a.peerUrl, '--token', token] }));
-    const ca = new Etcd3({ hosts: a.clientUrl });
-    clients.push(ca);
-    await waitFor('three voters', async () => {
-      const r = await ca.cluster.memberList({ linearizable: true } as never);
-      return r.members.length === 3 && r.members.every((m) => !m.isLearner) ? r : undefined;
-    }, 30_000);
+    const { a, ms, ca } = await threeVoters(['a', 'b', 'c'], 'graceful', (first) => first.peerUrl);
     const statusOf = async (m: ServerProcess) => {
       const c = new Etcd3({ hosts: m.clientUrl });
       clients.push(c);
@@ -54,16 +59,7 @@ describe('graceful stop', () => {
   }, 90_000);
 
   it('exits within 2 s of SIGTERM while clients hold watch and keep-alive streams on it', async () => {
-    const token = 'graceful-streams';
-    const a = await startServer({ name: 'sa', args: ['--cluster-init', '--token', token] });
-    const ms: ServerProcess[] = [a];
-    for (const name of ['sb', 'sc']) ms.push(await startServer({ name, args: ['--server', a.clientUrl, '--token', token] }));
-    const ca = new Etcd3({ hosts: a.clientUrl });
-    clients.push(ca);
-    await waitFor('three voters', async () => {
-      const r = await ca.cluster.memberList({ linearizable: true } as never);
-      return r.members.length === 3 && r.members.every((m) => !m.isLearner) ? r : undefined;
-    }, 30_000);
+    const { a, ms, ca } = await threeVoters(['sa', 'sb', 'sc'], 'graceful-streams', (first) => first.clientUrl);
     // Streams on a only: a watch and a lease kept alive.
     const events: string[] = [];
     const watcher = await ca.watch().key('w').create();
