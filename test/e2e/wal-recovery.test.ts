@@ -51,6 +51,67 @@ describe('a damaged last record', () => {
   }, 60_000);
 });
 
+/** Offsets of the records in a segment (64-byte header, then `u32 length` + 12 header bytes + padded payload). */
+function recordOffsets(bytes: Buffer): { at: number; length: number }[] {
+  const out: { at: number; length: number }[] = [];
+  for (let at = 64; at + 16 <= bytes.length && bytes.readUInt32LE(at) !== 0; at += 16 + ((bytes.readUInt32LE(at) + 7) & ~7)) {
+    out.push({ at, length: bytes.readUInt32LE(at) });
+  }
+  return out;
+}
+
+/** A member with a few keys and a 4 KB last value, killed with SIGKILL; returns it and its last segment. */
+async function killedMember(name: string): Promise<{ sp: Awaited<ReturnType<typeof startServer>>; segment: string }> {
+  const sp = await startServer({ name });
+  const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
+  try {
+    for (let i = 0; i < 5; i++) await c.put(`k${i}`).value('v');
+    await c.put('last').value('x'.repeat(4000));
+  } finally {
+    c.close();
+  }
+  await sleep(500);
+  await sp.kill('SIGKILL');
+  return { sp, segment: segmentOf(sp.dataDir) };
+}
+
+describe('a complete last record with a CRC mismatch versus one cut short (issue 25, item 2)', () => {
+  it('four bytes flipped inside the last complete record: start refuses with the corruption error and touches nothing', async () => {
+    const { sp, segment } = await killedMember('flip');
+    const bytes = readFileSync(segment);
+    const last = recordOffsets(bytes).pop()!;
+    for (let i = 0; i < 4; i++) bytes[last.at + 16 + ((i * 5) % last.length)]! ^= 0xa5; // inside the payload
+    writeFileSync(segment, bytes);
+    const before = sha(segment);
+    const again = await startServer({ name: 'flip', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, waitReady: false });
+    expect(await Promise.race([again.exited, sleep(20_000).then(() => 'still running')])).toBe(1);
+    const out = again.output.join('\n');
+    expect(out).toContain(`wal: corrupt data in ${segment} at offset ${last.at}: CRC mismatch in a complete record (walpb: crc mismatch)`);
+    expect(out).not.toMatch(/torn tail/);
+    expect(sha(segment)).toBe(before);
+  }, 60_000);
+
+  it('the last record cut short (the file ends inside it): starts without it, saying it was a torn write', async () => {
+    const { sp, segment } = await killedMember('cut');
+    const bytes = readFileSync(segment);
+    const last = recordOffsets(bytes).pop()!;
+    writeFileSync(segment, bytes.subarray(0, last.at + 16 + Math.floor(last.length / 2)));
+    const again = await startServer({ name: 'cut', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort });
+    const out = again.output.join('\n');
+    expect(out).toMatch(new RegExp(`torn tail at offset ${last.at} \\(record length ${last.length} runs past the end of the file; torn write: the file ends inside the record\\)`));
+    const c = new Etcd3({ hosts: again.clientUrl, dialTimeout: 2000 });
+    try {
+      await waitFor('a leader', async () => (await c.maintenance.status()).leader !== '0' || undefined);
+      expect(await c.get('k4').string()).toBe('v');
+      await c.put('after').value('y');
+      expect(await c.get('after').string()).toBe('y');
+    } finally {
+      c.close();
+    }
+    await again.kill('SIGTERM');
+  }, 60_000);
+});
+
 const canMount = spawnSync('unshare', ['-rm', 'true']).status === 0;
 if (!canMount && !process.env.CI) console.warn('SKIPPED: unshare -rm (user + mount namespaces) is not available, so the small-disk tests cannot run');
 
