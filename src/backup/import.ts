@@ -11,7 +11,7 @@
  * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
  * leaves something that looks like a member.
  */
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { BatchOp } from '../mvcc/backend.js';
@@ -21,6 +21,7 @@ import { revisionToBytes } from '../mvcc/revision.js';
 import { staticCluster, writeIdentity } from '../server/member.js';
 import { restorePointMeta, restorePointOps } from '../server/apply/restore-point.js';
 import { syncDir } from '../server/snapshot/snapshot-data.js';
+import { walDirInsideMember, walDirWhileBuilding } from '../server/member/wal-dir.js';
 import { Wal } from '../wal/wal.js';
 import { utf8 } from '../base/bytes.js';
 import { metaKeys } from './etcd-schema.js';
@@ -49,6 +50,8 @@ export interface ImportExtras {
   raw?: AsyncIterable<BatchOp & { type: 'put' }>;
   /** Called every 10,000 records with the count so far. */
   onProgress?: (records: number) => void;
+  /** etcd's --wal-dir: the log's directory when not `<data-dir>/member/wal` (inside the data directory or not). */
+  walDir?: string;
 }
 
 export interface ImportResult {
@@ -73,6 +76,10 @@ export async function importRevisions(
   const memberDir = join(dataDir, 'member');
   if (await exists(memberDir)) throw new RestoreError(`data-dir ${JSON.stringify(dataDir)} exists (it holds a member already)`);
   const work = join(dataDir, 'member.restoring');
+  const walDir = walDirWhileBuilding(dataDir, extras.walDir, work);
+  if (extras.walDir !== undefined && !walDirInsideMember(dataDir, extras.walDir) && (await readdir(walDir).catch(() => [] as string[])).some((n) => n.endsWith('.wal'))) {
+    throw new RestoreError(`--wal-dir ${JSON.stringify(walDir)} holds a log already`);
+  }
   await rm(work, { recursive: true, force: true });
   await mkdir(work, { recursive: true, mode: 0o700 });
   const backend = await LevelBackend.open(join(work, 'db'));
@@ -85,7 +92,8 @@ export async function importRevisions(
   } finally {
     await backend.close();
   }
-  const { wal } = await Wal.open(join(work, 'wal'), { profile: 'ssd' });
+  // A --wal-dir outside the data directory is written in place: it cannot move with the rename below.
+  const { wal } = await Wal.open(walDir, { profile: 'ssd' });
   try {
     await wal.save({ hardState: { term: point.term, vote: 0n, commit: point.index }, snapshotMeta: point });
   } finally {

@@ -15,6 +15,7 @@ import { noFsyncPort } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { ServerState, type StateOptions } from '../apply/server-state.js';
 import { SnapshotDataDir } from '../snapshot/snapshot-data.js';
+import { refuseMisplacedLog, walDirOf } from './wal-dir.js';
 
 export interface MemberStorage {
   backend: LevelBackend;
@@ -51,7 +52,8 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
     state = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
     await removeIndexCheckpoint(memberDir);
     log.info('loaded the key index', { keys: state.store.keyCount, ...state.store.loadedFrom });
-    opened = await Wal.open(o.walDir ?? join(memberDir, 'wal'), {
+    if (!fresh) await refuseMisplacedLog(o.dataDir, o.walDir, state.store.consistentIndex);
+    opened = await Wal.open(walDirOf(o.dataDir, o.walDir), {
       profile: o.storageProfile,
       ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
       logger: (line) => log.info(line),
