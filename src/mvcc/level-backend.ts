@@ -46,6 +46,12 @@ const writeBufferBytes = 1024 * 1024;
  */
 const tableCacheFiles = 74;
 const tableBytesMax = 1024 * 1024;
+/**
+ * The most one LevelDB compaction writes before it deletes its inputs: LevelDB caps a compaction's inputs at
+ * 25 tables of the target size (kExpandedCompactionByteSizeLimit), plus a memtable flush and its new log.
+ * The free space a member keeps in reserve for it (the disk watch raises NOSPACE below the reserve).
+ */
+export const levelCompactionBytesMax = 25 * tableBytesMax + 2 * writeBufferBytes;
 
 /** A key never written: a sync with nothing else to write deletes it, which LevelDB logs and fsyncs. */
 const syncMarkerKey = new TextEncoder().encode('sync');

@@ -37,6 +37,7 @@ import { clientPortHttp, collectServerMetrics, health } from './member/client-ht
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './member/peers.js';
 import { createRawNode } from './member/raft-node.js';
 import { openMemberStorage } from './member/storage.js';
+import { startDiskWatch, type DiskWatch } from './member/disk-watch.js';
 
 export interface RunningMember {
   readonly memberId: bigint;
@@ -131,10 +132,12 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     let grpc: GrpcServerHandle | undefined;
     let metricsHttp: MetricsHttp | undefined;
     let scheduledSnapshots: SnapshotScheduler | undefined;
+    let diskWatch: DiskWatch | undefined;
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
       (closing ??= (async () => {
         await scheduledSnapshots?.stop();
+        await diskWatch?.stop();
         await server.stop();
         await saveIndexCheckpoint(memberDir, server.state.store, log);
         await grpc?.close(500);
@@ -230,6 +233,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         serverVersion: etcdVersion, registry: metrics.registry, logger: log,
       });
     }
+    diskWatch = startDiskWatch(o, identity.memberId, server, wal);
     log.info('serving client requests', { clientUrls, peerUrl });
 
     return {
