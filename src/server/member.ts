@@ -233,7 +233,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         serverVersion: etcdVersion, registry: metrics.registry, logger: log,
       });
     }
-    diskWatch = startDiskWatch(o, identity.memberId, server, wal);
+    diskWatch = startDiskWatch(o, identity.memberId, server);
     log.info('serving client requests', { clientUrls, peerUrl });
 
     return {

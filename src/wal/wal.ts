@@ -102,7 +102,6 @@ export class Wal {
   readonly #counters = { syncs: 0, bytesWritten: 0, batches: 0, records: 0, saves: 0 };
   readonly #profile: ProfileName;
   readonly #measuredSyncLatencyMs: number | undefined;
-  readonly #segmentBytes: number;
 
   /** Use Wal.open. */
   private constructor(init: WalInit) {
@@ -113,7 +112,6 @@ export class Wal {
     this.#profile = init.profile;
     this.#measuredSyncLatencyMs = init.measuredSyncLatencyMs;
     this.#queue = new SaveQueue(init.tuning);
-    this.#segmentBytes = init.tuning.segmentBytes;
   }
 
   static async open(dir: string, options: WalOptions = {}): Promise<{ wal: Wal; state: WalState }> {
@@ -148,11 +146,6 @@ export class Wal {
 
   get profile(): ProfileName {
     return this.#profile;
-  }
-
-  /** The profile's segment size: the most the next segment's preallocation takes (a disk-space reserve). */
-  get segmentBytes(): number {
-    return this.#segmentBytes;
   }
 
   save(request: SaveRequest): Promise<void> {

@@ -23,7 +23,7 @@ function segmentOf(dataDir: string): string {
 const sha = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 describe('a damaged last record', () => {
-  it('holding an entry the backend already applied: start refuses, names restore and rejoin, and leaves the log as it was', async () => {
+  it('torn-looking (a zeroed sector) but holding an entry the backend already applied: start refuses, names restore and rejoin, and leaves the log as it was', async () => {
     const sp = await startServer({ name: 'dmg' });
     const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
     try {
@@ -36,9 +36,11 @@ describe('a damaged last record', () => {
     await sp.kill('SIGKILL');
     const segment = segmentOf(sp.dataDir);
     const bytes = readFileSync(segment);
-    let end = bytes.length;
-    while (end > 0 && bytes[end - 1] === 0) end--;
-    bytes[end - 2000]! ^= 0xff; // inside the last entry record
+    // A sector of the last entries record zeroed: the mark of a torn write, but the backend applied the entry.
+    const record = recordOffsets(bytes).filter((r) => bytes[r.at + 4] === 1).pop()!;
+    const sector = Math.ceil((record.at + 16) / 512) * 512;
+    expect(sector + 512).toBeLessThan(record.at + 16 + record.length);
+    bytes.fill(0, sector, sector + 512);
     writeFileSync(segment, bytes);
     const before = sha(segment);
     const again = await startServer({ name: 'dmg', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, waitReady: false });
@@ -76,17 +78,22 @@ async function killedMember(name: string): Promise<{ sp: Awaited<ReturnType<type
 }
 
 describe('a complete last record with a CRC mismatch versus one cut short (issue 25, item 2)', () => {
-  it('four bytes flipped inside the last complete record: start refuses with the corruption error and touches nothing', async () => {
+  // The last batch holds the last put's entries record, then a hard state record: both were written whole.
+  const targets = [
+    { what: 'the last record (a hard state)', pick: (recs: { at: number; length: number; type: number }[]) => recs[recs.length - 1]! },
+    { what: "the last put's entries record (acknowledged)", pick: (recs: { at: number; length: number; type: number }[]) => recs.filter((r) => r.type === 1).pop()! },
+  ];
+  it.each(targets)('four bytes flipped inside $what: start refuses with the corruption error and touches nothing', async ({ pick }) => {
     const { sp, segment } = await killedMember('flip');
     const bytes = readFileSync(segment);
-    const last = recordOffsets(bytes).pop()!;
-    for (let i = 0; i < 4; i++) bytes[last.at + 16 + ((i * 5) % last.length)]! ^= 0xa5; // inside the payload
+    const target = pick(recordOffsets(bytes).map((r) => ({ ...r, type: bytes[r.at + 4]! })));
+    for (let i = 0; i < 4; i++) bytes[target.at + 16 + ((i * 5) % target.length)]! ^= 0xa5; // inside the payload
     writeFileSync(segment, bytes);
     const before = sha(segment);
     const again = await startServer({ name: 'flip', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, waitReady: false });
     expect(await Promise.race([again.exited, sleep(20_000).then(() => 'still running')])).toBe(1);
     const out = again.output.join('\n');
-    expect(out).toContain(`wal: corrupt data in ${segment} at offset ${last.at}: CRC mismatch in a complete record (walpb: crc mismatch)`);
+    expect(out).toContain(`wal: corrupt data in ${segment} at offset ${target.at}: CRC mismatch in a complete record (walpb: crc mismatch)`);
     expect(out).not.toMatch(/torn tail/);
     expect(sha(segment)).toBe(before);
   }, 60_000);

@@ -2,10 +2,13 @@
  * Disk full (W9, O4; issue 25, item 4). A member whose disk fills exits on the first failed write (an
  * fsync or write error is fatal, and must be), and on a small SD card that is one busy afternoon. So the
  * member watches the free space (statfs) of the file systems of its log and its backend, and raises
- * NOSPACE *before* they fill, while a reserve is left:
+ * NOSPACE *before* they fill, while a reserve is left (diskReserveBytes):
  *
- *   reserve = the log's next segment (its preallocation, the profile's segment size at most)
- *           + one LevelDB compaction (levelCompactionBytesMax: it writes its output before deleting its inputs)
+ *   reserve = the log's next segments: when space is short the log prepares each next segment at half the
+ *             free space, down to walSegmentBytesMin (segment-log.ts), so two of those (the one prepared
+ *             ahead and the one after it) keep it appending
+ *           + one LevelDB compaction (levelCompactionBytesMax: it writes its output, at most its inputs,
+ *             before deleting them)
  *
  * With NOSPACE raised, writes are refused with etcd's "etcdserver: mvcc: database space exceeded" (the apply
  * path's capped applier, as for the quota), reads, deletes, compaction and alarms still work. The alarm is
@@ -16,16 +19,22 @@
  * the 1.5 MiB request limit takes more than a second of the fastest device's writes.
  */
 import { join } from 'node:path';
+import { walSegmentBytesMin } from '../../base/limits.js';
 import { levelCompactionBytesMax } from '../../mvcc/level-backend.js';
 import type { AlarmMember } from '../../mvcc/types.js';
 import { NodeFsPort } from '../../wal/fs-port.js';
-import type { Wal } from '../../wal/wal.js';
 import type { MemberOptions } from '../config/member-options.js';
 import type { EtcdServer } from '../etcd-server.js';
 import type { Logger } from '../log.js';
 import { walDirOf } from './wal-dir.js';
 
 export const diskWatchIntervalMs = 1000;
+/** The log's share of the reserve (see above). */
+export const walReserveBytes = 2 * walSegmentBytesMin;
+
+export function diskReserveBytes(dbBytes: number): number {
+  return walReserveBytes + levelCompactionBytesMax(dbBytes);
+}
 /** Space above the reserve before the alarm is cleared. */
 export const diskClearMarginBytes = 8 * 1024 * 1024;
 
@@ -33,7 +42,8 @@ export interface DiskWatchHost {
   memberId: bigint;
   /** The directories whose file systems are watched: the log's and the backend's. */
   dirs: readonly string[];
-  reserveBytes: number;
+  /** The free space to keep (diskReserveBytes of the backend's current size). */
+  reserveBytes(): number;
   /** statfs: bytes free for this process; undefined when unknown. */
   freeBytes(dir: string): Promise<number | undefined>;
   alarms(): AlarmMember[];
@@ -73,13 +83,14 @@ export class DiskWatch {
     const low = await this.#lowest();
     if (low === undefined) return;
     const raised = h.alarms().some((a) => a.alarm === 'NOSPACE' && a.memberId === h.memberId);
-    if (!raised && low.freeBytes < h.reserveBytes) {
+    const reserveBytes = h.reserveBytes();
+    if (!raised && low.freeBytes < reserveBytes) {
       h.logger.warn('disk nearly full; raising NOSPACE (writes are refused, reads still served, cleared when space returns)', {
-        dir: low.dir, freeBytes: low.freeBytes, reserveBytes: h.reserveBytes, advice: h.advice,
+        dir: low.dir, freeBytes: low.freeBytes, reserveBytes, advice: h.advice,
       });
       await h.setNoSpace('activate');
-    } else if (raised && low.freeBytes >= h.reserveBytes + diskClearMarginBytes && !h.overQuota()) {
-      h.logger.info('disk space is back; clearing NOSPACE', { dir: low.dir, freeBytes: low.freeBytes, reserveBytes: h.reserveBytes });
+    } else if (raised && low.freeBytes >= reserveBytes + diskClearMarginBytes && !h.overQuota()) {
+      h.logger.info('disk space is back; clearing NOSPACE', { dir: low.dir, freeBytes: low.freeBytes, reserveBytes });
       await h.setNoSpace('deactivate');
     }
   }
@@ -125,13 +136,13 @@ export async function fullDiskError(
 export const fullDiskBytesMax = 4 * 1024 * 1024;
 
 /** The member's watch over its log's and backend's disks, started (stop it before closing the server). */
-export function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer, wal: Wal): DiskWatch {
+export function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer): DiskWatch {
   const walDir = walDirOf(o.dataDir, o.walDir);
   const fs = new NodeFsPort();
   const watch = new DiskWatch({
     memberId,
     dirs: [walDir, join(o.dataDir, 'member', 'db')],
-    reserveBytes: wal.segmentBytes + levelCompactionBytesMax,
+    reserveBytes: () => diskReserveBytes(server.state.store.dbSizeBytes()),
     freeBytes: (dir) => fs.freeBytes(dir),
     alarms: () => server.state.alarms.list(),
     overQuota: () => server.state.store.overQuota(0),

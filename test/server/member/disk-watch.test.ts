@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AlarmMember } from '../../../src/mvcc/types.js';
-import { diskClearMarginBytes, DiskWatch, fullDiskError, spaceAdvice } from '../../../src/server/member/disk-watch.js';
+import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice } from '../../../src/server/member/disk-watch.js';
 import type { Logger } from '../../../src/server/log.js';
 
 const MiB = 1024 * 1024;
@@ -19,7 +19,7 @@ function setup(reserveBytes = 100 * MiB) {
   const watch = new DiskWatch({
     memberId: 7n,
     dirs: ['/wal', '/db'],
-    reserveBytes,
+    reserveBytes: () => reserveBytes,
     freeBytes: async (dir) => free.get(dir),
     alarms: () => alarms,
     overQuota: () => overQuota,
@@ -73,12 +73,20 @@ describe('disk watch', () => {
   it('another member\'s NOSPACE is not this watch\'s to clear', async () => {
     const s = setup();
     const watch = new DiskWatch({
-      memberId: 7n, dirs: ['/db'], reserveBytes: MiB, freeBytes: async () => 500 * MiB,
+      memberId: 7n, dirs: ['/db'], reserveBytes: () => MiB, freeBytes: async () => 500 * MiB,
       alarms: () => [{ memberId: 8n, alarm: 'NOSPACE' }], overQuota: () => false,
       setNoSpace: async (a) => void s.calls.push(a), logger: quiet, advice: '',
     });
     await watch.check();
     expect(s.calls).toEqual([]);
+  });
+});
+
+describe('the reserve', () => {
+  it('is two smallest log segments plus one LevelDB compaction, which cannot write more than the database holds', () => {
+    expect(diskReserveBytes(0)).toBe(2 * MiB + 2 * MiB);
+    expect(diskReserveBytes(3 * MiB)).toBe(2 * MiB + 3 * MiB + 2 * MiB);
+    expect(diskReserveBytes(10_000 * MiB)).toBe(2 * MiB + 25 * MiB + 2 * MiB);
   });
 });
 
