@@ -11,9 +11,10 @@
  *             before deleting them)
  *
  * With NOSPACE raised, writes are refused with etcd's "etcdserver: mvcc: database space exceeded" (the apply
- * path's capped applier, as for the quota), reads, deletes, compaction and alarms still work. The alarm is
- * cleared once every watched file system has the reserve plus a margin again (no flapping at the edge) and
- * the store is not over its quota; a write over the quota raises it again, as it always does.
+ * path's capped applier, as for the quota), reads, deletes, compaction and alarms still work. The watch
+ * clears the alarm once every watched file system has the reserve plus a margin again (no flapping at the
+ * edge) and the store is within its quota, but only an alarm it raised, or found while the disk was short
+ * (after a restart): a NOSPACE the quota raised stays until `etcdctl alarm disarm`, as in etcd.
  *
  * Polled every diskWatchIntervalMs: a burst of writes between two polls must fit in the reserve, which at
  * the 1.5 MiB request limit takes more than a second of the fastest device's writes.
@@ -58,6 +59,8 @@ export class DiskWatch {
   readonly #h: DiskWatchHost;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
+  /** This member's NOSPACE is the disk's: raised here, or present while the disk was short. */
+  #ours = false;
 
   constructor(host: DiskWatchHost) {
     this.#h = host;
@@ -84,14 +87,22 @@ export class DiskWatch {
     if (low === undefined) return;
     const raised = h.alarms().some((a) => a.alarm === 'NOSPACE' && a.memberId === h.memberId);
     const reserveBytes = h.reserveBytes();
-    if (!raised && low.freeBytes < reserveBytes) {
+    if (low.freeBytes < reserveBytes) {
+      if (raised) {
+        this.#ours = true;
+        return;
+      }
       h.logger.warn('disk nearly full; raising NOSPACE (writes are refused, reads still served, cleared when space returns)', {
         dir: low.dir, freeBytes: low.freeBytes, reserveBytes, advice: h.advice,
       });
       await h.setNoSpace('activate');
-    } else if (raised && low.freeBytes >= reserveBytes + diskClearMarginBytes && !h.overQuota()) {
+      this.#ours = true;
+    } else if (raised && this.#ours && low.freeBytes >= reserveBytes + diskClearMarginBytes && !h.overQuota()) {
       h.logger.info('disk space is back; clearing NOSPACE', { dir: low.dir, freeBytes: low.freeBytes, reserveBytes });
       await h.setNoSpace('deactivate');
+      this.#ours = false;
+    } else if (!raised) {
+      this.#ours = false; // disarmed by an operator meanwhile
     }
   }
 

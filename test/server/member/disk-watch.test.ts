@@ -30,7 +30,8 @@ function setup(reserveBytes = 100 * MiB) {
     logger: quiet,
     advice: spaceAdvice('/data', '/wal'),
   });
-  return { watch, free, calls, setOverQuota: (v: boolean) => (overQuota = v), alarms: () => alarms };
+  const setAlarm = async (): Promise<void> => void (alarms = [{ memberId: 7n, alarm: 'NOSPACE' }]);
+  return { watch, free, calls, setOverQuota: (v: boolean) => (overQuota = v), alarms: () => alarms, setAlarm };
 }
 
 describe('disk watch', () => {
@@ -68,6 +69,26 @@ describe('disk watch', () => {
     s.setOverQuota(false);
     await s.watch.check();
     expect(s.calls).toEqual(['activate', 'deactivate']);
+  });
+
+  it('a NOSPACE the quota raised while the disk had room is left for the operator to disarm, as in etcd', async () => {
+    const s = setup();
+    await s.setAlarm();
+    await s.watch.check();
+    await s.watch.check();
+    expect(s.calls).toEqual([]);
+    expect(s.alarms()).toHaveLength(1);
+  });
+
+  it('a NOSPACE found while the disk is short (after a restart) is the disk\'s: cleared when space returns', async () => {
+    const s = setup();
+    await s.setAlarm();
+    s.free.set('/wal', 1 * MiB);
+    await s.watch.check();
+    expect(s.calls).toEqual([]);
+    s.free.set('/wal', 500 * MiB);
+    await s.watch.check();
+    expect(s.calls).toEqual(['deactivate']);
   });
 
   it('another member\'s NOSPACE is not this watch\'s to clear', async () => {
