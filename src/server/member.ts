@@ -7,7 +7,7 @@
  * Data directory layout:
  *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
  *   <data-dir>/member/identity    member id, cluster id and name, written once at bootstrap
- *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal)
+ *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal); or --wal-dir (member/wal-dir.ts)
  *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
  */
 import { join } from 'node:path';
@@ -40,6 +40,7 @@ import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './member/registered
 import { writeIdentity } from './member/bootstrap.js';
 import type { Member } from './api.js';
 import { openMemberStorage } from './member/storage.js';
+import { startDiskWatch, type DiskWatch } from './member/disk-watch.js';
 
 export interface RunningMember {
   readonly memberId: bigint;
@@ -135,6 +136,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     let grpc: GrpcServerHandle | undefined;
     let metricsHttp: MetricsHttp | undefined;
     let scheduledSnapshots: SnapshotScheduler | undefined;
+    let diskWatch: DiskWatch | undefined;
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
       (closing ??= (async () => {
@@ -146,6 +148,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
           stages[name] = Math.round(performance.now() - t0);
         };
         await stage('snapshots', () => scheduledSnapshots?.stop());
+        await stage('disk watch', () => diskWatch?.stop());
         await stage('server', () => server.stop());
         await stage('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
         await stage('grpc', () => grpc?.close(500));
@@ -242,6 +245,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         serverVersion: etcdVersion, registry: metrics.registry, logger: log,
       });
     }
+    diskWatch = startDiskWatch(o, identity.memberId, server);
     log.info('serving client requests', { clientUrls, peerUrl });
 
     return {

@@ -27,6 +27,7 @@ import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf, type MemberUrls } from './registered-urls.js';
 import { encodeConfChangeContext } from '../driver/raft-request.js';
+import { memberWalDir, walDirWhileBuilding } from './wal-dir.js';
 
 const nodeFs = new NodeFsPort();
 
@@ -68,7 +69,7 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
   const existing = await readIdentity(memberDir);
   if (existing !== undefined) return { identity: existing, token: await restartToken(o, existing, memberDir), created: false };
-  await refuseHalfWritten(join(memberDir, 'wal'));
+  await refuseHalfWritten(memberWalDir(o.dataDir));
   if (o.walDir !== undefined) await refuseHalfWritten(o.walDir);
   const tmpDir = join(o.dataDir, 'member.bootstrap');
   await rm(tmpDir, { recursive: true, force: true }); // a bootstrap that crashed: start over
@@ -79,8 +80,8 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   const { entries } = decided;
   await mkdir(tmpDir, { mode: 0o700 });
   if (entries.length > 0) {
-    // A --wal-dir outside the data directory cannot move with the rename: the entries are written there directly.
-    const { wal } = await Wal.open(o.walDir ?? join(tmpDir, 'wal'), { profile: o.storageProfile, logger: (line) => o.logger.info(line) });
+    // Into the directory the rename moves, unless --wal-dir is outside it (wal-dir.ts).
+    const { wal } = await Wal.open(walDirWhileBuilding(o.dataDir, o.walDir, tmpDir), { profile: o.storageProfile, logger: (line) => o.logger.info(line) });
     const hardState: HardState = { term: 1, vote: 0n, commit: entries[entries.length - 1]!.index };
     try {
       await wal.save({ hardState, entries });
