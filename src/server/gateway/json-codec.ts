@@ -8,7 +8,7 @@
  * names or numbers, and ignores unknown fields (as etcd's gateway does).
  */
 import protobuf from 'protobufjs';
-import { assert } from '../../base/assert.js';
+import { assert, AssertionError } from '../../base/assert.js';
 import type { Wire } from '../grpc/proto.js';
 import { origFieldNames } from '../grpc/proto.js';
 
@@ -142,8 +142,14 @@ function objectFromJson(type: protobuf.Type, json: unknown): Record<string, unkn
 
 /** A JSON value (already parsed) as a message of `type`, encoded to protobuf bytes. */
 export function jsonToBytes(type: protobuf.Type, json: unknown): Buffer {
-  const message = type.fromObject(objectFromJson(type, json));
-  const bytes = type.encode(message).finish();
+  let bytes: Uint8Array;
+  try {
+    bytes = type.encode(type.fromObject(objectFromJson(type, json))).finish();
+  } catch (err) {
+    // Past our checks only nesting is left to refuse (protobufjs' "max depth exceeded", or the stack).
+    if (err instanceof JsonRequestError || err instanceof AssertionError) throw err;
+    throw new JsonRequestError((err as Error).message);
+  }
   assert(bytes instanceof Uint8Array, 'protobufjs encode returned no bytes');
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
