@@ -13,9 +13,9 @@ import type { MethodDefinition, UntypedServiceImplementation } from '@grpc/grpc-
 import { status as Status } from '@grpc/grpc-js';
 import type protobuf from 'protobufjs';
 import { assert, AssertionError } from '../../base/assert.js';
-import { protoRoot, serviceDefinition, type Wire } from '../grpc/proto.js';
+import { protoRoot, serviceDefinition, tooDeepRequest, type Wire } from '../grpc/proto.js';
 import { GatewayCall, type CallStatus } from './gateway-call.js';
-import { JsonRequestError, jsonToBytes, messageToJson } from './json-codec.js';
+import { JsonDepthError, JsonRequestError, jsonToBytes, messageToJson } from './json-codec.js';
 import { JsonObjectSplitter } from './json-stream.js';
 import { BodyCutError, readBody } from './request-body.js';
 import { isGatewayPath, routeOf } from './routes.js';
@@ -206,13 +206,20 @@ class Exchange {
   }
 
   #decode(json: unknown): Wire {
-    const bytes = jsonToBytes(this.#requestType, json);
+    let bytes: Buffer;
+    try {
+      bytes = jsonToBytes(this.#requestType, json);
+    } catch (err) {
+      // A txn nested past what we decode is past etcd's op budget too: the handler answers it as etcd does.
+      const marker = err instanceof JsonDepthError ? tooDeepRequest(this.#requestType) : undefined;
+      if (marker === undefined) throw err;
+      return marker;
+    }
     try {
       return this.#method.requestDeserialize(bytes) as Wire;
     } catch (err) {
-      // Bytes we just encoded; protobufjs may still refuse their nesting depth.
-      if (err instanceof AssertionError) throw err;
-      throw new JsonRequestError((err as Error).message);
+      // Bytes we just encoded from checked JSON: refusing them is our bug.
+      throw new AssertionError(`gateway: cannot decode the ${this.#requestType.name} it encoded: ${(err as Error).message}`);
     }
   }
 }
