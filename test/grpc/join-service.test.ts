@@ -29,7 +29,7 @@ function service(): { challenge(): Promise<Uint8Array>; call(req: unknown): Prom
   };
 }
 
-function signedCall(nonce: Uint8Array, macToken = token): Record<string, unknown> & { clientNonce: Buffer } {
+function signedCall(nonce: Uint8Array, macToken = token): Record<string, unknown> & { clientNonce: Buffer; nonce: unknown } {
   const clientNonce = randomBytes(32);
   const body = Buffer.from(pack({}));
   return { nonce, clientNonce, method: 'members', body, mac: tokenMac(macToken, 'client', [nonce, clientNonce, 'members', body]) };
