@@ -40,6 +40,7 @@ import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './member/registered
 import { writeIdentity } from './member/bootstrap.js';
 import type { Member } from './api.js';
 import { openMemberStorage } from './member/storage.js';
+import { isSecretToken, joinsRefusedMessage, openDoorWarnings } from './cluster/join-secret.js';
 import { startDiskWatch, type DiskWatch } from './member/disk-watch.js';
 
 export interface RunningMember {
@@ -89,6 +90,12 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
   try {
     if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
     const node = createRawNode(o, identity.memberId, storage);
+    for (const warning of openDoorWarnings(o, token)) log.warn(warning);
+    // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
+    // while the token is public.
+    const joinsAccepted = isSecretToken(token);
+    const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
+      !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
 
     const metrics = createServerMetrics();
     const grpcMetrics = instrumentMember(metrics.registry, backend);
@@ -107,7 +114,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       onMessages: (msgs: Message[]) => driver?.step(msgs),
       onRequest: async (req) => {
         try {
-          return { ok: true, payload: await server.handlePeerRequest(req.method, req.payload) };
+          return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
         } catch (error) {
           return { ok: false, ...describePeerError(error) };
         }
@@ -223,7 +230,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       http: clientPortHttp(server, metrics.registry),
       services: [{
         definition: joinServiceDefinition,
-        implementation: joinService({ token, handle: (method, payload) => server.handlePeerRequest(method, payload), describeError: describePeerError }),
+        implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
       }],
     });
     const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { joinAttemptTimeoutMs, joinRetryMsMin } from '../../base/limits.js';
 import { pack, unpack } from '../codec.js';
+import { joinsRefusedMessage } from './join-secret.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors } from '../errors.js';
 import { joinServiceDefinition, replyMacParts, type JoinReply } from '../grpc/join-service.js';
 import type { Logger } from '../log.js';
@@ -117,6 +118,7 @@ async function callJoinService(o: AskOptions, url: string, method: string, paylo
     if (!signed && !reply.ok && !(reply.mac instanceof Uint8Array && reply.mac.length > 0)) throw new Error(String(reply.error));
     if (!signed) throw new FinalError(tokenAdvice(url, 'the member could not prove it knows the join token'));
     if (reply.ok) return unpack(reply.body);
+    if (String(reply.error).startsWith(joinsRefusedMessage.slice(0, 40))) throw new FinalError(String(reply.error));
     if (reply.code !== undefined && reply.code in etcdErrors) throw new EtcdError(reply.code as EtcdErrorCode);
     throw new Error(reply.error);
   } catch (error) {
