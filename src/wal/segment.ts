@@ -160,16 +160,18 @@ export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): Scan
     const mark = frame.kind === 'zero' ? 'an all-zero record header with data after it' : tornMark(buf, frame);
     const what = frame.kind === 'zero' ? (later.seqs.length === 0 ? 'junk after the last record' : 'valid records after the end-of-data marker') : frame.reason;
     if (frame.kind === 'bad' && mark === undefined && !o.recycled) throw new WalCorruptError(file, offset, writtenWhole(frame));
-    const reason = mark === undefined ? what : `${what}; torn write: ${mark}`;
+    const reason = mark === undefined ? `${what}; torn write: in a recycled segment, by the batch rule alone` : `${what}; torn write: ${mark}`;
+    const notLast = `${what}; not a torn write: the segment is not the last one (only the last batch can be unsynced)`;
     if (later.seqs.length === 0) {
-      if (!o.isLast) throw new WalCorruptError(file, offset, reason);
+      if (!o.isLast) throw new WalCorruptError(file, offset, notLast);
       return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo: dataExtent(buf, offset) } };
     }
     // The damaged spot belongs to the batch of the last good record unless that record ended its batch.
     const prev = lastBatchSeq ?? o.prevBatchSeq;
     const damagedSeq = lastEndedBatch ? (prev === undefined ? undefined : (prev + 1) >>> 0) : prev;
     const onlyThatBatch = later.seqs.every((s) => s === (damagedSeq ?? later.seqs[0]));
-    if (!o.isLast || !onlyThatBatch) throw new WalCorruptError(file, offset, reason);
+    if (!o.isLast) throw new WalCorruptError(file, offset, notLast);
+    if (!onlyThatBatch) throw new WalCorruptError(file, offset, `${what}; not a torn write: records of a later batch follow, so its batch was synced`);
     const clearTo = o.recycled ? later.end : dataExtent(buf, offset);
     return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo } };
   }

@@ -190,6 +190,7 @@ describe('absurd lengths (W4)', () => {
     const err = await openError(fs);
     expect(err.file).toBe(`${dir}/${first}`);
     expect(err.reason).toContain('past the end');
+    expect(err.reason).toContain('not a torn write: the segment is not the last one');
   });
 
   it('a length past the end in the last batch is a torn tail', async () => {
@@ -219,6 +220,7 @@ describe('mid-log corruption (W5)', () => {
     fs.bytes(path).fill(0, page, page + 4096);
     const err = await openError(fs);
     expect(err.file).toBe(path);
+    expect(err.reason).toContain('not a torn write: records of a later batch follow, so its batch was synced');
   });
 
   it('a missing middle segment is corruption', async () => {
