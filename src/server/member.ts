@@ -21,6 +21,7 @@ import type { MemberOptions } from './config/member-options.js';
 import { withAutoTls } from './tls/auto-tls.js';
 import { grpcOptionsOf, initialCheckHost, instrumentMember, peerTlsOf } from './member/member-etcd-options.js';
 import { registerMemberMetrics } from './metrics/member-metrics.js';
+import { registerClientTraffic } from './metrics/client-traffic.js';
 import { initialCorruptCheck } from './cluster/initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from './driver/raft-driver.js';
 import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
@@ -235,6 +236,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
     metrics.walFsync = () => wal.metrics.syncSeconds;
+    const grpcHandle = grpc;
+    registerClientTraffic(metrics.registry, () => grpcHandle.trafficBytes());
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
     registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, server, wal, transport, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
     if (o.listenMetricsUrls.length > 0) {

@@ -63,6 +63,8 @@ export interface GrpcServerHandle {
   ports: number[];
   /** Stops accepting, cancels open calls after `graceMs`, and resolves when the server is down. */
   close(graceMs?: number): Promise<void>;
+  /** Bytes read from and written to client connections since the start (closed and open ones). */
+  trafficBytes(): { received: number; sent: number };
 }
 
 const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http', 'services']);
@@ -195,12 +197,16 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   };
   // Every client connection, whatever it turned out to speak: a stop past its grace period cuts them all.
   const accepted = new Set<net.Socket>();
+  // Bytes of the connections already closed (etcd_network_client_grpc_*_bytes_total adds the open ones).
+  const closedTraffic = { received: 0, sent: 0 };
   const accept = (socket: net.Socket): void => {
     sniffing.add(socket);
     accepted.add(socket);
     socket.once('close', () => {
       sniffing.delete(socket);
       accepted.delete(socket);
+      closedTraffic.received += socket.bytesRead;
+      closedTraffic.sent += socket.bytesWritten;
     });
     routeConnection(socket, toGrpc, toHttp1, firstBytesMs);
   };
@@ -218,6 +224,14 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   return {
     ports,
+    trafficBytes: () => {
+      let { received, sent } = closedTraffic;
+      for (const socket of accepted) {
+        received += socket.bytesRead;
+        sent += socket.bytesWritten;
+      }
+      return { received, sent };
+    },
     close: (graceMs = 1000) =>
       new Promise<void>((resolve) => {
         clearInterval(timer);
