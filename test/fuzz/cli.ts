@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { killAll, startServer } from '../e2e/harness.js';
-import { runFuzz } from './runner.js';
+import { FuzzFailure, runFuzz } from './runner.js';
 
 const { values } = parseArgs({
   options: {
@@ -41,10 +41,30 @@ async function main(): Promise<number> {
     return 0;
   } catch (err) {
     console.error((err as Error).message);
+    if (err instanceof FuzzFailure && err.cases.length > 1) await pinpoint(err.cases.map((c) => c.seed));
     return 1;
   } finally {
     await killAll();
   }
+}
+
+/** Replays each case of a failing batch alone, on a fresh member, and names those that stop it. */
+async function pinpoint(seeds: number[]): Promise<void> {
+  await killAll();
+  const culprits: number[] = [];
+  for (const seed of seeds) {
+    const member = await startServer({ name: 'fuzz-pinpoint', args: ['--cluster-init'] });
+    try {
+      await runFuzz(member, { seed: 0, casesMax: 1, deadlineMs: Infinity, caseSeeds: [seed], batch: 1 });
+    } catch {
+      culprits.push(seed);
+    } finally {
+      await killAll();
+    }
+  }
+  console.error(culprits.length > 0
+    ? `alone, these cases stop the member: ${culprits.join(', ')} (npm run fuzz -- --case ${culprits.join(',')})`
+    : 'no case of the batch stops the member alone: replay them together with --case');
 }
 
 process.exitCode = await main();

@@ -28,6 +28,17 @@ export interface FuzzReport {
   byListener: Record<string, number>;
 }
 
+/** A batch after which the member was dead or not serving; `cases` holds its cases (one of them, or several together, did it). */
+export class FuzzFailure extends Error {
+  override name = 'FuzzFailure';
+  readonly cases: FuzzCase[];
+
+  constructor(message: string, cases: FuzzCase[]) {
+    super(message);
+    this.cases = cases;
+  }
+}
+
 /** The key prefix of the fuzzer's own acknowledged writes; no case can touch it (see cases.ts). */
 const ackedPrefix = '\u0001acked/';
 const answerWaitMs = 150;
@@ -93,8 +104,8 @@ export async function runFuzz(member: ServerProcess, o: FuzzOptions): Promise<Fu
       await checker.check(batchNo % 10 === 9);
     } catch (err) {
       const lines = member.output.slice(-25).join('\n');
-      throw new Error(`fuzz run seed ${o.seed}: after ${report.cases + cases.length} cases: ${(err as Error).message}\n` +
-        `the failing batch (one of these):\n${cases.map(describeCase).join('\n')}\nmember output:\n${lines}`);
+      throw new FuzzFailure(`fuzz run seed ${o.seed}: after ${report.cases + cases.length} cases: ${(err as Error).message}\n` +
+        `the failing batch (one of these):\n${cases.map(describeCase).join('\n')}\nmember output:\n${lines}`, cases);
     }
     report.cases += cases.length;
     for (const c of cases) report.byListener[c.listener] = (report.byListener[c.listener] ?? 0) + 1;
