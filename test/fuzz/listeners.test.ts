@@ -17,6 +17,15 @@ describe('hostile input on every listener', () => {
   });
   afterAll(killAll);
 
+  /** Each case the fuzzer found stopping a member, replayed alone (see the commit that fixed it). */
+  const found = [
+    294706170, // a JSON string with a lone surrogate: protobufjs encoded what it could not decode
+  ];
+
+  it('survives every case that once stopped a member', async () => {
+    await runFuzz(member, { seed, casesMax: found.length, deadlineMs: Infinity, caseSeeds: found, batch: 1 });
+  });
+
   it(`leaves the member alive and serving, every write kept (seed ${seed})`, async () => {
     const report = await runFuzz(member, { seed, casesMax: 400, deadlineMs: Date.now() + 4000 });
     // The run must have reached every listener, or it proves nothing about the ones it missed.

@@ -218,8 +218,9 @@ class Exchange {
     try {
       return this.#method.requestDeserialize(bytes) as Wire;
     } catch (err) {
-      // Bytes we just encoded from checked JSON: refusing them is our bug.
-      throw new AssertionError(`gateway: cannot decode the ${this.#requestType.name} it encoded: ${(err as Error).message}`);
+      // Bytes we just encoded, yet refused: what the client sent decides that, so it ends this request only.
+      if (err instanceof AssertionError) throw err;
+      throw new JsonRequestError((err as Error).message);
     }
   }
 }
