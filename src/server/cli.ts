@@ -22,6 +22,7 @@ import { finishClusterReset } from './cluster/cluster-reset.js';
 import { restoreForClusterReset } from './cluster/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
+import { makeNewFilesPrivate, warnIfShared } from './member/private-files.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
 
@@ -89,6 +90,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger({ level: config.logLevel, sink: sinks.sink, sinkSync: sinks.sinkSync });
   for (const w of warnings) logger.warn(w);
+  makeNewFilesPrivate();
+  for (const dir of [config.dataDir, ...(config.walDir !== undefined ? [config.walDir] : [])]) await warnIfShared(dir, logger);
   const unsafeTestFaults = parseTestFaults(process.env[testFaultsEnv]);
   if (unsafeTestFaults.size > 0) {
     logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });

@@ -1,0 +1,44 @@
+/**
+ * Issue 20, item 8: a member's files are private as etcd's (directories 0700, files 0600), LevelDB's tables
+ * and --wal-dir included, and an existing data directory others can read is warned about.
+ */
+import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { clientOf, killAll, startServer, tempDir } from './harness.js';
+
+/** Every path under `dir` (itself included) whose mode has a group or other bit. */
+function shared(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (p: string): void => {
+    const st = statSync(p);
+    if ((st.mode & 0o077) !== 0) out.push(`${p} ${(st.mode & 0o777).toString(8)}`);
+    if (st.isDirectory()) for (const e of readdirSync(p)) walk(join(p, e));
+  };
+  walk(dir);
+  return out;
+}
+
+describe('file modes', () => {
+  afterAll(killAll);
+
+  it('creates no file or directory others can read, in the data dir or --wal-dir', async () => {
+    const dataDir = join(tempDir('modes'), 'data');
+    const walDir = join(tempDir('modes-wal'), 'wal');
+    const m = await startServer({ name: 'modes', dataDir, args: ['--cluster-init', '--wal-dir', walDir] });
+    const c = clientOf(m);
+    for (let i = 0; i < 50; i++) await c.put(`k${i}`).value('v'.repeat(1000));
+    await m.kill('SIGTERM');
+    expect(shared(dataDir)).toEqual([]);
+    expect(shared(walDir)).toEqual([]);
+  });
+
+  it('warns about an existing data dir that others can read, as etcd does', async () => {
+    const dataDir = join(tempDir('modes-open'), 'data');
+    mkdirSync(dataDir);
+    chmodSync(dataDir, 0o755);
+    const m = await startServer({ name: 'modes-open', dataDir, args: ['--cluster-init'] });
+    const warning = m.output.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; error?: string }).find((l) => l.msg === 'check file permission');
+    expect(warning?.error).toBe(`directory "${dataDir}" exist, but the permission is "drwxr-xr-x". The recommended permission is "-rwx------" to prevent possible unprivileged access to the data`);
+  });
+});
