@@ -4,7 +4,7 @@
  * each case seed of the failing batch (any one replays alone: `npm run fuzz -- --case <seed>`), its input,
  * and the member's last log lines (a crash prints its stack there).
  */
-import type { Etcd3 } from 'etcd3';
+import { Etcd3 } from 'etcd3';
 import { Prng } from '../../src/base/prng.js';
 import { clientOf, type ServerProcess } from '../e2e/harness.js';
 import { sendRaw } from '../e2e/raw-socket.js';
@@ -20,6 +20,8 @@ export interface FuzzOptions {
   batch?: number;
   /** Replay exactly these case seeds instead of drawing them. */
   caseSeeds?: number[];
+  /** The member has auth on: the checks log in as this user. */
+  auth?: { username: string; password: string };
   log?: (line: string) => void;
 }
 
@@ -67,9 +69,13 @@ class Checker {
   readonly #member: ServerProcess;
   readonly #acked = new Map<string, string>();
 
-  constructor(member: ServerProcess) {
+  constructor(member: ServerProcess, auth: FuzzOptions['auth']) {
     this.#member = member;
-    this.#client = clientOf(member);
+    this.#client = auth === undefined ? clientOf(member) : new Etcd3({ hosts: member.clientUrl, dialTimeout: 2000, auth });
+  }
+
+  close(): void {
+    this.#client.close();
   }
 
   async check(full: boolean): Promise<void> {
@@ -89,9 +95,17 @@ class Checker {
 }
 
 export async function runFuzz(member: ServerProcess, o: FuzzOptions): Promise<FuzzReport> {
+  const checker = new Checker(member, o.auth);
+  try {
+    return await run(member, o, checker);
+  } finally {
+    checker.close();
+  }
+}
+
+async function run(member: ServerProcess, o: FuzzOptions, checker: Checker): Promise<FuzzReport> {
   const batch = o.batch ?? 8;
   const seeds = new Prng(o.seed);
-  const checker = new Checker(member);
   const report: FuzzReport = { cases: 0, byListener: {} };
   await checker.check(true);
   for (let batchNo = 0; ; batchNo++) {
