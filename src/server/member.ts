@@ -31,6 +31,7 @@ import { PeerTransport } from './transport/transport.js';
 import { startMetricsHttp, type MetricsHttp } from './metrics/http.js';
 import { etcdVersion } from './maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap, type Identity } from './member/bootstrap.js';
+import { openPeerPortWarning } from './member/open-peer-port.js';
 export { bootstrapEntries, staticCluster, writeIdentity } from './member/bootstrap.js';
 import { joinService, joinServiceDefinition } from './grpc/join-service.js';
 import { clientPortHttp, collectServerMetrics, health } from './member/client-http.js';
@@ -62,6 +63,8 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     cluster: hex(identity.clusterId),
     ...(boot.created ? { mode: o.bootstrap.kind } : {}),
   });
+  const openPeerPort = openPeerPortWarning(o, token);
+  if (openPeerPort !== undefined) log.warn(openPeerPort);
   try {
     // A bootstrap that was asked to measure the disk just did (and remembered it).
     const storageProfile = boot.created && o.storageProfile === 'remeasure' ? 'auto' : o.storageProfile;
