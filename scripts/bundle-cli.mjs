@@ -25,7 +25,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['classic-level', 'better-sqlite3', 'msgpackr'],
+  external: ['classic-level', 'better-sqlite3', 'msgpackr', '@node-rs/bcrypt'],
   banner: { js: "import { createRequire as __etceteraRequire } from 'node:module';\nconst require = __etceteraRequire(import.meta.url);" },
   sourcemap: true, // stack traces map back to src/ under node --enable-source-maps
   logLevel: 'warning',

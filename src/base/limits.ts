@@ -157,5 +157,23 @@ export const simpleTokensMax = 100_000;
 export const authenticateAttemptsMax = 8;
 /** etcd's default bcrypt cost (bcrypt.DefaultCost); --bcrypt-cost may choose 4..31. */
 export const bcryptCostDefault = 10;
+/**
+ * Password checks (Authenticate) and hashes run on libuv's thread pool, at most this many at once: the pool
+ * has 4 threads by default and the WAL's and LevelDB's file work shares it, so guesses never take it all.
+ */
+export const passwordChecksMax = 2;
+/** Password checks waiting for a turn; past it, "etcdserver: too many requests" (a flood is refused, not queued). */
+export const passwordChecksQueuedMax = 64;
+/**
+ * Past passwordFailuresFree wrong passwords in a row, a user's next check waits passwordBackoffMsMin,
+ * doubling per further failure up to the max, and a check inside the wait fails at once as a wrong password
+ * without bcrypt: parallel guesses at one user cost about one bcrypt run per wait. A right password clears
+ * it. The free failures keep etcd's answers for a client that mistypes and retries at once.
+ */
+export const passwordFailuresFree = 3;
+export const passwordBackoffMsMin = 250;
+export const passwordBackoffMsMax = 8_000;
+/** Users with a backoff remembered; the oldest is forgotten past it (users can be added without bound). */
+export const passwordBackoffUsersMax = 10_000;
 /** etcd's --auth-token-ttl default, seconds. */
 export const authTokenTtlSecondsDefault = 300;

@@ -18,11 +18,11 @@ import { etcdVersion } from './etcd-server.js';
 import { createLogger } from './log.js';
 import { openLogOutputs } from './config/log-outputs.js';
 import { startMember } from './member.js';
-import { dataDirModeWarning, privateUmask } from './member/file-modes.js';
 import { finishClusterReset } from './cluster/cluster-reset.js';
 import { restoreForClusterReset } from './cluster/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from './test-faults.js';
+import { makeNewFilesPrivate, warnIfShared } from './member/private-files.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
 
@@ -82,8 +82,6 @@ async function main(argv: string[]): Promise<number> {
   }
   if (parsed.kind === 'version') return printVersion();
   const { config, warnings } = parsed;
-  // Everything this process creates is private to its user, as etcd's 0700 directories and 0600 files.
-  process.umask(privateUmask);
   let sinks;
   try {
     sinks = openLogOutputs(config.logOutputs);
@@ -93,6 +91,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger({ level: config.logLevel, sink: sinks.sink, sinkSync: sinks.sinkSync });
   for (const w of warnings) logger.warn(w);
+  makeNewFilesPrivate();
+  for (const dir of [config.dataDir, ...(config.walDir !== undefined ? [config.walDir] : [])]) await warnIfShared(dir, logger);
   const unsafeTestFaults = parseTestFaults(process.env[testFaultsEnv]);
   if (unsafeTestFaults.size > 0) {
     logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });
@@ -109,10 +109,6 @@ async function main(argv: string[]): Promise<number> {
       logger.error('cluster reset: could not restore the snapshot', { path: config.clusterResetRestorePath, error: error instanceof Error ? error.message : String(error) });
       return 1;
     }
-  }
-  for (const dir of [config.dataDir, ...(config.walDir !== undefined ? [config.walDir] : [])]) {
-    const warning = await dataDirModeWarning(dir);
-    if (warning !== undefined) logger.warn(warning);
   }
   let member;
   try {

@@ -32,6 +32,7 @@ import { PeerTransport } from './transport/transport.js';
 import { startMetricsHttp, type MetricsHttp } from './metrics/http.js';
 import { etcdVersion } from './maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap, type Identity } from './member/bootstrap.js';
+import { openPeerPortWarning } from './member/open-peer-port.js';
 export { bootstrapEntries, staticCluster, writeIdentity } from './member/bootstrap.js';
 import { joinService, joinServiceDefinition } from './grpc/join-service.js';
 import { clientPortHttp, collectServerMetrics, health } from './member/client-http.js';
@@ -41,7 +42,7 @@ import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './member/registered
 import { writeIdentity } from './member/bootstrap.js';
 import type { Member } from './api.js';
 import { openMemberStorage } from './member/storage.js';
-import { isSecretToken, joinsRefusedMessage, openDoorWarnings } from './cluster/join-secret.js';
+import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from './cluster/join-secret.js';
 import { startDiskWatch, type DiskWatch } from './member/disk-watch.js';
 
 export interface RunningMember {
@@ -68,6 +69,8 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     cluster: hex(identity.clusterId),
     ...(boot.created ? { mode: o.bootstrap.kind } : {}),
   });
+  const openPeerPort = openPeerPortWarning(o, token);
+  if (openPeerPort !== undefined) log.warn(openPeerPort);
   try {
     // A bootstrap that was asked to measure the disk just did (and remembered it).
     const storageProfile = boot.created && o.storageProfile === 'remeasure' ? 'auto' : o.storageProfile;
@@ -91,7 +94,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
   try {
     if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
     const node = createRawNode(o, identity.memberId, storage);
-    for (const warning of openDoorWarnings(o, token)) log.warn(warning);
+    const refused = joinsRefusedWarning(token);
+    if (refused !== undefined) log.warn(refused);
     // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
     // while the token is public.
     const joinsAccepted = isSecretToken(token);

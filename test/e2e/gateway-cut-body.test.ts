@@ -2,8 +2,8 @@
  * Issue 20, item 1: one HTTP/1.1 request whose body breaks off (the client disconnects mid-body, half-closes
  * it, or breaks its chunked framing) or nests too deep stopped the member: the rejection escaped an
  * un-awaited promise. Each case is sent on a raw socket to a real member; afterwards the process must be
- * running, answer a put, and still hold every acknowledged write. The statuses expected are etcd 3.4's,
- * checked against a real etcd when one is installed.
+ * running, answer a put, and still hold every acknowledged write. The statuses and error messages expected
+ * are etcd 3.4's, checked against a real etcd when one is installed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Etcd3 } from 'etcd3';
@@ -22,16 +22,28 @@ interface Case {
   raw: RawOptions;
   /** etcd 3.4's status, when it answers at all (a client that went away gets nothing). */
   status?: number;
+  /** etcd 3.4's error message in its JSON answer, where it gives one. */
+  error?: string;
+}
+
+/** The `error` of a JSON answer's body, if the answer has one. */
+function errorOf(answer: string): string | undefined {
+  const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  try {
+    return (JSON.parse(body) as { error?: string }).error;
+  } catch {
+    return undefined;
+  }
 }
 
 const cases: Case[] = [
   { name: 'the issue repro: Content-Length 10, body "{", then the client disconnects', bytes: `${head('/v3/kv/range', 'Content-Length: 10\r\n')}{`, raw: { then: 'close' } },
-  { name: 'a put body cut by a half-close', bytes: `${head('/v3/kv/put', 'Content-Length: 50\r\n')}{"key":"YQ=="`, raw: { then: 'half' }, status: 400 },
-  { name: 'a chunk length that is not hex', bytes: `${head('/v3/kv/range', 'Transfer-Encoding: chunked\r\n')}zz\r\n{}\r\n0\r\n\r\n`, raw: { then: 'wait' }, status: 400 },
+  { name: 'a put body cut by a half-close', bytes: `${head('/v3/kv/put', 'Content-Length: 50\r\n')}{"key":"YQ=="`, raw: { then: 'half' }, status: 400, error: 'unexpected EOF' },
+  { name: 'a chunk length that is not hex', bytes: `${head('/v3/kv/range', 'Transfer-Encoding: chunked\r\n')}zz\r\n{}\r\n0\r\n\r\n`, raw: { then: 'wait' }, status: 400, error: 'invalid byte in chunk length' },
   { name: 'a chunked body cut mid-chunk, then a disconnect', bytes: `${head('/v3/kv/txn', 'Transfer-Encoding: chunked\r\n')}40\r\n{"compare":[`, raw: { then: 'close' } },
   { name: 'a watch body cut mid-object, then a disconnect', bytes: `${head('/v3/watch', 'Content-Length: 100\r\n')}{"create_request":{"key":"YQ=="}}{"cre`, raw: { then: 'close' } },
   { name: 'a keep-alive stream with broken chunk framing', bytes: `${head('/v3/lease/keepalive', 'Transfer-Encoding: chunked\r\n')}2\r\n{}\r\nxx\r\n`, raw: { then: 'wait' } },
-  { name: 'an election observe cut by a half-close', bytes: `${head('/v3/election/observe', 'Content-Length: 30\r\n')}{"name":`, raw: { then: 'half' }, status: 400 },
+  { name: 'an election observe cut by a half-close', bytes: `${head('/v3/election/observe', 'Content-Length: 30\r\n')}{"name":`, raw: { then: 'half' }, status: 400, error: 'unexpected EOF' },
   { name: 'a txn nested 5000 deep', bytes: sized('/v3/kv/txn', deepTxn(5000)), raw: { then: 'half', waitMs: 2000 }, status: 400 },
 ];
 
@@ -64,6 +76,7 @@ describe('a gateway request that breaks off ends that request, never the member'
     it(c.name, async () => {
       const answer = await sendRaw(member.clientPort, c.bytes, c.raw);
       if (c.status !== undefined) expect(statusOf(answer), answer).toBe(c.status);
+      if (c.error !== undefined) expect(errorOf(answer), answer).toBe(c.error);
       await stillServes(c.name);
     });
   }
@@ -74,7 +87,9 @@ describe('a gateway request that breaks off ends that request, never the member'
     try {
       const port = Number(new URL(etcd.clientUrl).port);
       for (const c of cases.filter((x) => x.status !== undefined)) {
-        expect(statusOf(await sendRaw(port, c.bytes, c.raw)), c.name).toBe(c.status);
+        const answer = await sendRaw(port, c.bytes, c.raw);
+        expect(statusOf(answer), c.name).toBe(c.status);
+        if (c.error !== undefined) expect(errorOf(answer), c.name).toBe(c.error);
       }
     } finally {
       await etcd.stop();

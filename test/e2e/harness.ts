@@ -78,7 +78,22 @@ export interface StartOptions {
 
 const running = new Set<ServerProcess>();
 
+/**
+ * Starts a member. Ports picked here can still be taken by another test run between the pick and the bind;
+ * such a start (EADDRINUSE, nothing given by the caller) is retried on fresh ports and a fresh data dir.
+ */
 export async function startServer(o: StartOptions): Promise<ServerProcess> {
+  const retriable = o.clientPort === undefined && o.peerPort === undefined && o.dataDir === undefined && o.waitReady !== false;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerOnce(o);
+    } catch (err) {
+      if (!retriable || attempt >= 3 || !String(err).includes('EADDRINUSE')) throw err;
+    }
+  }
+}
+
+async function startServerOnce(o: StartOptions): Promise<ServerProcess> {
   ensureBuilt();
   const dataDir = o.dataDir ?? tempDir(o.name);
   const clientPort = o.clientPort ?? (await freePort());
@@ -133,7 +148,10 @@ export async function waitReady(sp: ServerProcess, timeoutMs = 30_000): Promise<
     const client = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 1000 });
     try {
       await client.maintenance.status();
-      return;
+      // Only our own process counts: another test run's server may hold the port our member failed to bind
+      // (EADDRINUSE), and would answer the Status just as well.
+      if (sp.output.some((line) => line.includes('"serving client requests"'))) return;
+      throw new Error('answered, but not by this process');
     } catch {
       if (Date.now() > deadline) throw new Error(`${sp.name} not ready in ${timeoutMs} ms:\n${sp.output.slice(-30).join('\n')}`);
       await sleep(200);

@@ -21,7 +21,18 @@ export interface RealEtcd {
   stop(): Promise<void>;
 }
 
+/** Ports picked here can be taken by another test run before etcd binds them: such a start is retried. */
 export async function startRealEtcd(name: string): Promise<RealEtcd> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRealEtcdOnce(name);
+    } catch (err) {
+      if (attempt >= 3 || !String(err).includes('address already in use')) throw err;
+    }
+  }
+}
+
+async function startRealEtcdOnce(name: string): Promise<RealEtcd> {
   const dir = tempDir(`etcd-${name}`);
   const [client, peer] = [await freePort(), await freePort()];
   const clientUrl = `http://127.0.0.1:${client}`;

@@ -9,6 +9,7 @@ import { pack } from '../../src/server/codec.js';
 import { messageType } from '../../src/server/grpc/proto.js';
 import { FrameType } from '../../src/server/transport/frame.js';
 import { mutate, pick, randomBytes } from './mutate.js';
+import { h2ConnectionCase, http1PipelineCase } from './stream-cases.js';
 import { chunked, grpcCall, grpcMessage, h2Flag, h2Frame, h2Preface, h2Type, hpackBlock, grpcHeaders, http1Request, peerFrame } from './wire.js';
 
 export type Listener = 'http1' | 'grpc' | 'join' | 'peer';
@@ -256,6 +257,22 @@ function peerCase(rng: Prng): Omit<FuzzCase, 'seed' | 'listener' | 'port'> {
 export function fuzzCase(seed: number): FuzzCase {
   const rng = new Prng(seed);
   const listener = pick(rng, listeners);
+  const port = listener === 'peer' ? 'peer' : 'client';
+  if (listener === 'grpc' && rng.next() < 0.3) {
+    const [bytes, name] = h2ConnectionCase(rng, validGrpcCall);
+    return { seed, listener, port, name, bytes, then: pick(rng, ['close', 'wait']) };
+  }
+  if (listener === 'http1' && rng.next() < 0.2) {
+    const [bytes, name] = http1PipelineCase(rng, (r) => http1Case(r).bytes);
+    return { seed, listener, port, name, bytes, then: pick(rng, ['close', 'half', 'wait']) };
+  }
   const make = { http1: http1Case, grpc: grpcCase, join: joinCase, peer: peerCase }[listener];
-  return { seed, listener, port: listener === 'peer' ? 'peer' : 'client', ...make(rng) };
+  return { seed, listener, port, ...make(rng) };
+}
+
+/** A valid call of a streaming or unary method, for connection-level cases. */
+function validGrpcCall(rng: Prng): [string, Buffer] {
+  const [path, typeName, make] = pick(rng, grpcMethods);
+  const type = messageType(typeName);
+  return [path, Buffer.from(type.encode(type.fromObject(make(rng))).finish())];
 }

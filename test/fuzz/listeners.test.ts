@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll, startServer, type ServerProcess } from '../e2e/harness.js';
 import { listeners } from './cases.js';
 import { runFuzz } from './runner.js';
+import { fuzzRoot, startAuthTarget } from './auth-target.js';
 
 const seed = Number(process.env.FUZZ_SEED ?? 20);
 
@@ -17,9 +18,31 @@ describe('hostile input on every listener', () => {
   });
   afterAll(killAll);
 
+  /** Each case the fuzzer found stopping a member, replayed alone (see the commit that fixed it). */
+  const found = [
+    294706170, // a JSON string with a lone surrogate: protobufjs encoded what it could not decode
+  ];
+
+  it('survives every case that once stopped a member', async () => {
+    await runFuzz(member, { seed, casesMax: found.length, deadlineMs: Infinity, caseSeeds: found, batch: 1 });
+  });
+
   it(`leaves the member alive and serving, every write kept (seed ${seed})`, async () => {
     const report = await runFuzz(member, { seed, casesMax: 400, deadlineMs: Date.now() + 4000 });
     // The run must have reached every listener, or it proves nothing about the ones it missed.
     for (const l of listeners) expect(report.byListener[l] ?? 0, l).toBeGreaterThan(0);
+  });
+});
+
+describe('hostile input on every listener of a member with JWT auth on', () => {
+  let member: ServerProcess;
+  beforeAll(async () => {
+    member = await startAuthTarget('fuzz-auth');
+  });
+  afterAll(killAll);
+
+  it(`leaves it alive and serving, every write kept (seed ${seed + 1})`, async () => {
+    const report = await runFuzz(member, { seed: seed + 1, casesMax: 200, deadlineMs: Date.now() + 2500, auth: fuzzRoot });
+    expect(report.cases).toBeGreaterThan(0);
   });
 });

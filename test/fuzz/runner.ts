@@ -4,7 +4,7 @@
  * each case seed of the failing batch (any one replays alone: `npm run fuzz -- --case <seed>`), its input,
  * and the member's last log lines (a crash prints its stack there).
  */
-import type { Etcd3 } from 'etcd3';
+import { Etcd3 } from 'etcd3';
 import { Prng } from '../../src/base/prng.js';
 import { clientOf, type ServerProcess } from '../e2e/harness.js';
 import { sendRaw } from '../e2e/raw-socket.js';
@@ -20,12 +20,25 @@ export interface FuzzOptions {
   batch?: number;
   /** Replay exactly these case seeds instead of drawing them. */
   caseSeeds?: number[];
+  /** The member has auth on: the checks log in as this user. */
+  auth?: { username: string; password: string };
   log?: (line: string) => void;
 }
 
 export interface FuzzReport {
   cases: number;
   byListener: Record<string, number>;
+}
+
+/** A batch after which the member was dead or not serving; `cases` holds its cases (one of them, or several together, did it). */
+export class FuzzFailure extends Error {
+  override name = 'FuzzFailure';
+  readonly cases: FuzzCase[];
+
+  constructor(message: string, cases: FuzzCase[]) {
+    super(message);
+    this.cases = cases;
+  }
 }
 
 /** The key prefix of the fuzzer's own acknowledged writes; no case can touch it (see cases.ts). */
@@ -56,9 +69,13 @@ class Checker {
   readonly #member: ServerProcess;
   readonly #acked = new Map<string, string>();
 
-  constructor(member: ServerProcess) {
+  constructor(member: ServerProcess, auth: FuzzOptions['auth']) {
     this.#member = member;
-    this.#client = clientOf(member);
+    this.#client = auth === undefined ? clientOf(member) : new Etcd3({ hosts: member.clientUrl, dialTimeout: 2000, auth });
+  }
+
+  close(): void {
+    this.#client.close();
   }
 
   async check(full: boolean): Promise<void> {
@@ -78,9 +95,17 @@ class Checker {
 }
 
 export async function runFuzz(member: ServerProcess, o: FuzzOptions): Promise<FuzzReport> {
+  const checker = new Checker(member, o.auth);
+  try {
+    return await run(member, o, checker);
+  } finally {
+    checker.close();
+  }
+}
+
+async function run(member: ServerProcess, o: FuzzOptions, checker: Checker): Promise<FuzzReport> {
   const batch = o.batch ?? 8;
   const seeds = new Prng(o.seed);
-  const checker = new Checker(member);
   const report: FuzzReport = { cases: 0, byListener: {} };
   await checker.check(true);
   for (let batchNo = 0; ; batchNo++) {
@@ -93,8 +118,8 @@ export async function runFuzz(member: ServerProcess, o: FuzzOptions): Promise<Fu
       await checker.check(batchNo % 10 === 9);
     } catch (err) {
       const lines = member.output.slice(-25).join('\n');
-      throw new Error(`fuzz run seed ${o.seed}: after ${report.cases + cases.length} cases: ${(err as Error).message}\n` +
-        `the failing batch (one of these):\n${cases.map(describeCase).join('\n')}\nmember output:\n${lines}`);
+      throw new FuzzFailure(`fuzz run seed ${o.seed}: after ${report.cases + cases.length} cases: ${(err as Error).message}\n` +
+        `the failing batch (one of these):\n${cases.map(describeCase).join('\n')}\nmember output:\n${lines}`, cases);
     }
     report.cases += cases.length;
     for (const c of cases) report.byListener[c.listener] = (report.byListener[c.listener] ?? 0) + 1;

@@ -1,10 +1,10 @@
 /**
  * The Auth service's core (etcd's v3_server.go auth methods): every change is proposed through Raft with the
  * caller's auth info and judged in apply (root needed, see src/auth/requests.ts). What must not enter the log
- * happens here first: passwords are bcrypt-hashed (UserAdd, UserChangePassword) or compared (Authenticate),
+ * happens here first: passwords are bcrypt-hashed (UserAdd, UserChangePassword) or compared (Authenticate)
+ * off the event loop and bounded (password-checks.ts),
  * and the random part of a simple token is drawn here.
  */
-import bcrypt from 'bcryptjs';
 import { authenticateAttemptsMax } from '../../base/limits.js';
 import type { AuthStore } from '../../auth/auth-store.js';
 import type { AuthRequest } from '../../auth/requests.js';
@@ -14,6 +14,7 @@ import type { RaftRequest } from '../driver/raft-request.js';
 import type { ProposeResult } from '../request/propose-results.js';
 import type { AuthGate } from './auth-gate.js';
 import { SimpleTokens } from './simple-tokens.js';
+import { PasswordChecks } from './password-checks.js';
 
 export interface AuthApiHost {
   auth(): AuthStore;
@@ -35,6 +36,7 @@ export interface UserAddRequest {
 /** What the gRPC Auth service calls; each method rejects with AuthError / EtcdError as etcd's. */
 export class AuthApi {
   readonly #h: AuthApiHost;
+  readonly #passwords = new PasswordChecks();
 
   constructor(host: AuthApiHost) {
     this.#h = host;
@@ -82,13 +84,13 @@ export class AuthApi {
     const u = store.user(name);
     if (u === undefined) throw new AuthError('authFailed');
     if (u.noPassword) throw new AuthError('noPasswordUser');
-    if (!(await bcrypt.compare(password, u.password))) throw new AuthError('authFailed');
+    if (!(await this.#passwords.verify(name, password, u.password))) throw new AuthError('authFailed');
     return revision;
   }
 
   async #hash(password: string, hashedPassword: string): Promise<string> {
     if (password === '' && hashedPassword !== '') return hashedPassword;
-    return bcrypt.hash(password, this.#h.bcryptCost);
+    return this.#passwords.hash(password, this.#h.bcryptCost);
   }
 
   async userAdd(r: UserAddRequest, ctx: RequestContext): Promise<void> {

@@ -78,6 +78,23 @@ export class ClusterOps {
     return this.#h.membership().list();
   }
 
+  /**
+   * A joiner whose start failed after it was added removes itself through the Join service: only a learner
+   * that never acknowledged an entry, so holding the join token does not let a client remove a member that
+   * runs (issue 20, item 3). Any other removal is etcd's MemberRemove, under etcd's auth.
+   */
+  async leaveUnstarted(id: bigint): Promise<Member[]> {
+    if (!this.#h.isLeader()) return this.#forward('leaveUnstarted', { id });
+    const member = this.#h.membership().get(id);
+    if (member === undefined) throw new EtcdError('memberNotFound');
+    const match = this.#h.driver().status().progress?.get(id)?.match ?? 0;
+    if (!member.isLearner || match > 0) {
+      throw new Error(`member ${id.toString(16)} is not a learner that never started: remove it with \`etcdctl member remove\``);
+    }
+    await this.#propose('removeNode', member);
+    return this.#h.membership().list();
+  }
+
   async memberPromote(id: bigint): Promise<Member[]> {
     if (!this.#h.isLeader()) return this.#forward('memberPromote', { id });
     const member = this.#h.membership().get(id);
@@ -161,6 +178,8 @@ export class ClusterOps {
         return this.memberAdd(rpc.payload);
       case 'memberRemove':
         return this.memberRemove(rpc.payload.id);
+      case 'leaveUnstarted':
+        return this.leaveUnstarted(rpc.payload.id);
       case 'memberPromote':
         return this.memberPromote(rpc.payload.id);
       case 'memberUpdate':

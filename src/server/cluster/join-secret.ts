@@ -4,10 +4,8 @@
  * reached a client or peer port join a member (auto-promoted, sent every key). Now a public token opens no
  * join: a member joins only a cluster whose members were given a secret (--token, a generated token file,
  * or an --initial-cluster-token of the operator's own). The peer port itself is as open as etcd's without
- * peer TLS, which the start warns about.
+ * peer TLS, which the start warns about (member/open-peer-port.ts).
  */
-import type { MemberOptions } from '../config/member-options.js';
-
 /** etcd's default --initial-cluster-token. */
 export const publicClusterToken = 'etcd-cluster';
 
@@ -19,21 +17,7 @@ export const joinsRefusedMessage =
   "this cluster accepts no joins: its token is etcd's public default (--initial-cluster-token etcd-cluster); " +
   'give every member the same secret --token (or restore with a secret --initial-cluster-token) to let members join with --server';
 
-/** The start's warnings about what the token leaves open; empty when it is a secret. */
-export function openDoorWarnings(o: Pick<MemberOptions, 'peerTls' | 'listenPeerUrls'>, token: string): string[] {
-  if (isSecretToken(token)) return [];
-  const warnings = [`joins are refused: ${joinsRefusedMessage}`];
-  const beyondLoopback = o.listenPeerUrls.filter((u) => !isLoopback(u));
-  if (o.peerTls === undefined && beyondLoopback.length > 0) {
-    warnings.push(
-      `the peer port (${beyondLoopback.join(',')}) accepts anyone who can reach it, as etcd's does without peer TLS: ` +
-      'use --peer-cert-file/--peer-key-file with --peer-client-cert-auth, or a secret --token, or firewall it',
-    );
-  }
-  return warnings;
-}
-
-function isLoopback(url: string): boolean {
-  const host = new URL(url.includes('://') ? url : `http://${url}`).hostname.replace(/^\[(.*)\]$/, '$1');
-  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+/** The start's warning when the token opens no joins (the open peer port: member/open-peer-port.ts). */
+export function joinsRefusedWarning(token: string): string | undefined {
+  return isSecretToken(token) ? undefined : `joins are refused: ${joinsRefusedMessage}`;
 }

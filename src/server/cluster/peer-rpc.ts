@@ -15,6 +15,8 @@ export type PeerRpc =
   | { method: 'hashKV'; payload: { revision: number } }
   | { method: 'memberAdd'; payload: { peerUrls: string[]; isLearner: boolean } }
   | { method: 'memberRemove'; payload: { id: bigint } }
+  /** A joiner whose start failed removes itself, through the Join service (cluster-ops.ts leaveUnstarted). */
+  | { method: 'leaveUnstarted'; payload: { id: bigint } }
   | { method: 'memberPromote'; payload: { id: bigint } }
   | { method: 'memberUpdate'; payload: { id: bigint; peerUrls: string[] } }
   | { method: 'join'; payload: JoinRequest }
@@ -30,6 +32,7 @@ export interface PeerResults {
   hashKV: HashAt;
   memberAdd: MemberAddResult;
   memberRemove: Member[];
+  leaveUnstarted: Member[];
   memberPromote: Member[];
   memberUpdate: Member[];
   join: JoinResponse;
@@ -40,7 +43,8 @@ export interface PeerResults {
 export type PeerCall = <M extends PeerMethod>(url: string, method: M, payload: PeerPayload<M>) => Promise<PeerResults[M]>;
 
 const methods: ReadonlySet<string> = new Set<PeerMethod>([
-  'removed', 'leaseKeepAlive', 'leaseTimeToLive', 'hashKV', 'memberAdd', 'memberRemove', 'memberPromote', 'memberUpdate', 'join', 'members',
+  'removed', 'leaseKeepAlive', 'leaseTimeToLive', 'hashKV', 'memberAdd', 'memberRemove', 'leaveUnstarted', 'memberPromote', 'memberUpdate', 'join',
+  'members',
 ]);
 
 /**

@@ -54,7 +54,7 @@ export async function campaign(
       try {
         await proclaim(api, leader, req.value, ctx);
       } catch (err) {
-        await resign(api, leader, detached()).catch(() => {});
+        await resign(api, leader, detached(ctx)).catch(() => {});
         throw err;
       }
     }
@@ -63,7 +63,7 @@ export async function campaign(
     await waitDeletes(api, prefix, leader.rev - 1, ctx);
   } catch (err) {
     // A canceled campaign withdraws its key, as Election.Campaign does on context cancel.
-    if (ctx.signal.aborted) await resign(api, leader, detached()).catch(() => {});
+    if (ctx.signal.aborted) await resign(api, leader, detached(ctx)).catch(() => {});
     throw err;
   }
   return { leader, revision: joined.revision };

@@ -32,7 +32,7 @@ export async function lock(api: EtcdApi, req: { name: Uint8Array; lease: bigint 
     return { key, revision: mine.revision };
   } catch (err) {
     // Mutex.Lock releases the key when waiting failed, so a canceled waiter does not block the queue.
-    await unlock(api, key, detached()).catch(() => {});
+    await unlock(api, key, detached(ctx)).catch(() => {});
     throw err;
   }
 }

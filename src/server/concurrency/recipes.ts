@@ -89,7 +89,8 @@ function childContext(ctx: RequestContext): { ctx: RequestContext; done: () => v
   if (ctx.signal.aborted) controller.abort();
   else ctx.signal.addEventListener('abort', onAbort, { once: true });
   return {
-    ctx: { requireLeader: ctx.requireLeader, signal: controller.signal },
+    // The caller's credentials go along: under auth, every read and write of the recipe is the caller's.
+    ctx: { ...credentials(ctx), requireLeader: ctx.requireLeader, signal: controller.signal },
     done: () => {
       ctx.signal.removeEventListener('abort', onAbort);
       controller.abort();
@@ -166,7 +167,16 @@ export function rangeOf(op: unknown): RangeResponse {
   return r;
 }
 
-/** Cleanup after the caller's context is gone (release a key, withdraw a candidacy) must not be canceled with it. */
-export function detached(): RequestContext {
-  return { requireLeader: false, signal: new AbortController().signal };
+/**
+ * Cleanup after the caller's context is gone (release a key, withdraw a candidacy) must not be canceled with
+ * it, but is still the caller's: under auth, a cleanup without its credentials was refused and the key stayed
+ * until its lease ended (issue 20, item 7).
+ */
+export function detached(ctx: RequestContext): RequestContext {
+  return { ...credentials(ctx), requireLeader: false, signal: new AbortController().signal };
+}
+
+/** What auth reads from a context: the token, or the verified certificate's common name. */
+function credentials(ctx: RequestContext): Pick<RequestContext, 'token' | 'certCommonName'> {
+  return { token: ctx.token, certCommonName: ctx.certCommonName };
 }

@@ -18,6 +18,7 @@ import { GatewayCall, type CallStatus } from './gateway-call.js';
 import { JsonDepthError, JsonRequestError, jsonToBytes, messageToJson } from './json-codec.js';
 import { JsonObjectSplitter } from './json-stream.js';
 import { BodyCutError, readBody } from './request-body.js';
+import { readingGatewayBody } from './client-errors.js';
 import { isGatewayPath, routeOf } from './routes.js';
 
 /** runtime.HTTPStatusFromCode of grpc-gateway v1. */
@@ -110,10 +111,13 @@ class Exchange {
   /** A unary or server-streaming call: the body is one JSON object (empty: all defaults). */
   async single(impl: Function): Promise<void> {
     let request: Wire;
+    readingGatewayBody(this.#req.socket, true);
     try {
       request = this.#decode(await readBody(this.#req));
     } catch (err) {
       return this.#fail(err);
+    } finally {
+      readingGatewayBody(this.#req.socket, false);
     }
     const call = this.#open(request);
     if (this.#method.responseStream) impl(call);
@@ -218,8 +222,9 @@ class Exchange {
     try {
       return this.#method.requestDeserialize(bytes) as Wire;
     } catch (err) {
-      // Bytes we just encoded from checked JSON: refusing them is our bug.
-      throw new AssertionError(`gateway: cannot decode the ${this.#requestType.name} it encoded: ${(err as Error).message}`);
+      // Bytes we just encoded, yet refused: what the client sent decides that, so it ends this request only.
+      if (err instanceof AssertionError) throw err;
+      throw new JsonRequestError((err as Error).message);
     }
   }
 }

@@ -125,6 +125,8 @@ function integer(field: protobuf.Field, v: unknown): unknown {
   return int64Types.has(field.type) ? text : Number(text);
 }
 
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unknown {
   if (field.resolvedType instanceof protobuf.Type) return objectFromJson(field.resolvedType, v, depth + 1);
   if (field.resolvedType instanceof protobuf.Enum) {
@@ -141,7 +143,9 @@ function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unkno
   }
   if (field.type === 'string') {
     if (typeof v !== 'string') throw new JsonRequestError(`json: invalid value for string field ${field.name}`);
-    return v;
+    // JSON may escape a lone surrogate ("\ud800"), which no UTF-8 can encode; Go's decoder (etcd's gateway)
+    // makes it U+FFFD. Left as is, protobufjs wrote bytes its own decoder refused (fuzz case seed 294706170).
+    return v.replace(loneSurrogate, '\ufffd');
   }
   if (typeof v !== 'number') throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}`);
   return v;

@@ -12,8 +12,8 @@
  * Ns serves one Call, within joinChallengeTtlMs. A Call whose MAC is wrong (or whose Ns is not ours) gets an
  * unsigned refusal: the server signs only for a caller that proved the token.
  *
- * Only the requests a would-be member needs are served: join, members, and memberRemove (a joiner that
- * failed to start after it was added removes itself).
+ * Only the requests a would-be member needs are served: join, members, and memberRemove, which removes only
+ * a learner that never started (a joiner that failed to start after it was added removes itself).
  */
 import type * as grpc from '@grpc/grpc-js';
 import { joinChallengesMax, joinChallengeTtlMs } from '../../base/limits.js';
@@ -109,7 +109,8 @@ export function joinService(host: JoinServiceHost): grpc.UntypedServiceImplement
       callback(null, sign(clientNonce, nonce, { ok: false, error: `unknown join method ${method}` }));
       return;
     }
-    host.handle(method, unpack(body)).then(
+    // A joiner's memberRemove may only remove its own learner before it started (cluster-ops.ts leaveUnstarted).
+    host.handle(method === 'memberRemove' ? 'leaveUnstarted' : method, unpack(body)).then(
       (result) => callback(null, sign(clientNonce, nonce, { ok: true, body: pack(result) })),
       (error: unknown) => callback(null, sign(clientNonce, nonce, { ok: false, ...host.describeError(error) })),
     );

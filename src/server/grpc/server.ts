@@ -17,6 +17,7 @@ import type { TlsFiles } from '../tls/tls-files.js';
 import { handOver } from './authority-fix.js';
 import { routeConnection } from './client-port.js';
 import { createGateway } from '../gateway/gateway.js';
+import { answerClientError } from '../gateway/client-errors.js';
 import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../api.js';
 import type { Logger } from '../log.js';
@@ -184,6 +185,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     if (gateway(req, res) || options.http?.(req, res) === true) return;
     res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
   });
+  // A body Node's parser cannot read ends its connection, with etcd's answer where etcd gives one.
+  httpServer.on('clientError', answerClientError);
   const sniffing = new Set<net.Socket>();
   const toGrpc = (socket: net.Socket): void => {
     handOver(socket, (connection: Duplex) => {
