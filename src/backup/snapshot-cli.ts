@@ -13,12 +13,12 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { BboltFormatError } from '../bbolt/format.js';
-import { ConfigError } from '../server/config/config.js';
-import { parseInitialCluster } from '../server/config/config-validate.js';
+import { ConfigError } from '../config/config.js';
+import { parseInitialCluster } from '../config/config-validate.js';
 import { fetchSnapshot, type EndpointTls } from './fetch-snapshot.js';
 import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
 import { humanBytes, Progress, type ProgressOutput } from './progress.js';
-import { restoreSnapshotFile, snapshotStatus } from './snapshot-file.js';
+import { restoreSnapshotFile, snapshotStatus } from './etcd-db-file.js';
 import { migrateFromKine } from './kine-migrate.js';
 
 export interface CliStreams {

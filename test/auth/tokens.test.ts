@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/base/clock.js';
-import { JwtTokens } from '../../src/server/auth/jwt-tokens.js';
-import { SimpleTokens } from '../../src/server/auth/simple-tokens.js';
-import { createTokenProvider, parseGoDurationMs } from '../../src/server/auth/token-provider.js';
+import { JwtTokens } from '../../src/node/access/jwt-tokens.js';
+import { SimpleTokens } from '../../src/node/access/simple-tokens.js';
+import { createTokenProvider, parseGoDurationMs } from '../../src/node/access/token-provider.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'etcetera-jwt-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

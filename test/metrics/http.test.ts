@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { type HealthResult, type MetricsHttp, startMetricsHttp } from '../../src/server/metrics/http.js';
-import { Registry } from '../../src/server/metrics/metrics.js';
+import { type HealthResult, type MetricsHttp, startMetricsHttp } from '../../src/metrics/metrics-http.js';
+import { Registry } from '../../src/metrics/metrics.js';
 
 describe('metrics and health HTTP', () => {
   let state: HealthResult = { health: true, reason: '' };

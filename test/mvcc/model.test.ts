@@ -13,7 +13,7 @@ import type { Backend } from '../../src/mvcc/backend.js';
 import { KvStore } from '../../src/mvcc/kv-store.js';
 import { LevelBackend } from '../../src/mvcc/level-backend.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
-import { validateRequest } from '../../src/server/request/validate.js';
+import { validateRequest } from '../../src/node/request/validate.js';
 import { MvccError, type RangeRequest, type RequestOp } from '../../src/mvcc/types.js';
 import { Gen } from './gen.js';
 import { FakeLeases } from './helpers.js';

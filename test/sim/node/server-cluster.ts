@@ -11,7 +11,7 @@
  */
 import { Prng } from '../../../src/base/prng.js';
 import { MessageType, type Message } from '../../../src/raft/types.js';
-import type { Member } from '../../../src/server/api.js';
+import type { Member } from '../../../src/node/server-api.js';
 import { ServerNode, type NodeTuning } from './server-node.js';
 import { SimLoop } from './sim-loop.js';
 

@@ -1,5 +1,5 @@
 /**
- * One production member under the simulator, composed as src/server/member.ts composes it, from the same
+ * One production member under the simulator, composed as src/main/member.ts composes it, from the same
  * classes: RawNode + RaftDriver + EtcdServer (apply, ReadIndex batcher, leader loops, proposer, watch hub) +
  * Wal on the simulated file system (test/wal/sim-fs.ts) + ServerState/KvStore on the memory backend, with the
  * simulator's Scheduler and an in-memory peer network in place of timers and TCP. Left out: gRPC, HTTP,
@@ -16,17 +16,17 @@ import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
 import { MvccError } from '../../../src/mvcc/types.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
 import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../../../src/raft/types.js';
-import { decodeRequest } from '../../../src/server/driver/raft-request.js';
-import type { PeerResults } from '../../../src/server/cluster/peer-rpc.js';
-import type { Member } from '../../../src/server/api.js';
-import { bootstrapEntries } from '../../../src/server/member/bootstrap.js';
-import { fromMvccError } from '../../../src/server/errors.js';
-import { EtcdServer, electionTicksOf } from '../../../src/server/etcd-server.js';
-import { silentLogger } from '../../../src/server/log.js';
-import { RaftDriver } from '../../../src/server/driver/raft-driver.js';
-import { createServerMetrics } from '../../../src/server/metrics/server-metrics.js';
-import { ServerState, type StateOptions } from '../../../src/server/apply/server-state.js';
-import type { TestFault } from '../../../src/server/test-faults.js';
+import { decodeRequest } from '../../../src/node/driver/raft-request.js';
+import type { PeerResults } from '../../../src/node/peer-rpc.js';
+import type { Member } from '../../../src/node/server-api.js';
+import { bootstrapEntries } from '../../../src/main/bootstrap.js';
+import { fromMvccError } from '../../../src/node/errors.js';
+import { EtcdServer, electionTicksOf } from '../../../src/node/etcd-server.js';
+import { silentLogger } from '../../../src/config/log.js';
+import { RaftDriver } from '../../../src/node/driver/raft-driver.js';
+import { createServerMetrics } from '../../../src/metrics/server-metrics.js';
+import { ServerState, type StateOptions } from '../../../src/node/apply/server-state.js';
+import type { TestFault } from '../../../src/config/test-faults.js';
 import { Wal } from '../../../src/wal/wal.js';
 import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';

@@ -1,0 +1,55 @@
+/**
+ * k3s's `--cluster-reset --cluster-reset-restore-path FILE`: before the member starts, the snapshot file (an
+ * etcd-format snapshot, ours or etcd's, gzipped or not) becomes the data directory's member; the member that
+ * was there is kept beside it as `member-old-<unix seconds>` (k3s keeps the old db the same way). The
+ * restored member is the only member of a new cluster; the reset that follows changes nothing more, and the
+ * process exits as after any --cluster-reset.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { compressedSuffix, partialSuffix } from './snapshot-dir.js';
+import { restoreSnapshotFile } from './etcd-db-file.js';
+import type { Logger } from '../config/log.js';
+
+export interface ResetRestoreInput {
+  dataDir: string;
+  name: string;
+  initialAdvertisePeerUrls: string[];
+  path: string;
+  logger: Logger;
+  /** The join token (--token): the restored member keeps it, so the members that rejoin need no other. */
+  token?: string;
+  /** Wall-clock seconds for the name of the directory kept aside. */
+  nowSeconds: number;
+}
+
+export async function restoreForClusterReset(o: ResetRestoreInput): Promise<void> {
+  const memberDir = join(o.dataDir, 'member');
+  await stat(o.path); // a missing file is refused before anything moves
+  let file = o.path;
+  if (o.path.endsWith(compressedSuffix)) {
+    file = join(o.dataDir, `cluster-reset-restore-${o.nowSeconds}.db${partialSuffix}`);
+    await pipeline(createReadStream(o.path), createGunzip(), createWriteStream(file, { mode: 0o600 }));
+  }
+  try {
+    if (await stat(memberDir).then(() => true, () => false)) {
+      const aside = join(o.dataDir, `member-old-${o.nowSeconds}`);
+      await rename(memberDir, aside);
+      o.logger.warn('cluster reset: the current member data is kept aside', { dir: aside });
+    }
+    const peerUrls = o.initialAdvertisePeerUrls;
+    // The restore derives the new ids from the cluster token and keeps it as the join token unless the data
+    // directory already has one: the cluster's token either way.
+    const stored = await readFile(join(o.dataDir, 'token'), 'utf8').then((t) => t.trim(), () => '');
+    const clusterToken = o.token ?? (stored !== '' ? stored : 'etcd-cluster');
+    const r = await restoreSnapshotFile(file, o.dataDir, {
+      cluster: { name: o.name, initialCluster: [{ name: o.name, peerUrls }], clusterToken, initialAdvertisePeerUrls: peerUrls },
+    });
+    o.logger.info('cluster reset: restored the snapshot', { path: o.path, revision: r.revision, records: r.records, leases: r.leases, member: r.memberId.toString(16) });
+  } finally {
+    if (file !== o.path) await rm(file, { force: true });
+  }
+}

@@ -1,0 +1,256 @@
+/**
+ * Starting and stopping one etcetera member: the composition root. Bootstrap (member/bootstrap.ts) decides between
+ * restart, new cluster, k3s-style join and etcd static bootstrap; member/storage.ts opens the WAL and the
+ * backend; this file wires the Raft driver, the replicated state, the peer transport (member/peers.ts) and
+ * the gRPC server together.
+ *
+ * Data directory layout:
+ *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
+ *   <data-dir>/member/identity    member id, cluster id and name, written once at bootstrap
+ *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal)
+ *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
+ */
+import { join } from 'node:path';
+import { hex } from '../base/hex.js';
+import { quotaBackendBytesDefault } from '../base/limits.js';
+import type { Message } from '../raft/types.js';
+import type { Wal } from '../wal/wal.js';
+import { EtcdServer } from '../node/etcd-server.js';
+import { startGrpcServer, type GrpcServerHandle } from '../api/grpc/server.js';
+import type { MemberOptions } from '../config/member-options.js';
+import { withAutoTls } from '../tls/auto-tls.js';
+import { grpcOptionsOf, initialCheckHost, instrumentMember, peerTlsOf } from './member-etcd-options.js';
+import { registerMemberMetrics } from '../metrics/member-metrics.js';
+import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
+import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
+import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
+import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
+import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
+import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
+import { PeerTransport } from '../peer/transport.js';
+import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
+import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
+import { leaveAfterFailedJoin, openOrBootstrap, type Identity } from './bootstrap.js';
+export { bootstrapEntries, staticCluster, writeIdentity } from './bootstrap.js';
+import { joinService, joinServiceDefinition } from '../peer/join-service.js';
+import { clientPortHttp, collectServerMetrics, health } from './client-http.js';
+import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './peers.js';
+import { createRawNode } from './raft-node.js';
+import { openMemberStorage } from './storage.js';
+
+export interface RunningMember {
+  readonly memberId: bigint;
+  readonly clusterId: bigint;
+  readonly server: EtcdServer;
+  /** Client URLs with the ports actually bound (port 0 resolved). */
+  readonly clientUrls: string[];
+  readonly peerUrl: string;
+  readonly metrics: ServerMetrics;
+  readonly wal: Wal;
+  /** Resolves when the member stops by itself (removed from the cluster, or a fatal error). */
+  readonly stopped: Promise<{ reason: string }>;
+  close(): Promise<void>;
+}
+
+export async function startMember(options: MemberOptions): Promise<RunningMember> {
+  const o = await withAutoTls(options);
+  const log = o.logger;
+  const boot = await openOrBootstrap(o);
+  const { identity, token } = boot;
+  log.info(boot.created ? 'bootstrapped member' : 'restarting member from its data directory', {
+    member: hex(identity.memberId),
+    cluster: hex(identity.clusterId),
+    ...(boot.created ? { mode: o.bootstrap.kind } : {}),
+  });
+  try {
+    // A bootstrap that was asked to measure the disk just did (and remembered it).
+    const storageProfile = boot.created && o.storageProfile === 'remeasure' ? 'auto' : o.storageProfile;
+    return await runMember({ ...o, storageProfile }, identity, token, boot.created);
+  } catch (error) {
+    // A member added for this start that cannot run must not stay in the cluster as an orphan learner.
+    if (boot.created && o.bootstrap.kind === 'join') await leaveAfterFailedJoin(o, identity, token, o.bootstrap.serverUrl);
+    throw error;
+  }
+}
+
+async function runMember(o: MemberOptions, identity: Identity, token: string, fresh: boolean): Promise<RunningMember> {
+  const log = o.logger;
+  const memberDir = join(o.dataDir, 'member');
+  // Until the server runs, a WAL failure also rejects the open or save that met it: nothing more to do.
+  let fatal: (error: unknown) => void = () => {};
+  const storage = await openMemberStorage(o, identity, fresh, (error) => fatal(error));
+  const { backend, state, stateOptions, wal, walState, snapshotData, applied } = storage;
+  // What a start that fails half-way must close again (the lock, the backend, listeners), in reverse order.
+  const toClose: Array<() => Promise<unknown>> = [...storage.closers];
+  try {
+    const node = createRawNode(o, identity.memberId, storage);
+
+    const metrics = createServerMetrics();
+    const grpcMetrics = instrumentMember(metrics.registry, backend);
+    let resolveStopped!: (v: { reason: string }) => void;
+    const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
+    let server!: EtcdServer;
+    let driver!: RaftDriver;
+    const transport = new PeerTransport({
+      selfId: identity.memberId,
+      clusterId: identity.clusterId,
+      token,
+      listenUrl: o.listenPeerUrls[0]!,
+      alsoListenUrls: o.listenPeerUrls.slice(1),
+      tls: peerTlsOf(o),
+      logger: log.child({ component: 'transport' }),
+      onMessages: (msgs: Message[]) => driver?.step(msgs),
+      onRequest: async (req) => {
+        try {
+          return { ok: true, payload: await server.handlePeerRequest(req.method, req.payload) };
+        } catch (error) {
+          return { ok: false, ...describePeerError(error) };
+        }
+      },
+      onUnreachable: (id) => driver?.reportUnreachable(id),
+      onSnapshotStatus: (id, ok) => driver?.reportSnapshot(id, ok),
+      snapshotSink: snapshotData,
+      onPeerRefused: (_id, refusal) => {
+        // A peer refuses us because the cluster removed this member while it was away.
+        if (refusal.code === 'removed') {
+          log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason: refusal.reason });
+          resolveStopped({ reason: 'removed from the cluster' });
+          void close();
+        }
+      },
+      authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
+    });
+    toClose.push(() => transport.close());
+    const { port: peerPort } = await transport.start();
+    if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
+    const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
+
+    const peerRequest = peerRequestOf(transport);
+    const peers = new PeerSync(transport, identity.memberId);
+
+    let grpc: GrpcServerHandle | undefined;
+    let metricsHttp: MetricsHttp | undefined;
+    let scheduledSnapshots: SnapshotScheduler | undefined;
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        await scheduledSnapshots?.stop();
+        await server.stop();
+        await saveIndexCheckpoint(memberDir, server.state.store, log);
+        await grpc?.close(500);
+        await metricsHttp?.close();
+        await transport.close();
+        await wal.close();
+        await backend.close();
+      })());
+
+    server = new EtcdServer({
+      memberId: identity.memberId,
+      clusterId: identity.clusterId,
+      name: o.name,
+      clientUrls: o.advertiseClientUrls,
+      peerUrls: [peerUrl],
+      backend,
+      state,
+      stateOptions,
+      logger: log,
+      metrics,
+      heartbeatMs: o.heartbeatIntervalMs,
+      electionMs: o.electionTimeoutMs,
+      snapshotCount: o.snapshotCount,
+      ...(o.grpcLimits !== undefined ? { requestLimits: o.grpcLimits } : {}),
+      ...(o.watchProgressNotifyIntervalMs !== undefined ? { watchProgressIntervalMs: o.watchProgressNotifyIntervalMs } : {}),
+      ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
+      ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
+      snapshotData,
+      snapshotTempDir: snapshotData.dir,
+      // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
+      saveSnapshot: (s) =>
+        o.unsafeTestFaults?.has('ack-before-persist') === true
+          ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
+          : wal.saveSnapshot(s),
+      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
+      peerRequest,
+      syncPeers: (members) => peers.sync(members.length > 0 ? members : identity.joinPeers),
+      onRemoved: () => {
+        resolveStopped({ reason: 'removed from the cluster' });
+        void close();
+      },
+      notifyRemoved: (member) => void notifyRemoved(transport, member, log),
+      onFatal: (error) => fatal(error),
+      auth: {
+        ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
+        clientCertAuth: o.clientTls?.clientCertAuth === true,
+      },
+    });
+    fatal = (error) => {
+      log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
+      resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
+      void close().catch(() => {});
+    };
+    driver = new RaftDriver(node, {
+      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
+      saveSnapshot: (s) => wal.saveSnapshot(s),
+    }, snapshotStreamingTransport(transport, server, log), server.driverApp(), {
+      tickIntervalMs: o.heartbeatIntervalMs,
+      unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
+    });
+    server.start(driver, applied, walState.snapshot.index);
+    toClose.push(() => close());
+
+    grpc = await startGrpcServer({
+      api: server,
+      listenUrls: o.listenClientUrls,
+      leaderCheckIntervalMs: o.electionTimeoutMs,
+      ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
+      ...grpcOptionsOf(o),
+      metrics: grpcMetrics,
+      http: clientPortHttp(server, metrics.registry),
+      services: [{
+        definition: joinServiceDefinition,
+        implementation: joinService({ token, handle: (method, payload) => server.handlePeerRequest(method, payload), describeError: describePeerError }),
+      }],
+    });
+    const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
+    metrics.walFsync = () => wal.metrics.syncSeconds;
+    metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
+    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, server, wal, transport, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
+    if (o.listenMetricsUrls.length > 0) {
+      metricsHttp = await startMetricsHttp({
+        listenUrls: o.listenMetricsUrls,
+        registry: metrics.registry,
+        health: () => health(server),
+        ready: () => health(server),
+        logger: log,
+      });
+    }
+    if (o.scheduledSnapshots !== undefined) {
+      scheduledSnapshots = startScheduledSnapshots({
+        options: o.scheduledSnapshots, nodeName: o.name, store: { exportSnapshot: () => server.state.store.exportSnapshot() },
+        serverVersion: etcdVersion, registry: metrics.registry, logger: log,
+      });
+    }
+    log.info('serving client requests', { clientUrls, peerUrl });
+
+    return {
+      memberId: identity.memberId,
+      clusterId: identity.clusterId,
+      server,
+      clientUrls,
+      peerUrl,
+      metrics,
+      wal,
+      stopped,
+      close,
+    };
+  } catch (error) {
+    for (const closeOne of toClose.reverse()) await closeOne().catch(() => undefined);
+    throw error;
+  }
+}
+
+function withPort(url: string, port: number): string {
+  const u = new URL(url.includes('://') ? url : `http://${url}`);
+  if (u.port === '0' || u.port === '') u.port = String(port);
+  return `${u.protocol}//${u.host}`;
+}

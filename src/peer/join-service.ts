@@ -1,0 +1,116 @@
+/**
+ * etcetera's own join service on the client port (`/etcetera.v1.Join/*`), so `--server` works with the URL
+ * every user has: a member's client URL (k3s joins through its supervisor port the same way). A peer URL
+ * still works through the peer transport; the joining side tries both (cluster/join-client.ts).
+ *
+ * Authenticated by the join token without sending it, as the peer handshake (transport/handshake.ts):
+ *
+ *   client → Challenge {}                                   server → { nonce: Ns }   (kept ≤ joinChallengeTtlMs, once)
+ *   client → Call { nonce: Ns, clientNonce: Nc, method, body, mac: HMAC(token, "client" Ns Nc method body) }
+ *   server → { ok, body | error, code, mac: HMAC(token, "server" Nc Ns ok body|error) }
+ *
+ * Only the requests a would-be member needs are served: join, members, and memberRemove (a joiner that
+ * failed to start after it was added removes itself).
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { randomBytes } from 'node:crypto';
+import { joinChallengesMax, joinChallengeTtlMs } from '../base/limits.js';
+import { pack, unpack } from '../node/entry-codec.js';
+import { macEquals, tokenMac } from './handshake.js';
+
+export const joinServicePath = '/etcetera.v1.Join';
+export const joinMethods = new Set(['join', 'members', 'memberRemove']);
+const nonceBytes = 32;
+
+export interface JoinCall {
+  nonce: Uint8Array;
+  clientNonce: Uint8Array;
+  method: string;
+  body: Uint8Array;
+  mac: Uint8Array;
+}
+
+type Unsigned = { ok: true; body: Uint8Array } | { ok: false; error: string; code?: string; auth?: boolean };
+export type JoinReply = Unsigned & { mac: Uint8Array };
+
+/** The signed part of a reply: what the MAC covers. */
+export function replyMacParts(reply: { ok: boolean; body?: Uint8Array; error?: string; code?: string }): Array<Uint8Array | string> {
+  return reply.ok ? ['ok', reply.body ?? new Uint8Array(0)] : ['error', reply.error ?? '', reply.code ?? ''];
+}
+
+const toBuffer = (value: unknown): Buffer => {
+  const bytes = pack(value);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+};
+const fromBuffer = (bytes: Buffer): unknown => unpack(bytes);
+
+function method(name: string): grpc.MethodDefinition<unknown, unknown> {
+  return {
+    path: `${joinServicePath}/${name}`,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: toBuffer,
+    requestDeserialize: fromBuffer,
+    responseSerialize: toBuffer,
+    responseDeserialize: fromBuffer,
+  };
+}
+
+export const joinServiceDefinition: grpc.ServiceDefinition = { Challenge: method('Challenge'), Call: method('Call') };
+
+export interface JoinServiceHost {
+  token: string;
+  /** Serves one request as the peer transport would (forwarded to the leader when needed). */
+  handle(method: string, payload: unknown): Promise<unknown>;
+  /** An error to its (message, etcd code); undefined code for a plain error. */
+  describeError(error: unknown): { error: string; code?: string };
+}
+
+export function joinService(host: JoinServiceHost): grpc.UntypedServiceImplementation {
+  const challenges = new Map<string, number>(); // nonce hex → expiry (ms since epoch)
+  const takeChallenge = (nonce: unknown): boolean => {
+    if (!(nonce instanceof Uint8Array)) return false;
+    const key = Buffer.from(nonce).toString('hex');
+    const expires = challenges.get(key);
+    challenges.delete(key);
+    return expires !== undefined && expires >= Date.now();
+  };
+  const sign = (clientNonce: Uint8Array, nonce: Uint8Array, reply: Unsigned): JoinReply => ({
+    ...reply,
+    mac: tokenMac(host.token, 'server', [clientNonce, nonce, ...replyMacParts(reply)]),
+  });
+
+  const challenge: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
+    const now = Date.now();
+    for (const [key, expires] of challenges) if (expires < now || challenges.size >= joinChallengesMax) challenges.delete(key);
+    const nonce = randomBytes(nonceBytes);
+    challenges.set(nonce.toString('hex'), now + joinChallengeTtlMs);
+    callback(null, { nonce });
+  };
+
+  const call: grpc.handleUnaryCall<unknown, unknown> = (c, callback) => {
+    const req = c.request as Partial<JoinCall>;
+    const { nonce, clientNonce, body } = req;
+    const method = String(req.method);
+    if (!(clientNonce instanceof Uint8Array) || clientNonce.length !== nonceBytes || !(body instanceof Uint8Array)) {
+      callback(null, { ok: false, error: 'malformed join call', mac: new Uint8Array(0) });
+      return;
+    }
+    const fresh = takeChallenge(nonce);
+    const expected = tokenMac(host.token, 'client', [nonce as Uint8Array, clientNonce, method, body]);
+    if (!fresh || !macEquals(req.mac, expected)) {
+      const error = fresh ? "authentication failed: the joining member does not know this cluster's join token" : 'join challenge expired or unknown';
+      callback(null, sign(clientNonce, nonce instanceof Uint8Array ? nonce : new Uint8Array(0), { ok: false, error, auth: fresh }));
+      return;
+    }
+    if (!joinMethods.has(method)) {
+      callback(null, sign(clientNonce, nonce as Uint8Array, { ok: false, error: `unknown join method ${method}` }));
+      return;
+    }
+    host.handle(method, unpack(body)).then(
+      (result) => callback(null, sign(clientNonce, nonce as Uint8Array, { ok: true, body: pack(result) })),
+      (error: unknown) => callback(null, sign(clientNonce, nonce as Uint8Array, { ok: false, ...host.describeError(error) })),
+    );
+  };
+  return { Challenge: challenge, Call: call };
+}
