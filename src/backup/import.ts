@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
-import { LevelBackend } from '../mvcc/level-backend.js';
+import { LevelBackend } from '../node/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
 import { staticCluster, writeIdentity } from '../main/member.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';

@@ -3,7 +3,7 @@
  * a --force-new-cluster reset, and a backend that crashed behind a received snapshot caught up from it.
  */
 import { join } from 'node:path';
-import { LevelBackend } from '../mvcc/level-backend.js';
+import { LevelBackend } from '../node/level-backend.js';
 import type { Snapshot } from '../raft/types.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from '../node/server-api.js';

@@ -14,7 +14,7 @@ import type { RevisionRecord } from '../../src/backup/revision-record.js';
 import { restoreSnapshotFile } from '../../src/backup/etcd-db-file.js';
 import { saveSnapshotFile } from '../../src/node/maintenance/etcd-db-export.js';
 import { humanBytes, Progress } from '../../src/backup/progress.js';
-import { LevelBackend } from '../../src/mvcc/level-backend.js';
+import { LevelBackend } from '../../src/node/level-backend.js';
 import { ServerState } from '../../src/node/apply/server-state.js';
 import { staticCluster } from '../../src/main/member.js';
 import { Wal } from '../../src/wal/wal.js';

@@ -7,7 +7,7 @@
  */
 import { ClassicLevel } from 'classic-level';
 import { assert } from '../base/assert.js';
-import { buckets, type Backend, type BackendView, type BatchOp, type Bucket, type ScanOptions, type WriteOptions } from './backend.js';
+import { buckets, type Backend, type BackendView, type BatchOp, type Bucket, type ScanOptions, type WriteOptions } from '../mvcc/backend.js';
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 type RawOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
