@@ -3,6 +3,7 @@ import type { TlsPolicy } from '../config/member-options.js';
 import type { TlsFiles } from '../config/tls-files.js';
 import type { Message, NodeId, Snapshot } from '../raft/types.js';
 import type { Logger } from '../config/log.js';
+import type { SnapshotSink } from '../node/snapshot-data.js';
 
 /** A one-shot RPC between members (join requests, forwarded member operations, …). Payload is msgpack-able. */
 export interface PeerRequest {
@@ -24,17 +25,8 @@ export interface PeerTlsOptions extends TlsFiles {
   policy?: TlsPolicy;
 }
 
-/**
- * Where a received snapshot's bytes go as they arrive (bounded memory: a file, not a buffer). `open` is
- * called with the MsgSnap's metadata; `commit` makes the bytes durable before the message reaches Raft.
- */
-export interface SnapshotSink {
-  open(message: Message): Promise<{
-    write(chunk: Uint8Array): Promise<void>;
-    commit(): Promise<void>;
-    abort(): Promise<void>;
-  }>;
-}
+/** The node owns the port a received snapshot is streamed into (src/node/snapshot-data.ts). */
+export type { SnapshotSink };
 
 export interface PeerTransportOptions {
   selfId: NodeId;
