@@ -28,6 +28,7 @@ import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
 import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { PeerTransport } from '../peer/transport.js';
+import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap, type Identity } from './bootstrap.js';
@@ -214,7 +215,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
     metrics.walFsync = () => wal.metrics.syncSeconds;
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
-    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, server, wal, transport, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
+    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
+    registerTransportMetrics(metrics.registry, transport, identity.memberId);
     if (o.listenMetricsUrls.length > 0) {
       metricsHttp = await startMetricsHttp({
         listenUrls: o.listenMetricsUrls,

@@ -1,24 +1,31 @@
 /**
  * etcd 3.5's metric families beyond the core few (server-metrics.ts), wherever we measure the same thing:
  * server identity and version, learner state, quota, WAL write bytes, backend commit latency, MVCC size,
- * keys, revisions, put/delete/range/txn totals, watch streams, lease grants/revokes/renewals, the peer
- * network (transport/metrics.ts), file descriptors and virtual memory, and our storage profile. Values owned
- * by other parts are read at scrape time.
+ * keys, revisions, put/delete/range/txn totals, watch streams, lease grants/revokes/renewals, file
+ * descriptors and virtual memory, and our storage profile (the peer network's families: peer/transport-metrics.ts).
+ * Values owned by other parts are read at scrape time, through the narrow views below: metrics sits below the
+ * node and knows nothing of EtcdServer.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { EventType } from '../mvcc/types.js';
+import type { KvStore } from '../mvcc/kv-store.js';
 import type { Wal } from '../wal/wal.js';
-import { etcdVersion, type EtcdServer } from '../node/etcd-server.js';
 import type { GrpcMetrics } from './grpc-metrics.js';
 import { etcdDurationBuckets, type Histogram, type Registry } from './metrics.js';
-import { registerTransportMetrics, type TransportStatsSource } from '../peer/transport-metrics.js';
+
+/** What the member's gauges read from the replicated node (EtcdServer satisfies it). */
+export interface MemberMetricsNode {
+  readonly state: { readonly store: Pick<KvStore, 'dbSizeBytes' | 'keyCount' | 'revision' | 'compactRevision' | 'onWrite'> };
+  isLearner(): boolean;
+}
 
 export interface MemberMetricsHost {
   registry: Registry;
   memberId: bigint;
-  server: EtcdServer;
-  wal: Wal;
-  transport: TransportStatsSource;
+  /** etcd's version this member reports (etcd_server_version, etcd_cluster_version). */
+  etcdVersion: string;
+  server: MemberMetricsNode;
+  wal: Pick<Wal, 'profile' | 'metrics'>;
   /** Effective quota (0 means etcd's default, already resolved by the caller). */
   quotaBackendBytes: number;
   grpc: GrpcMetrics;
@@ -36,9 +43,9 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
   const id = h.memberId.toString(16);
   r.gauge({ name: 'etcd_server_id', help: 'Server or member ID in hexadecimal format. 1 for \'server_id\' label with current ID.', labelNames: ['server_id'] }).set(1, { server_id: id });
   r.gauge({ name: 'etcd_server_version', help: 'Which version is running. 1 for \'server_version\' label with current version.', labelNames: ['server_version'] })
-    .set(1, { server_version: etcdVersion });
+    .set(1, { server_version: h.etcdVersion });
   r.gauge({ name: 'etcd_cluster_version', help: 'Which version is running. 1 for \'cluster_version\' label with current cluster version', labelNames: ['cluster_version'] })
-    .set(1, { cluster_version: etcdVersion.split('.').slice(0, 2).join('.') });
+    .set(1, { cluster_version: h.etcdVersion.split('.').slice(0, 2).join('.') });
   r.gauge({ name: 'etcd_server_quota_backend_bytes', help: 'Current backend storage quota size in bytes.' }).set(h.quotaBackendBytes);
   r.gauge({ name: 'etcetera_storage_profile', help: 'The WAL storage profile in use (1 for the chosen profile).', labelNames: ['profile'] }).set(1, { profile: h.wal.profile });
   const measured = h.wal.metrics.measuredSyncLatencyMs;
@@ -62,7 +69,6 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
   });
   registerWriteCounters(h);
   registerRequestCounters(h);
-  registerTransportMetrics(r, h.transport, h.memberId);
   registerFdMetrics(r);
 }
 
