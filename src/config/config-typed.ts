@@ -5,6 +5,7 @@
 import { type OptionSpec, optionSpecs } from './config-options.js';
 import { ConfigError, type RawOptions, type RawValue } from './config-sources.js';
 import { parseUrlList } from './config-validate.js';
+import { parseDurationMs } from './duration.js';
 
 /** Typed access to the merged options, with defaults from the table and errors naming the source. */
 export class Typed {
@@ -49,7 +50,7 @@ export class Typed {
   /** Go duration text ("5s", "1m30s", "250ms", "0"), as etcd's duration flags; in milliseconds. */
   durationMs(flag: string): number {
     const { raw } = this.#get(flag);
-    const ms = parseGoDurationMs(raw.value.trim());
+    const ms = nonNegative(parseDurationMs(raw.value.trim()));
     if (ms === undefined) {
       throw new ConfigError(`invalid value ${JSON.stringify(raw.value)} for --${flag} (from ${raw.where}): expected a duration like 5s, 1m30s or 250ms`);
     }
@@ -68,13 +69,4 @@ export class Typed {
   }
 }
 
-const durationUnitsMs: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Go's time.ParseDuration for non-negative values; undefined when malformed. */
-export function parseGoDurationMs(text: string): number | undefined {
-  if (text === '0') return 0;
-  if (!/^(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$/.test(text)) return undefined;
-  let ms = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d*)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(m[1]) * (durationUnitsMs[m[2] as string] as number);
-  return ms;
-}
+const nonNegative = (ms: number | undefined): number | undefined => (ms === undefined || ms < 0 ? undefined : ms);

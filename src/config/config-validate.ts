@@ -4,7 +4,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
-import { parseRetentionMs } from '../node/periodic/auto-compactor.js';
+import { parseRetentionMs } from './duration.js';
 import { ConfigError } from './config-sources.js';
 
 export interface InitialMember {
@@ -151,13 +151,8 @@ export function checkRetention(mode: 'periodic' | 'revision', retention: string)
     }
     return { retentionMs: 0, retentionRevisions: Number(text) };
   }
-  let ms: number;
-  try {
-    ms = parseRetentionMs(text);
-  } catch {
-    ms = Number.NaN;
-  }
-  if (!Number.isFinite(ms) || ms < 0) {
+  const ms = parseRetentionMs(text);
+  if (ms === undefined) {
     throw new ConfigError(`invalid --auto-compaction-retention ${JSON.stringify(retention)} for mode periodic: expected hours or a duration like 30m, 1h`);
   }
   return { retentionMs: ms, retentionRevisions: 0 };

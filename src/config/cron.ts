@@ -8,6 +8,7 @@
  *
  *   parseCron('0 *\/12 * * *').next(Date.parse('2026-12-01T05:00:00')) → 2026-12-01T12:00:00 (local)
  */
+import { parseDurationMs } from './duration.js';
 
 export class CronError extends Error {
   override name = 'CronError';
@@ -77,18 +78,9 @@ export function parseCron(text: string): CronSchedule {
 }
 
 function everySchedule(spec: string): CronSchedule {
-  const ms = parseDurationMs(spec.slice('@every'.length).trim());
-  if (!(ms >= 1000)) throw new CronError(`cron spec ${JSON.stringify(spec)}: @every needs a duration of at least 1s (e.g. @every 30s, @every 1h30m)`);
+  const ms = parseDurationMs(spec.slice('@every'.length).trim()) ?? Number.NaN;
+  if (!(ms >= 1000)) throw new CronError(`cron spec ${JSON.stringify(spec)}: @every needs a duration of at least 1s (e.g. @every 30s, @every 1h30m, @every 1.5h)`);
   return { text: spec, next: (afterMs) => afterMs + ms };
-}
-
-/** Go-style durations: `1h30m`, `45s`, `500ms`. NaN when malformed. */
-export function parseDurationMs(text: string): number {
-  const units: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  if (!/^(\d+(ms|s|m|h))+$/.test(text)) return Number.NaN;
-  let total = 0;
-  for (const [, n, unit] of text.matchAll(/(\d+)(ms|s|m|h)/g)) total += Number(n) * units[unit!]!;
-  return total;
 }
 
 function parseField(text: string, f: FieldSpec, spec: string): Set<number> {

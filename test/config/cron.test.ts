@@ -1,6 +1,6 @@
 /** Cron specs as k3s's --etcd-snapshot-schedule-cron reads them (src/config/cron.ts); times are local. */
 import { describe, expect, it } from 'vitest';
-import { CronError, parseCron, parseDurationMs } from '../../src/config/cron.js';
+import { CronError, parseCron } from '../../src/config/cron.js';
 
 const local = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0): number => new Date(y, mo - 1, d, h, mi, s).getTime();
 const show = (ms: number): string => {
@@ -60,12 +60,8 @@ describe('parseCron', () => {
   });
 });
 
-describe('parseDurationMs', () => {
-  it.each([['1h30m', 5_400_000], ['45s', 45_000], ['500ms', 500], ['2m3s', 123_000]])('%s is %d ms', (text, ms) => {
-    expect(parseDurationMs(text)).toBe(ms);
-  });
-  it('is NaN for anything else', () => {
-    expect(parseDurationMs('1d')).toBeNaN();
-    expect(parseDurationMs('')).toBeNaN();
+describe('@every takes any Go duration of at least 1s (the grammar: test/config/duration.test.ts)', () => {
+  it.each([['@every 1h30m', 5_400_000], ['@every 1.5h', 5_400_000], ['@every 45s', 45_000], ['@every 2m3s', 123_000]])('%s fires every %d ms', (spec, ms) => {
+    expect(parseCron(spec).next(1_000)).toBe(1_000 + ms);
   });
 });

@@ -8,7 +8,7 @@ import { AppliedWait } from '../../src/node/request/applied-wait.js';
 import { ReadIndexBatcher } from '../../src/node/request/read-index.js';
 import { realScheduler } from '../../src/node/driver/real-scheduler.js';
 import { RequestIdGenerator } from '../../src/node/driver/raft-request.js';
-import { AutoCompactor, parseRetentionMs } from '../../src/node/periodic/auto-compactor.js';
+import { AutoCompactor } from '../../src/node/periodic/auto-compactor.js';
 import { checkCorruption, type HashAt } from '../../src/node/corruption/corruption-check.js';
 import { silentLogger } from '../../src/config/log.js';
 import type { Member } from '../../src/node/server-api.js';
@@ -124,11 +124,10 @@ describe('RequestIdGenerator', () => {
 });
 
 describe('auto-compaction', () => {
-  it('parses retentions as etcd does (a bare number is hours)', () => {
-    expect(parseRetentionMs('1')).toBe(3600_000);
-    expect(parseRetentionMs('30m')).toBe(1_800_000);
-    expect(parseRetentionMs('5s')).toBe(5000);
-    expect(() => parseRetentionMs('five minutes')).toThrow(/retention/);
+  it('refuses a malformed periodic retention (the grammar: test/config/duration.test.ts)', () => {
+    const host = { isLeader: () => true, revision: () => 1, compactRevision: () => 0, compact: async () => {}, nowMs: () => 0, logger: { info: () => {}, warn: () => {} } };
+    expect(() => new AutoCompactor(host, { mode: 'periodic', retention: 'five minutes' })).toThrow(/retention/);
+    expect(new AutoCompactor(host, { mode: 'periodic', retention: '1h30m' }).intervalMs).toBe(540_000);
   });
 
   it('periodic: compacts to the revision sampled one retention ago, only on the leader', async () => {

@@ -8,6 +8,7 @@ import type { AuthHooks } from '../../auth/auth-store.js';
 import type { AuthInfo } from '../../auth/types.js';
 import { JwtTokens } from './jwt-tokens.js';
 import { SimpleTokens } from './simple-tokens.js';
+import { parseDurationMs } from '../../config/duration.js';
 
 /** etcd's default JWT ttl (5 minutes). */
 const jwtTtlMsDefault = 5 * 60 * 1000;
@@ -44,7 +45,7 @@ export function createTokenProvider(spec: string, options: { ttlSeconds: number;
       signMethod,
       ...(opts.has('priv-key') ? { privKeyFile: opts.get('priv-key')! } : {}),
       ...(opts.has('pub-key') ? { pubKeyFile: opts.get('pub-key')! } : {}),
-      ttlMs: ttl === undefined ? jwtTtlMsDefault : parseGoDurationMs(ttl),
+      ttlMs: ttl === undefined ? jwtTtlMsDefault : ttlMsOf(ttl),
     });
     return jwtProvider(jwt, options.wallClockMs);
   }
@@ -79,17 +80,9 @@ function jwtProvider(jwt: JwtTokens, wallClockMs: () => number): TokenProvider {
   };
 }
 
-const durationUnitsMs: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Go's time.ParseDuration for the positive values an option takes: "5m", "90s", "1h30m", "1.5h". */
-export function parseGoDurationMs(text: string): number {
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
-  let total = 0;
-  let pos = 0;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    total += Number(m[1]) * durationUnitsMs[m[2]!]!;
-    pos = re.lastIndex;
-  }
-  if (text === '' || pos !== text.length || total <= 0) throw new Error(`auth-token: invalid duration ${JSON.stringify(text)}`);
-  return total;
+/** The JWT `ttl=` option: a positive Go duration ("5m", "90s", "1h30m", "1.5h"). */
+function ttlMsOf(text: string): number {
+  const ms = parseDurationMs(text);
+  if (ms === undefined || ms <= 0) throw new Error(`auth-token: invalid duration ${JSON.stringify(text)}`);
+  return ms;
 }

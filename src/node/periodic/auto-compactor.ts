@@ -4,6 +4,7 @@
  *   revision is sampled; each compaction keeps the history of the last `retention`.
  * - revision (retention = a revision count): every 5 minutes, compact to current − retention.
  */
+import { parseRetentionMs } from '../../config/duration.js';
 import { MvccError } from '../../mvcc/types.js';
 
 export interface AutoCompaction {
@@ -23,15 +24,6 @@ export interface CompactorHost {
 /** etcd: revision-mode compaction runs every 5 minutes. */
 export const revisionCompactionIntervalMs = 5 * 60 * 1000;
 
-export function parseRetentionMs(retention: string): number {
-  const bare = Number(retention);
-  if (retention.trim() !== '' && Number.isFinite(bare)) return bare * 3600_000;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(retention.trim());
-  if (m === null) throw new TypeError(`bad --auto-compaction-retention ${JSON.stringify(retention)} (use e.g. 1h, 30m, 5m)`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-  return Number(m[1]) * unit;
-}
-
 export class AutoCompactor {
   readonly #h: CompactorHost;
   readonly #mode: 'periodic' | 'revision';
@@ -45,7 +37,9 @@ export class AutoCompactor {
     this.#h = host;
     this.#mode = config.mode;
     if (config.mode === 'periodic') {
-      this.#retentionMs = parseRetentionMs(config.retention);
+      const ms = parseRetentionMs(config.retention);
+      if (ms === undefined) throw new TypeError(`bad --auto-compaction-retention ${JSON.stringify(config.retention)} (use e.g. 1h, 30m, 1h30m)`);
+      this.#retentionMs = ms;
       this.#retentionRevisions = 0;
       if (this.#retentionMs <= 0) throw new TypeError('periodic auto-compaction retention must be positive');
     } else {
