@@ -18,7 +18,7 @@ import type { BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { LevelBackend } from '../node/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
-import { staticCluster, writeIdentity } from '../main/member.js';
+import { staticCluster, writeIdentity } from '../node/identity.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
 import { syncDir } from '../node/snapshot-data.js';
 import { Wal } from '../wal/wal.js';

@@ -16,31 +16,16 @@ import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { hex } from '../base/hex.js';
-import { encodeConfChange } from '../raft/conf.js';
-import { EntryType, type Entry, type HardState } from '../raft/types.js';
-import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
+import type { Entry, HardState } from '../raft/types.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from '../node/server-api.js';
-import { staticClusterIds } from '../node/membership/etcd-ids.js';
 import { askCluster, type AskOptions } from '../peer/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
-import { encodeConfChangeContext } from '../node/driver/raft-request.js';
+import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
 
 const nodeFs = new NodeFsPort();
-
-export interface Identity {
-  memberId: bigint;
-  clusterId: bigint;
-  name: string;
-  /** The cluster's join token (absent in data directories written before it was stored here). */
-  token?: string;
-  /**
-   * The members known when this one joined: the peers to talk to until the replicated member list has
-   * caught up (a new member learns it from the leader's log or snapshot, which needs a working transport).
-   */
-  joinPeers: Array<{ id: bigint; peerUrls: string[] }>;
-}
 
 export interface Bootstrapped {
   identity: Identity;
@@ -204,66 +189,7 @@ function peersOf(members: Member[]): Array<{ id: bigint; peerUrls: string[] }> {
   return members.map((m) => ({ id: m.id, peerUrls: m.peerUrls }));
 }
 
-/** Member and cluster ids of a static bootstrap (`--initial-cluster`, `--initial-cluster-token`); also used by restore. */
-export function staticCluster(initialCluster: Array<{ name: string; peerUrls: string[] }>, clusterToken: string): { members: Member[]; clusterId: bigint } {
-  const ids = staticClusterIds(initialCluster, clusterToken);
-  const members: Member[] = initialCluster.map((m) => ({
-    id: ids.memberIds.get(m.name)!,
-    name: m.name,
-    peerUrls: m.peerUrls,
-    clientUrls: [],
-    isLearner: false,
-  }));
-  return { members, clusterId: ids.clusterId };
-}
-
-/** The log of a new cluster: one committed addVoter entry per initial member, carrying its attributes. */
-export function bootstrapEntries(members: Member[]): Entry[] {
-  return members.map((member, i) => ({
-    term: 1,
-    index: i + 1,
-    type: EntryType.ConfChange,
-    data: encodeConfChange({ type: 'addVoter', nodeId: member.id, context: encodeConfChangeContext({ id: 0n, member }) }),
-  }));
-}
-
 function idFrom(...parts: string[]): bigint {
   const id = createHash('sha1').update(parts.join('\n')).digest().readBigUInt64BE(0);
   return id === 0n ? 1n : id;
-}
-
-async function readIdentity(memberDir: string): Promise<Identity | undefined> {
-  let text: string;
-  try {
-    text = await readFile(join(memberDir, 'identity'), 'utf8');
-  } catch {
-    return undefined;
-  }
-  const j = JSON.parse(text) as { memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }> };
-  return {
-    memberId: BigInt(`0x${j.memberId}`),
-    clusterId: BigInt(`0x${j.clusterId}`),
-    name: j.name,
-    ...(j.token !== undefined ? { token: j.token } : {}),
-    joinPeers: (j.joinPeers ?? []).map((p) => ({ id: BigInt(`0x${p.id}`), peerUrls: p.peerUrls })),
-  };
-}
-
-export async function writeIdentity(memberDir: string, id: Identity): Promise<void> {
-  const text = JSON.stringify({
-    memberId: id.memberId.toString(16),
-    clusterId: id.clusterId.toString(16),
-    name: id.name,
-    token: id.token,
-    joinPeers: id.joinPeers.map((p) => ({ id: p.id.toString(16), peerUrls: p.peerUrls })),
-  });
-  await writeFileDurably(memberDir, 'identity', `${text}\n`);
-}
-
-/**
- * temp file, fsync, rename, directory fsync: never a name without its contents (the WAL's own helper; its
- * files are created 0600, which the token and the identity need).
- */
-function writeFileDurably(dir: string, name: string, text: string): Promise<void> {
-  return writeFileAtomically(nodeFs, dir, name, new TextEncoder().encode(text));
 }

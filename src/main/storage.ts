@@ -7,7 +7,7 @@ import { LevelBackend } from '../node/level-backend.js';
 import type { Snapshot } from '../raft/types.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from '../node/server-api.js';
-import type { Identity } from './bootstrap.js';
+import type { Identity } from '../node/identity.js';
 import { resetToSingleMember } from '../backup/cluster-reset.js';
 import { directoryBytes } from './dir-bytes.js';
 import { openIndexCheckpoint, removeIndexCheckpoint } from '../node/index-checkpoint-file.js';

@@ -16,7 +16,7 @@ import { saveSnapshotFile } from '../../src/node/maintenance/etcd-db-export.js';
 import { humanBytes, Progress } from '../../src/backup/progress.js';
 import { LevelBackend } from '../../src/node/level-backend.js';
 import { ServerState } from '../../src/node/apply/server-state.js';
-import { staticCluster } from '../../src/main/member.js';
+import { staticCluster } from '../../src/node/identity.js';
 import { Wal } from '../../src/wal/wal.js';
 import { SortOrder, SortTarget, type RangeRequest } from '../../src/mvcc/types.js';
 
