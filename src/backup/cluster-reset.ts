@@ -26,7 +26,7 @@ import { MemberConfig, decodeConfChange, encodeConfChange } from '../raft/conf.j
 import { EntryType, type ConfChange, type Entry, type HardState, type SnapshotMeta } from '../raft/types.js';
 import type { Member } from '../node/server-api.js';
 import type { Logger } from '../config/log.js';
-import type { RunningMember } from '../main/member.js';
+import type { EtcdServer } from '../node/etcd-server.js';
 import { decodeConfChangeContext, encodeConfChangeContext } from '../node/driver/raft-request.js';
 
 export interface ResetInput {
@@ -148,11 +148,17 @@ export async function waitForReset(p: ResetProgress, commit: number, timeoutMs: 
   }
 }
 
+/** The member the CLI started with forceNewCluster (main's RunningMember is one). */
+export interface ResetMember {
+  readonly server: Pick<EtcdServer, 'driver' | 'isLeader' | 'state' | 'applied'>;
+  close(): Promise<void>;
+}
+
 /**
  * k3s's --cluster-reset after the member started with forceNewCluster: wait until the reset is in effect, stop
  * cleanly, tell the operator to restart without the flag. Returns the process exit code.
  */
-export async function finishClusterReset(member: RunningMember, logger: Logger, timeoutMs = clusterResetApplyMsMax): Promise<number> {
+export async function finishClusterReset(member: ResetMember, logger: Logger, timeoutMs = clusterResetApplyMsMax): Promise<number> {
   const commit = member.server.driver.status().commit;
   const progress: ResetProgress = {
     isLeader: () => member.server.isLeader,
