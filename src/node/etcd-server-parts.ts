@@ -2,7 +2,7 @@
 import type { Backend } from '../mvcc/backend.js';
 import type { SnapshotSource as StoreSnapshotSource } from '../mvcc/kv-store.js';
 import type { Snapshot, SnapshotMeta } from '../raft/types.js';
-import type { Member } from './server-api.js';
+import type { Member } from './api-types.js';
 import type { AutoCompaction } from './periodic/auto-compactor.js';
 import type { PeerCall } from './peer-rpc.js';
 import type { ServerAuthOptions } from './access/server-auth.js';

@@ -11,7 +11,7 @@ import { EntryType, type Entry } from '../raft/types.js';
 import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
 import { encodeConfChangeContext } from './driver/raft-request.js';
 import { staticClusterIds } from './membership/etcd-ids.js';
-import type { Member } from './server-api.js';
+import type { Member } from './api-types.js';
 
 const nodeFs = new NodeFsPort();
 

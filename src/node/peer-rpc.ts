@@ -3,7 +3,7 @@
  * one union of requests, with the answer type of each method. Failures travel as etcd error codes
  * (EtcdError) so the caller rethrows the same error, never by matching a message.
  */
-import type { LeaseTimeToLiveResult, Member, MemberAddResult } from './server-api.js';
+import type { LeaseTimeToLiveResult, Member, MemberAddResult } from './api-types.js';
 import type { JoinRequest, JoinResponse } from './membership/cluster-ops.js';
 import type { HashAt } from './corruption/corruption-check.js';
 

@@ -9,7 +9,7 @@ import { authenticateAttemptsMax } from '../../base/limits.js';
 import type { AuthStore } from '../../auth/auth-store.js';
 import type { AuthRequest } from '../../auth/requests.js';
 import { AuthError, type Permission } from '../../auth/types.js';
-import type { RequestContext } from '../server-api.js';
+import type { RequestContext } from '../api-types.js';
 import type { RaftRequest } from '../driver/raft-request.js';
 import type { ProposeResult } from '../request/propose-results.js';
 import type { AuthGate } from './auth-gate.js';

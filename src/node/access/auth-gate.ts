@@ -13,7 +13,7 @@ import { checkRange, checkTxn, type AuthStore } from '../../auth/index.js';
 import { AuthError, type AuthInfo } from '../../auth/types.js';
 import type { TxnRequest } from '../../mvcc/types.js';
 import { status as Status } from '@grpc/grpc-js';
-import type { RequestContext } from '../server-api.js';
+import type { RequestContext } from '../api-types.js';
 import { etcdErrors, untranslatedAuthError } from '../errors.js';
 import type { TokenProvider } from './token-provider.js';
 

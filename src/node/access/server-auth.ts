@@ -6,7 +6,7 @@
 import { authTokenTtlSecondsDefault, bcryptCostDefault } from '../../base/limits.js';
 import type { AuthStore } from '../../auth/auth-store.js';
 import { invalidWatchId } from '../../mvcc/watch-types.js';
-import type { RequestContext, WatchSink, WatchStream } from '../server-api.js';
+import type { RequestContext, WatchSink, WatchStream } from '../api-types.js';
 import type { RaftRequest } from '../driver/raft-request.js';
 import { AuthApi, type AuthApiHost } from './auth-api.js';
 import { AuthGate, type AuthGateHost } from './auth-gate.js';

@@ -15,7 +15,7 @@
 import type { BatchOp } from '../../mvcc/backend.js';
 import { consistentIndexKey, termKey, u64Bytes } from '../../mvcc/kv-meta.js';
 import type { ConfState, SnapshotMeta } from '../../raft/types.js';
-import type { Member } from '../server-api.js';
+import type { Member } from '../api-types.js';
 import { pack } from '../entry-codec.js';
 import { encodeMemberEntry } from '../membership/membership.js';
 

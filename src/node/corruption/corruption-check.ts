@@ -4,7 +4,7 @@
  * history and gets a CORRUPT alarm, replicated through Raft, which clients see in Status and `alarm list`.
  * Members that are behind (revision not yet applied) or compacted differently are skipped, as etcd does.
  */
-import type { Member } from '../server-api.js';
+import type { Member } from '../api-types.js';
 import type { Logger } from '../../config/log.js';
 
 export interface HashAt {

@@ -6,7 +6,7 @@
  * unreachable, behind (future revision) or compacted past it (this member is behind) are logged and skipped,
  * as etcd does; a new member (no data yet) is not checked.
  */
-import type { Member } from '../server-api.js';
+import type { Member } from '../api-types.js';
 import type { HashAt } from './corruption-check.js';
 import type { Logger } from '../../config/log.js';
 

@@ -14,7 +14,7 @@
  *   alarm:    etcdserverpb.AlarmMember → empty
  */
 import { utf8 } from '../../base/bytes.js';
-import type { Member } from '../server-api.js';
+import type { Member } from '../api-types.js';
 
 export const bucketNames = {
   key: 'key',

@@ -5,7 +5,7 @@
 import { tmpdir } from 'node:os';
 import type { AlarmMember, AlarmType } from '../../mvcc/types.js';
 import { maintenanceSnapshot } from './maintenance-snapshot.js';
-import type { HashKvResult, HashResult, RequestContext, SnapshotSource, StatusResult } from '../server-api.js';
+import type { HashKvResult, HashResult, RequestContext, SnapshotSource, StatusResult } from '../api-types.js';
 import type { AppliedWait } from '../request/applied-wait.js';
 import type { ServerAuth } from '../access/server-auth.js';
 import { checkCorruption } from '../corruption/corruption-check.js';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { SnapshotSource } from '../server-api.js';
+import type { SnapshotSource } from '../api-types.js';
 import { writeEtcdSnapshot, type SnapshotExporter } from './etcd-db-export.js';
 
 const readChunkBytes = 256 * 1024;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 
 import type { ConfChange, ConfChangeType } from '../../raft/types.js';
-import type { Member, MemberAddResult } from '../server-api.js';
+import type { Member, MemberAddResult } from '../api-types.js';
 import { EtcdError, fromProposeError } from '../errors.js';
 import type { Logger } from '../../config/log.js';
 import type { Membership } from './membership.js';

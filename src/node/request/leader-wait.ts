@@ -1,6 +1,6 @@
 /** The first step of the request pipeline: refuse on a stopped member, wait (bounded) for a leader. */
 import type { Scheduler } from '../../base/scheduler.js';
-import type { RequestContext } from '../server-api.js';
+import type { RequestContext } from '../api-types.js';
 import { EtcdError } from '../errors.js';
 import { leaderWaitMs } from './timeouts.js';
 

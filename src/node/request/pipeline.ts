@@ -3,7 +3,7 @@
  * stamp with the caller's auth → propose with a typed result, or read after a linearizable barrier.
  */
 import type { CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../../mvcc/types.js';
-import type { LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult, RequestContext } from '../server-api.js';
+import type { LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult, RequestContext } from '../api-types.js';
 import type { ServerAuth } from '../access/server-auth.js';
 import type { ClusterOps } from '../membership/cluster-ops.js';
 import type { LeaderForward } from '../leadership/leader-forward.js';

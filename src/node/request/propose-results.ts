@@ -5,7 +5,7 @@
  */
 import type { Permission } from '../../auth/types.js';
 import type { AlarmMember, DeleteRangeResponse, PutResponse, TxnResponse } from '../../mvcc/types.js';
-import type { LeaseGrantResult } from '../server-api.js';
+import type { LeaseGrantResult } from '../api-types.js';
 import type { RaftRequest } from '../driver/raft-request.js';
 
 export interface ProposeResults {
