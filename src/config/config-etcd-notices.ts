@@ -4,7 +4,7 @@
  * and silently starting a lone member instead would split a cluster). Part of the one option table
  * (config-options.ts), so flags, environment variables and YAML keys accept exactly these names.
  */
-import type { OptionKind, OptionSpec } from './config-options.js';
+import type { OptionKind, OptionSpec } from './option-spec.js';
 
 type Row = [flag: string, kind: OptionKind, defaultText: string, notice: string];
 

@@ -9,23 +9,8 @@
 import { requestBytesMax, snapshotCountDefault, txnOpsMax } from '../base/index.js';
 import { etcdCompatSpecs } from './config-etcd-notices.js';
 
-export type OptionKind = 'string' | 'bool' | 'uint' | 'urls' | 'enum' | 'duration' | 'list';
-
-export type OptionGroup = 'member' | 'clustering' | 'security' | 'limits' | 'k3s' | 'snapshots' | 'logging' | 'experimental' | 'etcd';
-
-export interface OptionSpec {
-  flag: string;
-  kind: OptionKind;
-  /** Default as flag text ('' = unset). */
-  default: string;
-  help: string;
-  values?: readonly string[];
-  group: OptionGroup;
-  /** Accepted for etcd compatibility but without effect here: logged (this text) when set. */
-  notice?: string;
-  /** Refused when set to a non-empty value: this text says why. */
-  refuse?: string;
-}
+export type { OptionGroup, OptionKind, OptionSpec } from './option-spec.js';
+import type { OptionGroup, OptionSpec } from './option-spec.js';
 
 const u = (n: number): string => String(n);
 

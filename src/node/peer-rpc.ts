@@ -4,8 +4,20 @@
  * (EtcdError) so the caller rethrows the same error, never by matching a message.
  */
 import type { LeaseTimeToLiveResult, Member, MemberAddResult } from './api-types.js';
-import type { JoinRequest, JoinResponse } from './membership/cluster-ops.js';
 import type { HashAt } from './corruption/corruption-check.js';
+
+/** A k3s-style join (`--server`): the new member's name and URLs; answered with its id and the members. */
+export interface JoinRequest {
+  name: string;
+  peerUrls: string[];
+  clientUrls: string[];
+}
+
+export interface JoinResponse {
+  memberId: bigint;
+  clusterId: bigint;
+  members: Member[];
+}
 
 export type PeerRpc =
   /** Sent to a member a committed change removed (it may never see the entry): it stops. */

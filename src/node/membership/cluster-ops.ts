@@ -10,7 +10,7 @@ import type { Member, MemberAddResult } from '../api-types.js';
 import { EtcdError, fromProposeError } from '../errors.js';
 import type { Logger } from '../../config/log.js';
 import type { Membership } from './membership.js';
-import type { PeerCall, PeerMethod, PeerPayload, PeerResults, PeerRpc } from '../peer-rpc.js';
+import type { JoinRequest, JoinResponse, PeerCall, PeerMethod, PeerPayload, PeerResults, PeerRpc } from '../peer-rpc.js';
 import type { Proposer } from '../request/proposer.js';
 import type { RaftDriver } from '../driver/raft-driver.js';
 import { encodeConfChangeContext } from '../driver/raft-request.js';
@@ -30,18 +30,6 @@ export interface ClusterHost {
   logger: Logger;
   clusterId(): bigint;
   scheduler?: Scheduler;
-}
-
-export interface JoinRequest {
-  name: string;
-  peerUrls: string[];
-  clientUrls: string[];
-}
-
-export interface JoinResponse {
-  memberId: bigint;
-  clusterId: bigint;
-  members: Member[];
 }
 
 export class ClusterOps {
