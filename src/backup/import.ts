@@ -14,14 +14,15 @@
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
-import type { BatchOp } from '../mvcc/backend.js';
+import type { Backend, BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { LevelBackend } from '../node/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
 import { staticCluster, writeIdentity } from '../node/identity.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
 import { syncDir } from '../node/snapshot-data.js';
-import { Wal } from '../wal/wal.js';
+import { Wal, type SaveRequest } from '../wal/wal.js';
+import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
 import { metaKeys } from '../node/maintenance/etcd-schema.js';
 import { recordToEntry, type RevisionRecord } from './revision-record.js';
@@ -76,20 +77,16 @@ export async function importRevisions(
   await rm(work, { recursive: true, force: true });
   await mkdir(work, { recursive: true, mode: 0o700 });
   const backend = await LevelBackend.open(join(work, 'db'));
-  const point = restorePointMeta(members);
   let result: Omit<ImportResult, 'memberId' | 'clusterId'>;
   try {
-    result = await writeData(backend, records, extras);
-    // Last, so nothing carried over from the source can name another index or member list.
-    await backend.write(restorePointOps(members, point), { sync: true });
+    const { wal } = await Wal.open(join(work, 'wal'), { profile: 'ssd' });
+    try {
+      result = await restoreInto({ backend, wal }, members, records, extras);
+    } finally {
+      await wal.close();
+    }
   } finally {
     await backend.close();
-  }
-  const { wal } = await Wal.open(join(work, 'wal'), { profile: 'ssd' });
-  try {
-    await wal.save({ hardState: { term: point.term, vote: 0n, commit: point.index }, snapshotMeta: point });
-  } finally {
-    await wal.close();
   }
   await writeIdentity(work, { memberId: self.id, clusterId, name: extras.cluster.name, joinPeers: [] });
   // Peers authenticate with the join token; a static bootstrap uses the cluster token, and so must every
@@ -99,6 +96,30 @@ export async function importRevisions(
   await rename(work, memberDir);
   await syncDir(dataDir);
   return { ...result, memberId: self.id, clusterId };
+}
+
+/** Where a restore writes: the new member's backend and log (the simulator passes its memory backend and simulated disk). */
+export interface RestoreTarget {
+  backend: Backend;
+  wal: { save(request: SaveRequest): Promise<void> };
+}
+
+/**
+ * The restore proper, on any backend and log: the records, then the restore point (members, configuration,
+ * consistent index) synced in the backend, then the log's snapshot record at that point.
+ */
+export async function restoreInto(
+  target: RestoreTarget,
+  members: Member[],
+  records: Iterable<RevisionRecord> | AsyncIterable<RevisionRecord>,
+  extras: Omit<ImportExtras, 'cluster'>,
+): Promise<Omit<ImportResult, 'memberId' | 'clusterId'>> {
+  const point = restorePointMeta(members);
+  const result = await writeData(target.backend, records, extras);
+  // Last, so nothing carried over from the source can name another index or member list.
+  await target.backend.write(restorePointOps(members, point), { sync: true });
+  await target.wal.save({ hardState: { term: point.term, vote: 0n, commit: point.index }, snapshotMeta: point });
+  return result;
 }
 
 function newCluster(c: RestoreCluster): ReturnType<typeof staticCluster> & { self: ReturnType<typeof staticCluster>['members'][number] } {
@@ -114,9 +135,9 @@ function newCluster(c: RestoreCluster): ReturnType<typeof staticCluster> & { sel
 }
 
 async function writeData(
-  backend: LevelBackend,
+  backend: Backend,
   records: Iterable<RevisionRecord> | AsyncIterable<RevisionRecord>,
-  extras: ImportExtras,
+  extras: Omit<ImportExtras, 'cluster'>,
 ): Promise<Omit<ImportResult, 'memberId' | 'clusterId'>> {
   let batch: BatchOp[] = [];
   // One batch in flight while the next is gathered: LevelDB writes on its own thread meanwhile.

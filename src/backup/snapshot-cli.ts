@@ -118,9 +118,19 @@ async function restore(file: string, a: Args, io: CliStreams, skipHashCheck: boo
   return r;
 }
 
-function restored(r: ImportResult, dataDir: string): string {
+function restored(r: ImportResult, dataDir: string, cluster: RestoreCluster): string {
   return `restored snapshot: revision ${r.revision}, ${r.records} revisions, ${r.leases} leases; member ${r.memberId.toString(16)} ` +
-    `of cluster ${r.clusterId.toString(16)} in ${dataDir} (start it with \`etcetera server --data-dir ${dataDir}\`)\n`;
+    `of cluster ${r.clusterId.toString(16)} in ${dataDir}\nstart it with: ${startCommand(dataDir, cluster)}\n`;
+}
+
+/**
+ * The exact command that starts a restored member where its cluster knows it (its peer URLs from
+ * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (member/registered-urls.ts).
+ */
+function startCommand(dataDir: string, c: RestoreCluster): string {
+  const peers = c.initialCluster.find((m) => m.name === c.name)?.peerUrls.join(',') ?? '';
+  return `npx etcetera server --name ${c.name} --data-dir ${dataDir} --listen-peer-urls ${peers} --initial-advertise-peer-urls ${peers}` +
+    ' --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379';
 }
 
 export async function snapshotCommand(argv: string[], io: CliStreams): Promise<number> {
@@ -151,7 +161,7 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
       case 'restore': {
         const file = oneFile(a, 'restore');
         const r = await restore(file, a, io, a.flags.get('skip-hash-check') === 'true');
-        io.stdout.write(restored(r, dataDirOf(a)));
+        io.stdout.write(restored(r, dataDirOf(a), restoreCluster(a)));
         return 0;
       }
       default:
@@ -163,6 +173,10 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
 /** `etcetera migrate --from-etcd URL --data-dir D`: a live etcd's snapshot, verified, restored. */
 export async function migrateCommand(argv: string[], io: CliStreams): Promise<number> {
   return runReporting(io, async () => {
+    if (argv[0] === undefined || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
+      io.stdout.write(snapshotUsage);
+      return 0;
+    }
     const a = parseArgs(argv);
     const kine = a.flags.get('from-kine');
     if (kine !== undefined) return migrateKine(kine, a, io);
@@ -174,7 +188,7 @@ export async function migrateCommand(argv: string[], io: CliStreams): Promise<nu
     try {
       await fetchSnapshot(from.split(',')[0]!, file, { tls: tlsOf(a), progress: new Progress('fetch snapshot', io.stderr) });
       const r = await restore(file, a, io, false);
-      io.stdout.write(restored(r, dataDir));
+      io.stdout.write(restored(r, dataDir, restoreCluster(a)));
     } finally {
       await rm(file, { force: true });
     }
@@ -188,7 +202,7 @@ async function migrateKine(file: string, a: Args, io: CliStreams): Promise<numbe
   const progress = new Progress('migrate from kine', io.stderr, 'records');
   const r = await migrateFromKine(file, dataDir, { cluster: restoreCluster(a), onProgress: (n) => progress.update(n) });
   progress.done(r.records);
-  io.stdout.write(`kine database ${file}: revision ${r.sourceRevision}, compacted at ${r.sourceCompactRevision}\n${restored(r, dataDir)}`);
+  io.stdout.write(`kine database ${file}: revision ${r.sourceRevision}, compacted at ${r.sourceCompactRevision}\n${restored(r, dataDir, restoreCluster(a))}`);
   return 0;
 }
 

@@ -71,7 +71,7 @@ const specs: OptionSpec[] = [
   { group: 'experimental', flag: 'experimental-watch-progress-notify-interval', kind: 'duration', default: '10m0s', help: 'Duration of periodic watch progress notifications.' },
   { group: 'experimental', flag: 'experimental-initial-corrupt-check', kind: 'bool', default: 'false', help: 'Enable to check data corruption before serving any client/peer traffic.' },
   { group: 'k3s', flag: 'cluster-init', kind: 'bool', default: 'false', help: 'Start a new cluster with this member as its only voter (token from --token, or generated into <data-dir>/token).' },
-  { group: 'k3s', flag: 'server', kind: 'string', default: '', help: 'Join the cluster through the member at this peer URL (needs --token); added as a learner, promoted when caught up.' },
+  { group: 'k3s', flag: 'server', kind: 'string', default: '', help: 'Join the cluster through the member at this URL, its client or its peer URL (needs --token); added as a learner, promoted when caught up.' },
   { group: 'k3s', flag: 'token', kind: 'string', default: '', help: 'The cluster join token (peers prove they know it; it is never sent).' },
   { group: 'k3s', flag: 'cluster-reset', kind: 'bool', default: 'false', help: 'Forget all peers and become sole member of a new cluster (as --force-new-cluster), then exit; restart without the flag.' },
   { group: 'k3s', flag: 'cluster-reset-restore-path', kind: 'string', default: '', help: 'With --cluster-reset: path to a snapshot file to restore first.' },

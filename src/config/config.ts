@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseCron } from './cron.js';
 import { quotaBackendBytesMax } from '../base/index.js';
 import { type LogLevel } from './log.js';
-import type { MemberOptions, TlsFiles } from './member-options.js';
+import { memberUrlKeys, type MemberOptions, type MemberUrlKey, type TlsFiles } from './member-options.js';
 import { helpText } from './config-options.js';
 import { ConfigError, type RawOptions, readArgv, readEnv, readYaml } from './config-sources.js';
 import { Typed } from './config-typed.js';
@@ -210,8 +210,17 @@ function buildTiming(o: Typed): { heartbeatIntervalMs: number; electionTimeoutMs
 
 type UrlOptions = Pick<
   ServerConfig,
-  'listenClientUrls' | 'advertiseClientUrls' | 'listenPeerUrls' | 'initialAdvertisePeerUrls' | 'listenMetricsUrls' | 'listenClientHttpUrls'
+  'listenClientUrls' | 'advertiseClientUrls' | 'listenPeerUrls' | 'initialAdvertisePeerUrls' | 'listenMetricsUrls' | 'listenClientHttpUrls' | 'defaultedUrls'
 >;
+
+/** The flag behind each URL option; advertised URLs default to the listen URLs, so those count too. */
+const urlFlags: Record<MemberUrlKey, string[]> = {
+  listenClientUrls: ['listen-client-urls'],
+  advertiseClientUrls: ['advertise-client-urls', 'listen-client-urls'],
+  listenPeerUrls: ['listen-peer-urls'],
+  initialAdvertisePeerUrls: ['initial-advertise-peer-urls', 'listen-peer-urls'],
+  listenMetricsUrls: ['listen-metrics-urls'],
+};
 
 function buildUrls(o: Typed): UrlOptions {
   const listenClientUrls = o.urls('listen-client-urls');
@@ -233,7 +242,8 @@ function buildUrls(o: Typed): UrlOptions {
   if (initialAdvertisePeerUrls.length === 0 || initialAdvertisePeerUrls.some(isUnspecifiedHost)) {
     throw new ConfigError('--initial-advertise-peer-urls is required when --listen-peer-urls is set to an unspecified address (0.0.0.0 or ::)');
   }
-  return { listenClientUrls, advertiseClientUrls, listenPeerUrls, initialAdvertisePeerUrls, listenMetricsUrls, listenClientHttpUrls };
+  const defaultedUrls = memberUrlKeys.filter((k) => !urlFlags[k].some((flag) => o.isSet(flag)));
+  return { listenClientUrls, advertiseClientUrls, listenPeerUrls, initialAdvertisePeerUrls, listenMetricsUrls, listenClientHttpUrls, defaultedUrls };
 }
 
 /**

@@ -65,6 +65,10 @@ export interface AuthOptions {
   tokenTtlSeconds: number;
 }
 
+/** The URL options a member is reached and listens by. */
+export const memberUrlKeys = ['listenClientUrls', 'advertiseClientUrls', 'listenPeerUrls', 'initialAdvertisePeerUrls', 'listenMetricsUrls'] as const;
+export type MemberUrlKey = (typeof memberUrlKeys)[number];
+
 export interface MemberOptions {
   name: string;
   dataDir: string;
@@ -73,6 +77,11 @@ export interface MemberOptions {
   listenPeerUrls: string[];
   initialAdvertisePeerUrls: string[];
   listenMetricsUrls: string[];
+  /**
+   * The URL options left at their defaults (not given on the command line, in the config file or by the
+   * embedding host): a restart takes the URLs the member registered instead (member/registered-urls.ts).
+   */
+  defaultedUrls?: ReadonlyArray<MemberUrlKey>;
   heartbeatIntervalMs: number;
   electionTimeoutMs: number;
   snapshotCount: number;
@@ -132,6 +141,7 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
     listenPeerUrls,
     initialAdvertisePeerUrls: input.initialAdvertisePeerUrls ?? listenPeerUrls,
     listenMetricsUrls: input.listenMetricsUrls ?? [],
+    defaultedUrls: input.defaultedUrls ?? memberUrlKeys.filter((k) => input[k] === undefined),
     heartbeatIntervalMs: input.heartbeatIntervalMs ?? 100,
     electionTimeoutMs: input.electionTimeoutMs ?? 1000,
     snapshotCount: input.snapshotCount ?? 10_000,

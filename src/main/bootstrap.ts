@@ -23,6 +23,7 @@ import type { Member } from '../node/server-api.js';
 import { askCluster, type AskOptions } from '../peer/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
+import { urlsOf } from './registered-urls.js';
 import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
 
 const nodeFs = new NodeFsPort();
@@ -56,7 +57,9 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   await rm(tmpDir, { recursive: true, force: true }); // a bootstrap that crashed: start over
   await checkListeners(o);
   const { token, generated } = await bootstrapToken(o);
-  const { identity, entries } = await decideIdentity(o, token);
+  const decided = await decideIdentity(o, token);
+  const identity: Identity = { ...decided.identity, urls: urlsOf(o) };
+  const { entries } = decided;
   await mkdir(tmpDir, { mode: 0o700 });
   if (entries.length > 0) {
     // A --wal-dir outside the data directory cannot move with the rename: the entries are written there directly.

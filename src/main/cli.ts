@@ -30,7 +30,8 @@ Usage:
   etcetera version           print the version
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
   etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
-  etcetera migrate --from-etcd URL --data-dir DIR
+  etcetera migrate --from-etcd URL --data-dir DIR     a live etcd's data into a new member (see \`etcetera migrate --help\`)
+  etcetera migrate --from-kine state.db --data-dir DIR   kine's SQLite database into a new member
 `;
 
 function packageVersion(): string {

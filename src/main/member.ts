@@ -32,11 +32,13 @@ import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
-import type { Identity } from '../node/identity.js';
+import { writeIdentity, type Identity } from '../node/identity.js';
+import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../peer/join-service.js';
 import { clientPortHttp, collectServerMetrics, health } from './client-http.js';
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './peers.js';
 import { createRawNode } from './raft-node.js';
+import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
 
 export interface RunningMember {
@@ -84,6 +86,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
   // What a start that fails half-way must close again (the lock, the backend, listeners), in reverse order.
   const toClose: Array<() => Promise<unknown>> = [...storage.closers];
   try {
+    if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
     const node = createRawNode(o, identity.memberId, storage);
 
     const metrics = createServerMetrics();
@@ -249,6 +252,19 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     for (const closeOne of toClose.reverse()) await closeOne().catch(() => undefined);
     throw error;
   }
+}
+
+/** A restart listens where the member registered unless told otherwise, and says so loudly when it is told otherwise. */
+async function restartUrls(o: MemberOptions, identity: Identity, known: Member | undefined): Promise<MemberOptions> {
+  const { options, adopted } = withRegisteredUrls(o, identity.urls, known);
+  if (adopted.length > 0) {
+    o.logger.info('restarting with the URLs this member registered', Object.fromEntries(adopted.map((k) => [k, options[k]])));
+  }
+  const mismatch = peerUrlMismatch(options, known);
+  if (mismatch !== undefined) options.logger.warn(mismatch);
+  const urls = urlsOf(options);
+  if (JSON.stringify(urls) !== JSON.stringify(identity.urls)) await writeIdentity(join(o.dataDir, 'member'), { ...identity, urls });
+  return options;
 }
 
 function withPort(url: string, port: number): string {

@@ -16,6 +16,8 @@ import { realScheduler } from './driver/real-scheduler.js';
 export interface EtcdServerParts {
   /** Time and timers (default: the real ones; the simulator passes its own: test/sim/node). */
   scheduler?: Scheduler;
+  /** Ids for members added by MemberAdd (default: crypto-random; the simulator passes its seeded generator). */
+  randomMemberId?: () => bigint;
   /** etcd --max-request-bytes and --max-txn-ops (default: etcd's defaults). */
   requestLimits?: { requestBytesMax: number; txnOpsMax: number };
   /** etcd --experimental-watch-progress-notify-interval. */

@@ -11,6 +11,7 @@ import { EntryType, type Entry } from '../raft/types.js';
 import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
 import { encodeConfChangeContext } from './driver/raft-request.js';
 import { staticClusterIds } from './membership/etcd-ids.js';
+import type { MemberUrlKey } from '../config/member-options.js';
 import type { Member } from './api-types.js';
 
 const nodeFs = new NodeFsPort();
@@ -26,7 +27,12 @@ export interface Identity {
    * caught up (a new member learns it from the leader's log or snapshot, which needs a working transport).
    */
   joinPeers: Array<{ id: bigint; peerUrls: string[] }>;
+  /** The URLs the member last ran with: a restart that names none of them uses these (main/registered-urls.ts). */
+  urls?: MemberUrls;
 }
+
+/** A member's URL options, as kept in its identity. */
+export type MemberUrls = Record<MemberUrlKey, string[]>;
 
 /** Member and cluster ids of a static bootstrap (`--initial-cluster`, `--initial-cluster-token`); also used by restore. */
 export function staticCluster(initialCluster: Array<{ name: string; peerUrls: string[] }>, clusterToken: string): { members: Member[]; clusterId: bigint } {
@@ -58,8 +64,11 @@ export async function readIdentity(memberDir: string): Promise<Identity | undefi
   } catch {
     return undefined;
   }
-  const j = JSON.parse(text) as { memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }> };
+  const j = JSON.parse(text) as {
+    memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }>; urls?: MemberUrls;
+  };
   return {
+    ...(j.urls !== undefined ? { urls: j.urls } : {}),
     memberId: BigInt(`0x${j.memberId}`),
     clusterId: BigInt(`0x${j.clusterId}`),
     name: j.name,
@@ -75,6 +84,7 @@ export async function writeIdentity(memberDir: string, id: Identity): Promise<vo
     name: id.name,
     token: id.token,
     joinPeers: id.joinPeers.map((p) => ({ id: p.id.toString(16), peerUrls: p.peerUrls })),
+    urls: id.urls,
   });
   await writeFileDurably(memberDir, 'identity', `${text}\n`);
 }

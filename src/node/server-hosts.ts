@@ -3,6 +3,7 @@
  * (what it may read and call), built here from the one ServerCore the facade owns. Closures, not copies:
  * the state object is replaced when a snapshot is restored, and leadership changes under them.
  */
+import { randomBytes } from 'node:crypto';
 import type { WatchHub } from '../mvcc/watch-hub.js';
 import type { AppliedWait } from './request/applied-wait.js';
 import type { ApplyHost } from './apply/apply-loop.js';
@@ -52,6 +53,7 @@ export function clusterHost(c: ServerCore): ClusterHost {
     timeoutMs: requestTimeoutMs(c.parts.electionMs),
     logger: c.parts.logger,
     scheduler: schedulerOf(c.parts),
+    randomMemberId: c.parts.randomMemberId ?? (() => randomBytes(8).readBigUInt64BE(0)),
   };
 }
 

@@ -108,7 +108,7 @@ export class FrameReader {
     const length = head.readUInt32BE(0);
     const type = head.readUInt8(4);
     // Checked before buffering the body: a garbage or hostile length never causes a huge allocation.
-    if (length < 1 || length > this.#maxBytes) throw new ProtocolError(`bad frame length ${length}`);
+    if (length < 1 || length > this.#maxBytes) throw new ProtocolError(httpOnPeerPort(head) ?? `bad frame length ${length}`);
     if (!frameTypes.has(type)) throw new ProtocolError(`unknown frame type ${type}`);
     const total = 4 + length;
     if (this.#buffered < total) return undefined;
@@ -127,4 +127,20 @@ export class FrameReader {
     this.#chunks = [joined];
     return joined;
   }
+}
+
+/** HTTP/2's connection preface ("PRI * HTTP/2.0") and HTTP/1 request lines, as a peer frame header would read them. */
+const httpStarts: ReadonlyArray<[prefix: string, what: string]> = [
+  ['PRI ', 'an HTTP/2 client (gRPC, etcdctl, a join through the peer URL)'],
+  ['GET ', 'an HTTP/1 client'],
+  ['POST', 'an HTTP/1 client'],
+  ['PUT ', 'an HTTP/1 client'],
+  ['HEAD', 'an HTTP/1 client'],
+];
+
+/** A client that dialled the peer port instead of the client port: say so instead of "bad frame length 1347569952". */
+function httpOnPeerPort(head: Buffer): string | undefined {
+  const start = head.subarray(0, 4).toString('latin1');
+  const what = httpStarts.find(([prefix]) => prefix === start)?.[1];
+  return what === undefined ? undefined : `${what} reached the peer port, which speaks only the peer protocol; clients use the client URL`;
 }

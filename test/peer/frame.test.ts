@@ -26,6 +26,9 @@ describe('peer frames', () => {
   it('rejects absurd lengths and unknown types before buffering a body', () => {
     expect(() => new FrameReader().push(Buffer.from([0xff, 0xff, 0xff, 0xff, 5]))).toThrow(ProtocolError);
     expect(() => new FrameReader().push(Buffer.from([0, 0, 0, 0, 5]))).toThrow(/bad frame length 0/);
+    // A client that dialled the peer port is named as such, not as a frame length of 1347569952 ("PRI ").
+    expect(() => new FrameReader().push(Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'))).toThrow(/an HTTP\/2 client .* reached the peer port/);
+    expect(() => new FrameReader().push(Buffer.from('GET /health HTTP/1.1\r\n'))).toThrow(/an HTTP\/1 client reached the peer port/);
     expect(() => new FrameReader().push(Buffer.from([0, 0, 0, 1, 200]))).toThrow(/unknown frame type 200/);
   });
 

@@ -41,6 +41,10 @@
  * `--seeds 1000` runs 1,000 core seeds and 100 production ones, numbered from S (measured on the shared 2-core
  * machine: 11.2 s and 10.8 s idle, 36.5 s and 36.1 s under load; 24–75 s in all).
  *
+ * RESTORE THEN JOIN. --restore-seeds R (default N / 50) seeds of test/sim/node/run-restore-seed.ts: a member
+ * rebuilt by the production restore from a backup of another cluster's member, two members joining it under
+ * seeded faults, then the restored member lost for good (TESTING.md O1, issue 25).
+ *
  * Output: one line per failing seed with the command replaying it, a line of totals per kind, then exactly
  * `N passed, M failed` over both kinds (exit status 1 if M > 0). Flags: --nodes k (initial voters), --verbose
  * (trace), --messages (trace every delivery), --known-bugs (scenarios and checks of open FINDINGS.md entries),
@@ -52,6 +56,7 @@
 import type { RaftConfig } from '../../src/raft/types.js';
 import { parseTestFaults, type TestFault } from '../../src/config/test-faults.js';
 import { runNodeSeed, type NodeSeedResult } from './node/run-node-seed.js';
+import { runRestoreSeed } from './node/run-restore-seed.js';
 import { runSeed, type SeedResult } from './run-seed.js';
 
 interface CliArgs {
@@ -64,6 +69,7 @@ interface CliArgs {
   fault?: Fault;
   nodeSeeds?: number;
   nodeFault?: TestFault;
+  restoreSeeds?: number;
 }
 
 type Fault = keyof NonNullable<RaftConfig['unsafeTestFaults']>;
@@ -87,7 +93,8 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--fault') args.fault = parseFault(argv[++i]);
     else if (a === '--node-seeds') args.nodeSeeds = v();
     else if (a === '--node-fault') args.nodeFault = parseNodeFault(argv[++i]);
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name])`);
+    else if (a === '--restore-seeds') args.restoreSeeds = v();
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
   if (args.seeds < 0 || (args.nodeSeeds ?? 0) < 0) throw new Error('--seeds and --node-seeds must be ≥ 0');
@@ -142,6 +149,30 @@ async function runNodeSeeds(args: CliArgs, count: number): Promise<[number, numb
   return [passed, failed];
 }
 
+/** The restore seeds (node/run-restore-seed.ts): one line per failure, one of totals; returns [passed, failed]. */
+async function runRestoreSeeds(args: CliArgs, count: number): Promise<[number, number]> {
+  if (count === 0) return [0, 0];
+  let passed = 0;
+  let failed = 0;
+  const totals = { records: 0, writes: 0, snapshots: 0, crashes: 0 };
+  const t0 = performance.now();
+  for (let s = args.start; s < args.start + count; s++) {
+    const r = await runRestoreSeed({ seed: s, ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}) });
+    if (r.ok) passed++;
+    else {
+      failed++;
+      console.log(`restore seed ${r.seed} FAILED: ${r.error} — replay: npm run sim -- --seeds 0 --restore-seeds 1 --start ${r.seed} --verbose`);
+    }
+    for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.stats[k];
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(
+    `restore then join: ${count} seeds in ${seconds.toFixed(1)} s; ${totals.records} records restored, ${totals.writes} writes, ` +
+      `${totals.snapshots} snapshots sent to joiners, ${totals.crashes} crashes`,
+  );
+  return [passed, failed];
+}
+
 function replay(r: SeedResult, args: CliArgs): string {
   const extra =
     `${args.nodes !== undefined ? ` --nodes ${args.nodes}` : ''}${args.knownBugs ? ' --known-bugs' : ''}` +
@@ -183,6 +214,9 @@ async function main(): Promise<void> {
   const [nodePassed, nodeFailed] = await runNodeSeeds(args, args.nodeSeeds ?? Math.floor(args.seeds / 10));
   passed += nodePassed;
   failed += nodeFailed;
+  const [restorePassed, restoreFailed] = await runRestoreSeeds(args, args.restoreSeeds ?? Math.floor(args.seeds / 50));
+  passed += restorePassed;
+  failed += restoreFailed;
   console.log(`${passed} passed, ${failed} failed`);
   process.exitCode = failed > 0 ? 1 : 0;
 }

@@ -3,8 +3,6 @@
  * a follower forwards the request to the leader over the peer transport. Each change waits until the leader
  * has applied it, so the answer's member list already contains it.
  */
-import { randomBytes } from 'node:crypto';
-
 import type { ConfChange, ConfChangeType } from '../../raft/types.js';
 import type { Member, MemberAddResult } from '../api-types.js';
 import { EtcdError, fromProposeError } from '../errors.js';
@@ -30,6 +28,8 @@ export interface ClusterHost {
   logger: Logger;
   clusterId(): bigint;
   scheduler?: Scheduler;
+  /** A fresh 64-bit id candidate for MemberAdd. */
+  randomMemberId(): bigint;
 }
 
 export class ClusterOps {
@@ -53,7 +53,7 @@ export class ClusterOps {
     for (const m of membership.list()) {
       if (m.peerUrls.some((u) => req.peerUrls.includes(u))) throw new EtcdError('peerUrlExist');
     }
-    const member: Member = { id: newMemberId(membership), name: '', peerUrls: req.peerUrls, clientUrls: [], isLearner: req.isLearner };
+    const member: Member = { id: newMemberId(membership, () => this.#h.randomMemberId()), name: '', peerUrls: req.peerUrls, clientUrls: [], isLearner: req.isLearner };
     await this.#propose(req.isLearner ? 'addLearner' : 'addVoter', member);
     return { member, members: this.#h.membership().list() };
   }
@@ -111,7 +111,7 @@ export class ClusterOps {
       this.#h.logger.info('removed a stale member to let it rejoin under a new id', { member: m.id.toString(16), name: m.name });
     }
     const member: Member = {
-      id: newMemberId(this.#h.membership()),
+      id: newMemberId(this.#h.membership(), () => this.#h.randomMemberId()),
       name: req.name,
       peerUrls: req.peerUrls,
       clientUrls: req.clientUrls,
@@ -181,9 +181,9 @@ export class ClusterOps {
 /** A learner within this many entries of the commit index counts as caught up for auto-promotion. */
 export const learnerPromoteLagEntries = 16;
 
-function newMemberId(membership: Membership): bigint {
+function newMemberId(membership: Membership, randomMemberId: () => bigint): bigint {
   for (;;) {
-    const id = randomBytes(8).readBigUInt64BE(0);
+    const id = randomMemberId();
     if (id !== 0n && membership.get(id) === undefined && !membership.isRemoved(id)) return id;
   }
 }

@@ -69,7 +69,7 @@ function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean): void 
   }
 }
 
-function tuningOf(rng: Prng, faults: Set<TestFault>): NodeTuning {
+export function tuningOf(rng: Prng, faults: Set<TestFault>): NodeTuning {
   return {
     heartbeatMs: 100,
     electionMs: 1000,

@@ -12,7 +12,7 @@
 import { Prng } from '../../../src/base/prng.js';
 import { MessageType, type Message } from '../../../src/raft/types.js';
 import type { Member } from '../../../src/node/server-api.js';
-import { ServerNode, type NodeTuning } from './server-node.js';
+import { ServerNode, type NodeEnv, type NodeTuning } from './server-node.js';
 import { SimLoop } from './sim-loop.js';
 
 export interface LinkFaults {
@@ -63,6 +63,7 @@ export class ServerCluster {
   readonly #trace: ((line: string) => void) | undefined;
   crashes = 0;
   snapshotsSent = 0;
+  readonly #env: NodeEnv;
 
   constructor(o: ServerClusterOptions) {
     this.rng = new Prng(o.seed);
@@ -73,7 +74,7 @@ export class ServerCluster {
     for (let i = 1; i <= o.voters; i++) {
       members.push({ id: BigInt(i), name: `n${i}`, peerUrls: [`sim://n${i}:2380`], clientUrls: [`sim://n${i}:2379`], isLearner: false });
     }
-    const env = {
+    const env: NodeEnv = {
       loop: this.loop,
       members,
       clusterId: 0xc105e4n,
@@ -94,12 +95,17 @@ export class ServerCluster {
       },
       trace: (line: string) => this.trace(line),
     };
-    for (const m of members) {
-      const n = new ServerNode(m, env, this.rng.fork());
-      this.nodes.push(n);
-      this.#byUrl.set(m.peerUrls[0]!, n);
-      this.#byId.set(m.id, n);
-    }
+    this.#env = env;
+    for (const m of members) this.addNode(m);
+  }
+
+  /** A member the network knows from now on (an initial one, or one added to the configuration later). */
+  addNode(m: Member): ServerNode {
+    const n = new ServerNode(m, this.#env, this.rng.fork());
+    this.nodes.push(n);
+    this.#byUrl.set(m.peerUrls[0]!, n);
+    this.#byId.set(m.id, n);
+    return n;
   }
 
   trace(line: string): void {

@@ -28,6 +28,8 @@ import { createServerMetrics } from '../../../src/metrics/server-metrics.js';
 import { ServerState, type StateOptions } from '../../../src/node/apply/server-state.js';
 import type { TestFault } from '../../../src/config/test-faults.js';
 import { Wal } from '../../../src/wal/wal.js';
+import { restoreInto, type ImportExtras } from '../../../src/backup/import.js';
+import type { RevisionRecord } from '../../../src/backup/revision-record.js';
 import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';
 
@@ -36,7 +38,10 @@ export interface NodeDisk {
   backend: MemoryBackend;
   /** Snapshot data received from a leader, by `term/index`, until the backend holds it. */
   received: Map<string, { index: number; chunks: Uint8Array[] }>;
-  /** The bootstrap entries are durable in the log. */
+  /**
+   * The bootstrap is durable: the initial members' entries in the log, a restore point (a member built from a
+   * backup), or nothing at all (a member added later, which learns everything from the leader).
+   */
   bootstrapped: boolean;
 }
 
@@ -73,12 +78,15 @@ export interface NodeEnv {
 }
 
 const walDir = '/member/wal';
+const walTuning = { segmentBytes: 256 * 1024, preallocate: false };
 
 export class ServerNode {
   readonly member: Member;
   readonly disk: NodeDisk = { fs: new SimFs(), backend: new MemoryBackend(), received: new Map(), bootstrapped: false };
   readonly #env: NodeEnv;
   readonly #rng: Prng;
+  /** Member ids this node picks as a leader answering MemberAdd (its own stream: other draws do not shift them). */
+  readonly #ids: Prng;
   server: EtcdServer | undefined;
   driver: RaftDriver | undefined;
   owner = new SimOwner();
@@ -90,10 +98,30 @@ export class ServerNode {
     this.member = member;
     this.#env = env;
     this.#rng = rng;
+    this.#ids = rng.fork();
   }
 
   get id(): bigint {
     return this.member.id;
+  }
+
+  /** A member added to the configuration by its leader: it boots with an empty log and learns from the leader. */
+  prepareJoin(): void {
+    this.disk.bootstrapped = true;
+  }
+
+  /**
+   * A member built from a backup of another member's store (etcetera snapshot restore, migrate, cluster-reset
+   * restore), written onto this node's disk by the production restore (src/backup/import.ts restoreInto).
+   */
+  async prepareRestore(members: Member[], records: RevisionRecord[], extras: Omit<ImportExtras, 'cluster'>): Promise<void> {
+    const { wal } = await Wal.open(walDir, { fs: this.disk.fs, profile: 'ssd', tuning: walTuning });
+    try {
+      await restoreInto({ backend: this.disk.backend, wal }, members, records, extras);
+    } finally {
+      await wal.close();
+    }
+    this.disk.bootstrapped = true;
   }
 
   /** Start (or restart) from what the disk holds; resolves once the member serves (never, if it crashes first). */
@@ -112,7 +140,7 @@ export class ServerNode {
     const { wal, state: walState } = await Wal.open(walDir, {
       fs: disk.fs,
       profile: 'ssd',
-      tuning: { segmentBytes: 256 * 1024, preallocate: false },
+      tuning: walTuning,
       appliedIndex: state.store.consistentIndex,
       onFatal: (error) => owner.alive && env.onFatal(this, error),
     });
@@ -163,6 +191,7 @@ export class ServerNode {
       electionMs: t.electionMs,
       snapshotCount: t.snapshotCount,
       scheduler,
+      randomMemberId: () => (BigInt(this.#ids.int(2 ** 32)) << 32n) | BigInt(this.#ids.int(2 ** 32)),
       ...(t.faults.size > 0 ? { unsafeTestFaults: t.faults } : {}),
       saveSnapshot: (s) => (ackBeforePersist ? env.loop.sleep(500, owner).then(() => wal.saveSnapshot(s)) : wal.saveSnapshot(s)),
       snapshotData: {
