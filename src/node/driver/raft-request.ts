@@ -6,7 +6,7 @@
 import type { AuthInfo, AuthRequest } from '../../auth/index.js';
 import type { AlarmType, DeleteRangeRequest, PutRequest, TxnRequest } from '../../mvcc/types.js';
 import { pack, unpack } from '../entry-codec.js';
-import type { Member } from '../membership/membership.js';
+import type { Member } from '../api-types.js';
 
 /**
  * `auth`: the user the request speaks for and the auth revision its permissions were judged at (etcd's
