@@ -88,13 +88,20 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
   try {
     if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
     const node = createRawNode(o, identity.memberId, storage);
+    // Built first: the transport feeds it and the server proposes through it; it does nothing until started.
+    const driver = new RaftDriver(node, {
+      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
+      saveSnapshot: (s) => wal.saveSnapshot(s),
+    }, {
+      tickIntervalMs: o.heartbeatIntervalMs,
+      unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
+    });
 
     const metrics = createServerMetrics();
     const grpcMetrics = instrumentMember(metrics.registry, backend);
     let resolveStopped!: (v: { reason: string }) => void;
     const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
     let server!: EtcdServer;
-    let driver!: RaftDriver;
     const transport = new PeerTransport({
       selfId: identity.memberId,
       clusterId: identity.clusterId,
@@ -103,7 +110,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       alsoListenUrls: o.listenPeerUrls.slice(1),
       tls: peerTlsOf(o),
       logger: log.child({ component: 'transport' }),
-      onMessages: (msgs: Message[]) => driver?.step(msgs),
+      onMessages: (msgs: Message[]) => driver.step(msgs),
       onRequest: async (req) => {
         try {
           return { ok: true, payload: await server.handlePeerRequest(req.method, req.payload) };
@@ -111,8 +118,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
           return { ok: false, ...describePeerError(error) };
         }
       },
-      onUnreachable: (id) => driver?.reportUnreachable(id),
-      onSnapshotStatus: (id, ok) => driver?.reportSnapshot(id, ok),
+      onUnreachable: (id) => driver.reportUnreachable(id),
+      onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
       snapshotSink: snapshotData,
       onPeerRefused: (_id, refusal) => {
         // A peer refuses us because the cluster removed this member while it was away.
@@ -186,20 +193,13 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
         clientCertAuth: o.clientTls?.clientCertAuth === true,
       },
-    });
+    }, driver);
     fatal = (error) => {
       log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
       resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
       void close().catch(() => {});
     };
-    driver = new RaftDriver(node, {
-      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
-      saveSnapshot: (s) => wal.saveSnapshot(s),
-    }, snapshotStreamingTransport(transport, server, log), server.driverApp(), {
-      tickIntervalMs: o.heartbeatIntervalMs,
-      unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
-    });
-    server.start(driver, applied, walState.snapshot.index);
+    server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
     toClose.push(() => close());
 
     grpc = await startGrpcServer({

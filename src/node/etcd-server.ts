@@ -32,7 +32,7 @@ import { EtcdError } from './errors.js';
 import { LeaderLoops } from './periodic/leader-loops.js';
 import { MaintenanceOps } from './maintenance/maintenance-ops.js';
 import { Proposer } from './request/proposer.js';
-import type { RaftDriver } from './driver/raft-driver.js';
+import type { DriverApp, DriverTransport, RaftDriver } from './driver/raft-driver.js';
 import { ReadIndexBatcher } from './request/read-index.js';
 import { RequestPipeline } from './request/pipeline.js';
 import { requestTimeoutMs } from './request/timeouts.js';
@@ -54,7 +54,7 @@ export class EtcdServer implements EtcdApi {
   readonly memberId: bigint;
   clusterId: bigint;
   readonly #p: EtcdServerParts;
-  #driver!: RaftDriver;
+  readonly #driver: RaftDriver;
   #state: ServerState;
   readonly #storeView: StoreView;
   readonly #hub: WatchHub;
@@ -74,8 +74,10 @@ export class EtcdServer implements EtcdApi {
   #compactor: AutoCompactor | undefined;
   #corruptTimer: TimerHandle | undefined;
 
-  constructor(parts: EtcdServerParts) {
+  /** The driver is built first (from the restored node and the log) and started by start(). */
+  constructor(parts: EtcdServerParts, driver: RaftDriver) {
     this.#p = parts;
+    this.#driver = driver;
     this.memberId = parts.memberId;
     this.clusterId = parts.clusterId;
     this.#state = parts.state;
@@ -135,12 +137,15 @@ export class EtcdServer implements EtcdApi {
     return this.#auth.api;
   }
 
-  /** Attach the driver (created after the server, since the driver calls back into it) and start. */
-  start(driver: RaftDriver, appliedIndex: number, snapshotIndex: number): void {
-    this.#driver = driver;
-    this.#apply.start(driver, appliedIndex, snapshotIndex);
+  /**
+   * Start serving: the apply loop from `appliedIndex`, then the driver, which hands its Readies to `app` (this
+   * server's driverApp(), or a wrapper of it that observes them: the simulator's) and its messages to `peers`.
+   */
+  start(o: { appliedIndex: number; snapshotIndex: number; peers: DriverTransport; app?: DriverApp }): void {
+    const driver = this.#driver;
+    this.#apply.start(driver, o.appliedIndex, o.snapshotIndex);
     this.#p.syncPeers(this.#state.membership.list());
-    driver.start();
+    driver.start(o.app ?? this.driverApp(), o.peers);
     this.#apply.campaignIfAlone();
     this.#loops.start();
     const scheduler = schedulerOf(this.#p);
@@ -197,7 +202,7 @@ export class EtcdServer implements EtcdApi {
 
   // ---- Driver callbacks ----
 
-  driverApp() {
+  driverApp(): DriverApp {
     return {
       applyEntries: (entries: Parameters<ApplyLoop['applyEntries']>[0]) => this.#apply.applyEntries(entries),
       restoreSnapshot: (snapshot: Parameters<ApplyLoop['restoreSnapshot']>[0]) => this.#apply.restoreSnapshot(snapshot),

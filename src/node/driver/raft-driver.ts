@@ -9,6 +9,10 @@
  * - Committed entries go to the apply pipeline, in order (with applyUnstable, before this member's own copy is
  *   durable: onStable tells the application how far it may persist); a received snapshot is restored before
  *   any entry after it is applied.
+ *
+ * Lifecycle: constructed first, from the restored node and the log (the server and the transport are built on
+ * it); `start(app, transport)` hands it the two consumers of its output and starts the clock. Until then it
+ * does nothing: peer messages and reports that arrive before start are dropped (Raft retries them).
  */
 import { assert } from '../../base/assert.js';
 import type {
@@ -74,8 +78,8 @@ export const ackBeforePersistDelayMs = 500;
 export class RaftDriver {
   readonly #node: RawNode;
   readonly #log: DriverLog;
-  readonly #transport: DriverTransport;
-  readonly #app: DriverApp;
+  /** The consumers of Ready, given at start (see the lifecycle above). */
+  #wired: { readonly app: DriverApp; readonly transport: DriverTransport } | undefined;
   readonly #tickIntervalMs: number;
   readonly #ackBeforePersist: boolean;
   readonly #scheduler: Scheduler;
@@ -106,11 +110,9 @@ export class RaftDriver {
   #applyQueue: Array<{ entries: Entry[] } | { snapshot: Snapshot; durable: Promise<void> }> = [];
   #restoring = false;
 
-  constructor(node: RawNode, log: DriverLog, transport: DriverTransport, app: DriverApp, options: DriverOptions) {
+  constructor(node: RawNode, log: DriverLog, options: DriverOptions) {
     this.#node = node;
     this.#log = log;
-    this.#transport = transport;
-    this.#app = app;
     this.#tickIntervalMs = options.tickIntervalMs;
     this.#ackBeforePersist = options.unsafeAckBeforePersist === true;
     this.#scheduler = options.scheduler ?? realScheduler;
@@ -120,8 +122,9 @@ export class RaftDriver {
     this.#hardState = { term: s.term, vote: s.vote, commit: s.commit };
   }
 
-  start(): void {
-    assert(this.#ticker === undefined, 'driver started twice');
+  start(app: DriverApp, transport: DriverTransport): void {
+    assert(this.#wired === undefined, 'driver started twice');
+    this.#wired = { app, transport };
     this.#ticker = this.#scheduler.every(this.#tickIntervalMs, () => {
       this.#node.tick();
       this.#drainNow();
@@ -171,9 +174,19 @@ export class RaftDriver {
     return this.#node.status();
   }
 
-  /** A batch of peer messages (one transport frame): step them all, then answer at once. */
+  get #app(): DriverApp {
+    assert(this.#wired !== undefined, 'the driver was used before start');
+    return this.#wired.app;
+  }
+
+  get #transport(): DriverTransport {
+    assert(this.#wired !== undefined, 'the driver was used before start');
+    return this.#wired.transport;
+  }
+
+  /** A batch of peer messages (one transport frame): step them all, then answer at once. Dropped before start. */
   step(messages: Message[]): void {
-    if (this.#stopped) return;
+    if (this.#stopped || this.#wired === undefined) return;
     for (const m of messages) this.#node.step(m);
     this.#drainNow();
   }
@@ -209,11 +222,13 @@ export class RaftDriver {
   }
 
   reportUnreachable(id: bigint): void {
+    if (this.#wired === undefined) return;
     this.#node.reportUnreachable(id);
     this.#schedule();
   }
 
   reportSnapshot(id: bigint, ok: boolean): void {
+    if (this.#wired === undefined) return;
     this.#node.reportSnapshot(id, ok);
     this.#schedule();
   }

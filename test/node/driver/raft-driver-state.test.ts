@@ -55,7 +55,8 @@ function driverOf(node: RawNode): { driver: RaftDriver; seen: Seen[] } {
     },
   };
   const log = { save: async () => {}, saveSnapshot: async () => {} };
-  driver = new RaftDriver(node, log, { send: () => {} }, app, { tickIntervalMs: 100, scheduler: heldScheduler() });
+  driver = new RaftDriver(node, log, { tickIntervalMs: 100, scheduler: heldScheduler() });
+  driver.start(app, { send: () => {} });
   return { driver, seen };
 }
 

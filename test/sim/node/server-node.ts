@@ -176,6 +176,11 @@ export class ServerNode {
     const node = new RawNode(config, { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied });
     if (walState.snapshot.index > 0) node.compact({ meta: walState.snapshot, data: new Uint8Array(0) }, 0);
     const ackBeforePersist = t.faults.has('ack-before-persist');
+    const driver = new RaftDriver(
+      node,
+      { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
+      { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
+    );
     const server = new EtcdServer({
       memberId: this.id,
       clusterId: env.clusterId,
@@ -210,18 +215,16 @@ export class ServerNode {
       onRemoved: () => env.trace(`n${this.id} removed`),
       notifyRemoved: () => {},
       onFatal: (error) => owner.alive && env.onFatal(this, error),
-    });
-    const driver = new RaftDriver(
-      node,
-      { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
-      { send: (messages) => owner.alive && env.send(this, messages) },
-      this.#observed(server),
-      { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
-    );
+    }, driver);
     if (!owner.alive) return;
     this.server = server;
     this.driver = driver;
-    server.start(driver, applied, walState.snapshot.index);
+    server.start({
+      appliedIndex: applied,
+      snapshotIndex: walState.snapshot.index,
+      peers: { send: (messages) => owner.alive && env.send(this, messages) },
+      app: this.#observed(server),
+    });
     env.trace(`n${this.id} serving (incarnation ${this.incarnation}, applied ${applied}, log ${walState.snapshot.index}+${walState.entries.length})`);
   }
 
