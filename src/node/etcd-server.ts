@@ -91,7 +91,7 @@ export class EtcdServer implements EtcdApi {
       timeoutError: () => new EtcdError('timeout'),
       scheduler: schedulerOf(parts),
     });
-    this.#leadership = new Leadership({ parts, reads: this.#reads, driver: () => this.#driver, state: () => this.#state });
+    this.#leadership = new Leadership({ parts, reads: this.#reads, driver: this.#driver, state: () => this.#state });
     this.#proposer = new Proposer(
       {
         propose: (data) => this.#driver.propose(data),
@@ -110,7 +110,7 @@ export class EtcdServer implements EtcdApi {
       reads: this.#reads,
       hub: this.#hub,
       state: () => this.#state,
-      driver: () => this.#driver,
+      driver: this.#driver,
       stopped: () => this.#stopped,
       confVoters: () => this.#apply.confVoters,
       requests: () => this.#requests,

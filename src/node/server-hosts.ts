@@ -32,7 +32,7 @@ export interface ServerCore {
   reads: ReadIndexBatcher;
   hub: WatchHub;
   state(): ServerState;
-  driver(): RaftDriver;
+  readonly driver: RaftDriver;
   stopped(): boolean;
   /** The Raft configuration as last applied (ApplyLoop). */
   confVoters(): bigint[];
@@ -46,7 +46,7 @@ export function clusterHost(c: ServerCore): ClusterHost {
     membership: () => c.state().membership,
     isLeader: () => c.leadership.isLeader,
     leaderPeerUrl: () => c.state().membership.get(c.leadership.leader)?.peerUrls[0],
-    driver: () => c.driver(),
+    driver: c.driver,
     confVoters: () => c.confVoters(),
     proposer: c.proposer,
     peerRequest: c.parts.peerRequest,
@@ -97,7 +97,7 @@ export function applyHost(c: ServerCore, cluster: ClusterOps, restored: Pick<App
     appliedWait: c.appliedWait,
     proposer: c.proposer,
     cluster,
-    driver: () => c.driver(),
+    driver: c.driver,
     state: () => c.state(),
     leader: () => c.leadership.leader,
     onApplied: (appliedTerm) => c.leadership.onApplied(appliedTerm),
@@ -130,7 +130,7 @@ export function maintenanceHost(c: ServerCore, auth: ServerAuth): MaintenanceHos
     proposer: c.proposer,
     auth,
     state: () => c.state(),
-    driver: () => c.driver(),
+    driver: c.driver,
     isLeader: () => c.leadership.isLeader,
     leader: () => c.leadership.leader,
     confVoters: () => c.confVoters(),

@@ -30,7 +30,7 @@ export interface ApplyHost {
   appliedWait: AppliedWait;
   proposer: Proposer;
   cluster: ClusterOps;
-  driver(): RaftDriver;
+  readonly driver: RaftDriver;
   state(): ServerState;
   leader(): bigint;
   /** A batch was applied; `appliedTerm` is the term of its last entry (the lessor's promotion waits for it). */
@@ -142,7 +142,7 @@ export class ApplyLoop {
     const state = this.#h.state();
     const cc: ConfChange = decodeConfChange(e.data);
     const ctx = decodeConfChangeContext(cc.context);
-    const cs = this.#h.driver().applyConfChange(cc);
+    const cs = this.#h.driver.applyConfChange(cc);
     this.#confVoters = cs.voters;
     this.#confLearners = cs.learners;
     // Beside the consistent index: a snapshot sent from this backend states the configuration it holds.
@@ -172,7 +172,7 @@ export class ApplyLoop {
   campaignIfAlone(): void {
     if (this.#h.leader() !== 0n) return;
     if (this.#confVoters.length !== 1 || this.#confVoters[0] !== this.#h.memberId) return;
-    this.#h.driver().advanceTicks(2 * electionTicksOf(this.#p.electionMs, this.#p.heartbeatMs));
+    this.#h.driver.advanceTicks(2 * electionTicksOf(this.#p.electionMs, this.#p.heartbeatMs));
   }
 
   async restoreSnapshot(snapshot: Snapshot): Promise<void> {
@@ -219,9 +219,9 @@ export class ApplyLoop {
         const snapshot: Snapshot = { meta, data: new Uint8Array(0) };
         // A leader's snapshot at or past this one arrived meanwhile: it supersedes this one (found by the
         // production-node simulator: the log refused the older snapshot and the member stopped).
-        if (this.#h.driver().receivedSnapshotIndex >= meta.index) return;
+        if (this.#h.driver.receivedSnapshotIndex >= meta.index) return;
         await this.#p.saveSnapshot(snapshot);
-        this.#h.driver().compact(snapshot, keepEntries);
+        this.#h.driver.compact(snapshot, keepEntries);
         this.#snapshotIndex = meta.index;
         this.#p.releaseLog(Math.max(0, meta.index - keepEntries));
         this.#p.logger.info('snapshot saved', { index: meta.index });

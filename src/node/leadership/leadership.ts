@@ -5,7 +5,7 @@
  * leadership: that promotion state is this class's own.
  */
 import { hex } from '../../base/hex.js';
-import type { HardState, SoftState } from '../../raft/types.js';
+import type { SoftState } from '../../raft/types.js';
 import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
 import type { RaftDriver } from '../driver/raft-driver.js';
@@ -15,14 +15,10 @@ import type { ServerState } from '../apply/server-state.js';
 export interface LeadershipHost {
   parts: EtcdServerParts;
   reads: ReadIndexBatcher;
-  /** Undefined only before EtcdServer.start attaches it: nothing is known yet then. */
-  driver(): RaftDriver | undefined;
+  /** Built before the server; its soft and hard state start from the restored node's. */
+  readonly driver: RaftDriver;
   state(): ServerState;
 }
-
-/** Raft's state before the driver is attached (the values a node starts from). */
-const unknownSoft: SoftState = { leader: 0n, role: 'follower' };
-const unknownHard: HardState = { term: 0, vote: 0n, commit: 0 };
 
 export class Leadership {
   readonly #h: LeadershipHost;
@@ -36,19 +32,19 @@ export class Leadership {
   }
 
   get leader(): bigint {
-    return (this.#h.driver()?.softState ?? unknownSoft).leader;
+    return this.#h.driver.softState.leader;
   }
 
   get isLeader(): boolean {
-    return (this.#h.driver()?.softState ?? unknownSoft).role === 'leader';
+    return this.#h.driver.softState.role === 'leader';
   }
 
   get term(): number {
-    return (this.#h.driver()?.hardState ?? unknownHard).term;
+    return this.#h.driver.hardState.term;
   }
 
   get commit(): number {
-    return (this.#h.driver()?.hardState ?? unknownHard).commit;
+    return this.#h.driver.hardState.commit;
   }
 
   hasLeader(): boolean {

@@ -29,7 +29,7 @@ export interface MaintenanceHost {
   proposer: Proposer;
   auth: ServerAuth;
   state(): ServerState;
-  driver(): RaftDriver;
+  readonly driver: RaftDriver;
   isLeader(): boolean;
   leader(): bigint;
   confVoters(): bigint[];
@@ -63,7 +63,7 @@ export class MaintenanceOps {
   }
 
   status(): StatusResult {
-    const s = this.#h.driver().status();
+    const s = this.#h.driver.status();
     const state = this.#h.state();
     const size = state.store.dbSizeBytes();
     return {
@@ -127,13 +127,13 @@ export class MaintenanceOps {
         off();
         resolve();
       });
-      this.#h.driver().transferLeader(target);
+      this.#h.driver.transferLeader(target);
     });
   }
 
   /** The voter whose log matches the leader's furthest: the one to hand leadership to before stopping. */
   bestTransferee(): bigint | undefined {
-    const progress = this.#h.driver().status().progress;
+    const progress = this.#h.driver.status().progress;
     let best: bigint | undefined;
     let bestMatch = -1;
     for (const id of this.#h.confVoters()) {

@@ -20,7 +20,7 @@ export interface ClusterHost {
   membership(): Membership;
   isLeader(): boolean;
   leaderPeerUrl(): string | undefined;
-  driver(): RaftDriver;
+  readonly driver: RaftDriver;
   confVoters(): bigint[];
   proposer: Proposer;
   peerRequest: PeerCall;
@@ -98,7 +98,7 @@ export class ClusterOps {
     checkUrls(req.peerUrls);
     if (!this.#h.isLeader()) return this.#forward('join', req);
     const stale = this.#h.membership().list().filter((m) => m.peerUrls.some((u) => req.peerUrls.includes(u)) || (req.name !== '' && m.name === req.name));
-    const progress = this.#h.driver().status().progress;
+    const progress = this.#h.driver.status().progress;
     for (const m of stale) {
       const what = `member ${m.id.toString(16)} (${m.name || 'unstarted'}, ${m.peerUrls.join(',')}) has this name or peer URL`;
       if (m.id === this.#h.memberId) throw new Error(`${what} and is the leader answering this join: give the new member its own --name and peer URL`);
@@ -126,7 +126,7 @@ export class ClusterOps {
   /** Leader loop: promote `--server` joiners that have caught up (k3s does; API-added learners wait for `member promote`). */
   async promoteCaughtUpLearners(): Promise<void> {
     if (!this.#h.isLeader()) return;
-    const status = this.#h.driver().status();
+    const status = this.#h.driver.status();
     for (const m of this.#h.membership().list()) {
       if (!m.isLearner || m.autoPromote !== true) continue;
       const progress = status.progress?.get(m.id);
@@ -166,7 +166,7 @@ export class ClusterOps {
     const id = this.#h.proposer.nextId();
     const cc: ConfChange = { type, nodeId: member.id, context: encodeConfChangeContext({ id, member }) };
     const applied = this.#applied.register(id, this.#h.timeoutMs, () => new EtcdError('timeout'));
-    const r = this.#h.driver().proposeConfChange(cc);
+    const r = this.#h.driver.proposeConfChange(cc);
     if (!r.ok) this.#applied.fail(id, fromProposeError(r.error));
     await applied;
   }
