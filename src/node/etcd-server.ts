@@ -43,6 +43,7 @@ import { AutoCompactor } from './periodic/auto-compactor.js';
 import { dropOneEvent } from '../config/test-faults.js';
 import { corruptCheckIntervalMs } from './corruption/corruption-check.js';
 import { createServerAuth, type ServerAuth } from './access/server-auth.js';
+import { RequestBarrier } from './request/leader-wait.js';
 
 export { electionTicksOf } from './apply/catch-up.js';
 export { backendBatchIntervalMs } from './apply/apply-loop.js';
@@ -100,6 +101,15 @@ export class EtcdServer implements EtcdApi {
       },
       { memberId: parts.memberId, bootTimeMs: schedulerOf(parts).wallMs(), timeoutMs: requestTimeoutMs(parts.electionMs), scheduler: schedulerOf(parts) },
     );
+    const barrier = new RequestBarrier({
+      stopped: () => this.#stopped,
+      hasLeader: () => this.#leadership.hasLeader(),
+      onLeaderChange: (listener) => this.#leadership.onLeaderChange(listener),
+      electionMs: parts.electionMs,
+      scheduler: schedulerOf(parts),
+      reads: this.#reads,
+      skipReadIndex: parts.unsafeTestFaults?.has('skip-read-index') === true,
+    });
     const core: ServerCore = {
       memberId: this.memberId,
       clusterId: () => this.clusterId,
@@ -113,7 +123,7 @@ export class EtcdServer implements EtcdApi {
       driver: this.#driver,
       stopped: () => this.#stopped,
       confVoters: () => this.#apply.confVoters,
-      requests: () => this.#requests,
+      barrier,
     };
     this.#cluster = new ClusterOps(clusterHost(core));
     this.#loops = new LeaderLoops(loopsHost(core, this.#cluster));

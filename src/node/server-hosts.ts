@@ -18,7 +18,8 @@ import type { Proposer } from './request/proposer.js';
 import type { RaftDriver } from './driver/raft-driver.js';
 import type { RaftRequest } from './driver/raft-request.js';
 import type { ReadIndexBatcher } from './request/read-index.js';
-import type { RequestHost, RequestPipeline } from './request/pipeline.js';
+import type { RequestHost } from './request/pipeline.js';
+import type { RequestBarrier } from './request/leader-wait.js';
 import { requestTimeoutMs } from './request/timeouts.js';
 import type { ServerState } from './apply/server-state.js';
 
@@ -36,7 +37,7 @@ export interface ServerCore {
   stopped(): boolean;
   /** The Raft configuration as last applied (ApplyLoop). */
   confVoters(): bigint[];
-  requests(): RequestPipeline;
+  barrier: RequestBarrier;
 }
 
 export function clusterHost(c: ServerCore): ClusterHost {
@@ -66,8 +67,8 @@ export function authHost(c: ServerCore): ServerAuthHost {
     commit: () => c.leadership.commit,
     waitApplied: (index: number) => c.appliedWait.wait(index),
     timeoutMs: requestTimeoutMs(c.parts.electionMs),
-    awaitLeader: (ctx) => c.requests().awaitLeader(ctx),
-    linearizableBarrier: (ctx) => c.requests().linearizableBarrier(ctx),
+    awaitLeader: (ctx) => c.barrier.awaitLeader(ctx),
+    linearizableBarrier: (ctx) => c.barrier.linearizableBarrier(ctx),
     propose: <R extends RaftRequest>(req: R, signal?: AbortSignal) => c.proposer.propose(req, signal),
   };
 }
@@ -134,7 +135,7 @@ export function maintenanceHost(c: ServerCore, auth: ServerAuth): MaintenanceHos
     isLeader: () => c.leadership.isLeader,
     leader: () => c.leadership.leader,
     confVoters: () => c.confVoters(),
-    checkAlive: (ctx) => c.requests().checkAlive(ctx),
+    checkAlive: (ctx) => c.barrier.checkAlive(ctx),
     onLeaderChange: (listener) => c.leadership.onLeaderChange(listener),
   };
 }
@@ -146,6 +147,7 @@ export function requestHost(c: ServerCore, parts: { auth: ServerAuth; forward: L
     state: () => c.state(),
     proposer: c.proposer,
     reads: c.reads,
+    barrier: c.barrier,
     logger: c.parts.logger,
     electionMs: c.parts.electionMs,
     scheduler: schedulerOf(c.parts),

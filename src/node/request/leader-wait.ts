@@ -1,7 +1,12 @@
-/** The first step of the request pipeline: refuse on a stopped member, wait (bounded) for a leader. */
+/**
+ * The first step of the request pipeline: refuse on a stopped member, wait (bounded) for a leader; and the
+ * linearizable barrier (a leader, then a ReadIndex). The request pipeline, the Auth API and maintenance all
+ * need these: RequestBarrier is built before any of them, so none reaches another through a late-bound closure.
+ */
 import type { Scheduler } from '../../base/scheduler.js';
 import type { RequestContext } from '../api-types.js';
 import { EtcdError } from '../errors.js';
+import type { ReadIndexBatcher } from './read-index.js';
 import { leaderWaitMs } from './timeouts.js';
 
 export interface LeaderWaitHost {
@@ -42,4 +47,33 @@ export async function awaitLeader(h: LeaderWaitHost, ctx: RequestContext): Promi
     if (ctx.signal.aborted) onAbort();
     else ctx.signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+export interface RequestBarrierHost extends LeaderWaitHost {
+  reads: Pick<ReadIndexBatcher, 'read'>;
+  /** Test fault skip-read-index (src/config/test-faults.ts): the barrier only waits for a leader. */
+  skipReadIndex: boolean;
+}
+
+export class RequestBarrier {
+  readonly #h: RequestBarrierHost;
+
+  constructor(host: RequestBarrierHost) {
+    this.#h = host;
+  }
+
+  checkAlive(ctx: RequestContext): void {
+    checkAlive(this.#h, ctx);
+  }
+
+  awaitLeader(ctx: RequestContext): Promise<void> {
+    return awaitLeader(this.#h, ctx);
+  }
+
+  /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */
+  async linearizableBarrier(ctx: RequestContext): Promise<void> {
+    await awaitLeader(this.#h, ctx);
+    if (this.#h.skipReadIndex) return;
+    await this.#h.reads.read();
+  }
 }

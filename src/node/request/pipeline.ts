@@ -11,13 +11,14 @@ import type { EtcdServerParts } from '../etcd-server-parts.js';
 import { EtcdError } from '../errors.js';
 import type { ReadIndexBatcher } from './read-index.js';
 import { checkDeleteRange, checkPut, checkRange, checkTxn } from './validate.js';
-import { awaitLeader, checkAlive, type LeaderWaitHost } from './leader-wait.js';
+import { awaitLeader, checkAlive, type LeaderWaitHost, type RequestBarrier } from './leader-wait.js';
 import { checkQuota, isReadOnlyTxn, txnBytes, type QuotaHost } from './quota.js';
 
 export interface RequestHost extends LeaderWaitHost, QuotaHost {
   parts: EtcdServerParts;
   auth: ServerAuth;
   reads: ReadIndexBatcher;
+  barrier: RequestBarrier;
   forward: LeaderForward;
   cluster: ClusterOps;
   /** Resolves once this leader's lessor counts expiries (Leadership.leasesReady). */
@@ -40,10 +41,8 @@ export class RequestPipeline {
   }
 
   /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */
-  async linearizableBarrier(ctx: RequestContext): Promise<void> {
-    await awaitLeader(this.#h, ctx);
-    if (this.#h.parts.unsafeTestFaults?.has('skip-read-index') === true) return;
-    await this.#h.reads.read();
+  linearizableBarrier(ctx: RequestContext): Promise<void> {
+    return this.#h.barrier.linearizableBarrier(ctx);
   }
 
   // ---- KV ----
