@@ -15,13 +15,13 @@ import {
   type DeleteRangeResponse,
   type PutRequest,
   type PutResponse,
-  type RequestOp,
   type TxnRequest,
   type TxnResponse,
 } from '../../mvcc/types.js';
 import type { WriteBuffer } from '../../mvcc/backend.js';
 import type { Membership, Member } from '../membership/membership.js';
 import type { RaftRequest } from '../driver/raft-request.js';
+import { txnWrites } from '../request/txn-writes.js';
 
 /** What apply needs from the MVCC store. */
 export interface ApplyStore {
@@ -115,7 +115,7 @@ export class Applier {
       case 'deleteRange':
         return this.#store.deleteRange(req.deleteRange);
       case 'txn':
-        if (txnWrites(req.txn)) this.#refuseWhenNoSpace();
+        if (txnWrites(req.txn).puts) this.#refuseWhenNoSpace();
         return this.#store.txn(req.txn);
       case 'compact': {
         const { physicalDone } = this.#store.compact(req.revision);
@@ -170,10 +170,4 @@ export class Applier {
         return cc.nodeId === selfId;
     }
   }
-}
-
-function txnWrites(txn: TxnRequest): boolean {
-  const writes = (ops: RequestOp[]): boolean =>
-    ops.some((op) => 'put' in op || ('txn' in op && txnWrites(op.txn)));
-  return writes(txn.success) || writes(txn.failure);
 }

@@ -12,7 +12,8 @@ import { EtcdError } from '../errors.js';
 import type { ReadIndexBatcher } from './read-index.js';
 import { checkDeleteRange, checkPut, checkRange, checkTxn } from './validate.js';
 import { awaitLeader, checkAlive, type LeaderWaitHost, type RequestBarrier } from './leader-wait.js';
-import { checkQuota, isReadOnlyTxn, txnBytes, type QuotaHost } from './quota.js';
+import { checkQuota, txnBytes, type QuotaHost } from './quota.js';
+import { isReadOnlyTxn } from './txn-writes.js';
 
 export interface RequestHost extends LeaderWaitHost, QuotaHost {
   parts: EtcdServerParts;

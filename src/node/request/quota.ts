@@ -40,10 +40,3 @@ export function txnBytes(txn: TxnRequest): number {
   }
   return n;
 }
-
-/** etcd serves a txn without writes as a read: no Raft, no quota. */
-export function isReadOnlyTxn(txn: TxnRequest): boolean {
-  const ro = (ops: TxnRequest['success']): boolean =>
-    ops.every((op) => 'range' in op || ('txn' in op && isReadOnlyTxn(op.txn)));
-  return ro(txn.success) && ro(txn.failure);
-}
