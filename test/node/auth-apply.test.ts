@@ -21,7 +21,10 @@ const put = (key: string, extra: Partial<{ lease: bigint; prevKv: boolean }> = {
 async function withUsers() {
   const state = await ServerState.load(new MemoryBackend(), options);
   let index = 0;
-  const apply = (req: RaftRequest, auth?: AuthInfo): ApplyResult => state.applier.applyRequest(++index, auth === undefined ? req : { ...req, auth });
+  const apply = (req: RaftRequest, auth?: AuthInfo): ApplyResult => {
+    state.store.setConsistentIndex(++index);
+    return state.applier.applyRequest(index, auth === undefined ? req : { ...req, auth });
+  };
   const errorOf = (r: ApplyResult): string | undefined => (r.ok ? undefined : (r.error as { code: string }).code);
   for (const req of [
     { kind: 'userAdd', name: 'root', hashedPassword: hash, noPassword: false },

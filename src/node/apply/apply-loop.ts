@@ -104,6 +104,7 @@ export class ApplyLoop {
   applyEntries(entries: Entry[]): void {
     const state = this.#h.state();
     for (const e of entries) {
+      // The one place the consistent index is recorded: the applier checks it (apply.ts).
       state.store.setConsistentIndex(e.index, e.term);
       if (e.type === EntryType.Normal) {
         if (e.data.length > 0) {

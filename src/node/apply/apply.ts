@@ -6,6 +6,7 @@
  * Results are returned to the caller, which wakes the proposer (if this member proposed the entry).
  */
 import { applyAuthRequest, AuthError, checkDeleteRange, checkLeaseKeys, checkPut, checkTxn, isAuthRequest, type AuthInfo, type AuthRequestKind, type AuthStore } from '../../auth/index.js';
+import { assert } from '../../base/assert.js';
 import type { ConfChange, ConfState } from '../../raft/types.js';
 import {
   MvccError,
@@ -31,7 +32,8 @@ export interface ApplyStore {
   deleteRange(req: DeleteRangeRequest): DeleteRangeResponse;
   txn(req: TxnRequest): TxnResponse;
   compact(revision: number): { physicalDone: Promise<void> };
-  setConsistentIndex(index: number): void;
+  /** The index of the entry being applied: the apply loop records it once per entry (apply-loop.ts). */
+  readonly consistentIndex: number;
 }
 
 /** What apply needs from the lessor. */
@@ -75,9 +77,9 @@ export class Applier {
     this.#leaseKeys = (id) => parts.lessor.keysOf(id);
   }
 
-  /** Apply one normal entry's request. The entry index is recorded as the consistent index. */
+  /** Apply one normal entry's request; the apply loop has already recorded `index` as the consistent index. */
   applyRequest(index: number, req: RaftRequest): ApplyResult {
-    this.#store.setConsistentIndex(index);
+    assert(this.#store.consistentIndex === index, `applying entry ${index} at consistent index ${this.#store.consistentIndex}`);
     try {
       this.#checkPermission(req);
       const value = isAuthRequest(req) ? applyAuthRequest(this.#auth, req, req.auth, index) : this.#dispatch(req);
@@ -153,7 +155,7 @@ export class Applier {
    * RawNode.applyConfChange (the Raft configuration) and hands in the resulting ConfState.
    */
   applyConfChange(index: number, cc: ConfChange, member: Member, selfId: bigint): boolean {
-    this.#store.setConsistentIndex(index);
+    assert(this.#store.consistentIndex === index, `applying conf change ${index} at consistent index ${this.#store.consistentIndex}`);
     const buffer = this.#store.buffer;
     switch (cc.type) {
       case 'addLearner':
