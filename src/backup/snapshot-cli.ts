@@ -125,7 +125,7 @@ function restored(r: ImportResult, dataDir: string, cluster: RestoreCluster): st
 
 /**
  * The exact command that starts a restored member where its cluster knows it (its peer URLs from
- * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (member/registered-urls.ts).
+ * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (main/registered-urls.ts).
  */
 function startCommand(dataDir: string, c: RestoreCluster): string {
   const peers = c.initialCluster.find((m) => m.name === c.name)?.peerUrls.join(',') ?? '';

@@ -79,7 +79,7 @@ export interface MemberOptions {
   listenMetricsUrls: string[];
   /**
    * The URL options left at their defaults (not given on the command line, in the config file or by the
-   * embedding host): a restart takes the URLs the member registered instead (member/registered-urls.ts).
+   * embedding host): a restart takes the URLs the member registered instead (main/registered-urls.ts).
    */
   defaultedUrls?: ReadonlyArray<MemberUrlKey>;
   heartbeatIntervalMs: number;

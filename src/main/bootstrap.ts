@@ -141,7 +141,7 @@ async function refuseHalfWritten(walDir: string): Promise<void> {
 /**
  * Before asking a cluster to add us: every address we will listen on must be free, so a busy port fails
  * here, with the cluster unchanged, not after the add (an orphan learner). A race with another program
- * binding the port in between is still possible; member.ts removes the member again when start fails.
+ * binding the port in between is still possible; main/member.ts removes the member again when start fails.
  */
 async function checkListeners(o: MemberOptions): Promise<void> {
   for (const raw of [...o.listenClientUrls, ...o.listenPeerUrls, ...o.listenMetricsUrls]) {

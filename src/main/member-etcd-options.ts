@@ -1,5 +1,5 @@
 /**
- * The small adapters between etcd's options and the member's parts, kept out of member.ts (the composition
+ * The small adapters between etcd's options and the member's parts, kept out of main/member.ts (the composition
  * root) so its hooks stay one line each: peer TLS with the shared TLS policy, the gRPC server's limits,
  * --unsafe-no-fsync's file system, and the initial corruption check's view of this member.
  */

@@ -1,8 +1,8 @@
 /**
- * Starting and stopping one etcetera member: the composition root. Bootstrap (member/bootstrap.ts) decides between
- * restart, new cluster, k3s-style join and etcd static bootstrap; member/storage.ts opens the WAL and the
- * backend; this file wires the Raft driver, the replicated state, the peer transport (member/peers.ts) and
- * the gRPC server together.
+ * Starting and stopping one etcetera member: the composition root. Bootstrap (bootstrap.ts) decides between
+ * restart, new cluster, k3s-style join and etcd static bootstrap; storage.ts opens the WAL and the backend;
+ * this file builds, in dependency order, the Raft driver, the peer transport (peers.ts), the node
+ * (src/node/etcd-server.ts) and the gRPC server, and starts them.
  *
  * Data directory layout:
  *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)

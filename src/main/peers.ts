@@ -49,7 +49,7 @@ export function describePeerError(error: unknown): { error: string; code?: strin
 export function peerRequestOf(transport: PeerTransport): PeerCall {
   return async <M extends PeerMethod>(url: string, method: M, payload: PeerPayload<M>): Promise<PeerResults[M]> => {
     const r = await transport.request(url, { method, payload });
-    // The peer answers each method with its PeerResults type (cluster/peer-rpc.ts).
+    // The peer answers each method with its PeerResults type (node/peer-rpc.ts).
     if (r.ok) return r.payload as PeerResults[M];
     if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
     throw new Error(r.error);

@@ -1,4 +1,4 @@
-/** What the composition root (member.ts) hands an EtcdServer: identity, storage, ports and knobs. */
+/** What the composition root (main/member.ts) hands an EtcdServer: identity, storage, ports and knobs. */
 import type { Backend } from '../mvcc/backend.js';
 import type { SnapshotSource as StoreSnapshotSource } from '../mvcc/kv-store.js';
 import type { Snapshot, SnapshotMeta } from '../raft/types.js';
@@ -41,7 +41,7 @@ export interface EtcdServerParts {
   snapshotTempDir?: string;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
-  /** Received snapshot data (snapshot/snapshot-data.ts): read to restore, removed once the backend holds it durably. */
+  /** Received snapshot data (node/snapshot-data.ts): read to restore, removed once the backend holds it durably. */
   snapshotData: {
     source(meta: SnapshotMeta): Promise<StoreSnapshotSource | undefined>;
     /** Remove the data of received snapshots up to this index (a newer one may wait for its restore). */

@@ -4,8 +4,10 @@
  * - driver/: the Raft driver loop (time, disk, network) and the entry envelope;
  * - apply/: committed entries into state, flushes, snapshots (ApplyLoop);
  * - request/: the pipeline of a client request — validation, leader wait, quota, propose, wait, ReadIndex;
- * - cluster/: membership, leadership, leader forwarding, peer RPC; periodic/: the leader's timed work;
+ * - membership/, leadership/ (with leader forwarding), peer-rpc.ts (the port to peers), corruption/;
+ * - access/: tokens, the auth gate, the Auth API; periodic/: the leader's timed work;
  * - maintenance/: the Maintenance service. The README's "Design in one page" maps every folder.
+ * The driver is built before this class (main/member.ts) and started by start().
  *
  * Writes: validate → propose through Raft (followers forward to the leader inside Raft) → wait for this
  * member to apply the entry → answer with the apply result. Linearizable reads: ReadIndex (batched), wait
@@ -248,7 +250,7 @@ export class EtcdServer implements EtcdApi {
     return this.#apply.confLearners.includes(this.memberId);
   }
 
-  // ---- KV, Lease, Cluster (request/pipeline.ts) ----
+  // ---- KV, Lease, Cluster (node/request/pipeline.ts) ----
 
   /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */
   linearizableBarrier(ctx: RequestContext): Promise<void> {
@@ -315,7 +317,7 @@ export class EtcdServer implements EtcdApi {
     return this.#requests.memberPromote(id, ctx);
   }
 
-  /** Peer requests forwarded to this member (as the leader), and joiners' requests (cluster/peer-rpc.ts). */
+  /** Peer requests forwarded to this member (as the leader), and joiners' requests (node/peer-rpc.ts). */
   async handlePeerRequest(method: string, payload: unknown): Promise<unknown> {
     return this.#forward.handlePeerRequest(peerRpcOf(method, payload));
   }
@@ -327,7 +329,7 @@ export class EtcdServer implements EtcdApi {
     return this.#auth.guardWatch(this.#hub.openStream(sink.send), sink, ctx);
   }
 
-  // ---- Maintenance (maintenance/maintenance-ops.ts) ----
+  // ---- Maintenance (node/maintenance/maintenance-ops.ts) ----
 
   alarm(req: { action: 'get' | 'activate' | 'deactivate'; memberId: bigint; alarm: AlarmType }, ctx: RequestContext): Promise<AlarmMember[]> {
     return this.#maintenance.alarm(req, ctx);

@@ -1,7 +1,7 @@
 /**
  * A would-be member asking an existing cluster something (join, the member list, its own removal) before it
  * is a member. `--server` may name any member's client URL (the join service on the client port,
- * grpc/join-service.ts) or peer URL (the peer transport), on any port: each attempt tries the client-port
+ * peer/join-service.ts) or peer URL (the peer transport), on any port: each attempt tries the client-port
  * service first, then the peer protocol. Every failed attempt is logged; transient failures (nothing
  * listening yet, no leader) are retried until the deadline, the others (wrong token, TLS) end at once; either
  * way the error is one sentence saying what to fix.
@@ -51,7 +51,7 @@ export async function askCluster<M extends PeerMethod>(o: AskOptions, urls: stri
     for (let attempt = 1; ; attempt++) {
       for (const url of urls) {
         try {
-          // The member answers each method with its PeerResults type (cluster/peer-rpc.ts).
+          // The member answers each method with its PeerResults type (node/peer-rpc.ts).
           return (await askOne(o, transport, url, method, payload)) as PeerResults[M];
         } catch (error) {
           if (error instanceof FinalError || (error instanceof EtcdError && definitive.has(error.code))) throw error;

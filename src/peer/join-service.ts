@@ -1,9 +1,9 @@
 /**
  * etcetera's own join service on the client port (`/etcetera.v1.Join/*`), so `--server` works with the URL
  * every user has: a member's client URL (k3s joins through its supervisor port the same way). A peer URL
- * still works through the peer transport; the joining side tries both (cluster/join-client.ts).
+ * still works through the peer transport; the joining side tries both (join-client.ts).
  *
- * Authenticated by the join token without sending it, as the peer handshake (transport/handshake.ts):
+ * Authenticated by the join token without sending it, as the peer handshake (handshake.ts):
  *
  *   client → Challenge {}                                   server → { nonce: Ns }   (kept ≤ joinChallengeTtlMs, once)
  *   client → Call { nonce: Ns, clientNonce: Nc, method, body, mac: HMAC(token, "client" Ns Nc method body) }

@@ -1,7 +1,7 @@
 /**
  * Hand-written protobuf encoders for the two hot responses: RangeResponse (lists) and WatchResponse (event
  * streams). Two passes, size then write, into one exact Buffer: no intermediate wire objects, no fork/ldelim,
- * no Long per field. The output is byte-identical to protobufjs encoding the objects codec.ts builds (a test
+ * no Long per field. The output is byte-identical to protobufjs encoding the objects messages.ts builds (a test
  * checks it on random messages), so the grpc-js serializer passes it through untouched.
  *
  * Field numbers are etcd's (rpc.proto, kv.proto). Zero, false and empty fields are left out, as everywhere.

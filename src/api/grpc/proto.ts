@@ -2,7 +2,7 @@
  * Loads etcetera's copy of etcd's .proto files with protobufjs and builds grpc-js service definitions from
  * them by hand (no @grpc/proto-loader, no toObject): requests are decoded to protobufjs message instances
  * (fields read straight off them, defaults from the prototype), responses are encoded from plain wire-shaped
- * objects (see codec.ts). The same definitions serve clients in tests.
+ * objects (see messages.ts). The same definitions serve clients in tests.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,6 +1,6 @@
 /**
  * What apply answers for each kind of proposed request, so a call site gets its result type from the
- * request it proposed instead of casting `unknown`. Apply (apply/apply.ts, auth/requests.ts) is the one writer;
+ * request it proposed instead of casting `unknown`. Apply (node/apply/apply.ts, auth/requests.ts) is the one writer;
  * a kind whose answer nobody reads maps to `unknown`.
  */
 import type { Permission } from '../../auth/types.js';

@@ -6,7 +6,7 @@
  *
  * Like the real transport: a sender learns a peer is unreachable (down or cut off) one tick later
  * (reportUnreachable), and how a snapshot stream ended (reportSnapshot); losses on a lossy link go unnoticed.
- * A MsgSnap leaves as member.ts sends it: the leader streams its backend, the data lands in the follower's
+ * A MsgSnap leaves as main/member.ts sends it: the leader streams its backend, the data lands in the follower's
  * snapshot store, then the message arrives.
  */
 import { Prng } from '../../../src/base/prng.js';

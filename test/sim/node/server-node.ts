@@ -3,7 +3,7 @@
  * classes: RawNode + RaftDriver + EtcdServer (apply, ReadIndex batcher, leader loops, proposer, watch hub) +
  * Wal on the simulated file system (test/wal/sim-fs.ts) + ServerState/KvStore on the memory backend, with the
  * simulator's Scheduler and an in-memory peer network in place of timers and TCP. Left out: gRPC, HTTP,
- * bootstrap files and the join protocol (the initial members are written to the log as member.ts's static
+ * bootstrap files and the join protocol (the initial members are written to the log as main/member.ts's static
  * bootstrap does).
  *
  * What survives a crash (NodeDisk): the file system as its last syncs left it (SimFs.crashImage), the backend
@@ -153,7 +153,7 @@ export class ServerNode {
       walState.entries = entries;
     }
     if (walState.snapshot.index > state.store.consistentIndex) {
-      // A crash before a received snapshot's restore finished: its data is still kept (member.ts does the same).
+      // A crash before a received snapshot's restore finished: its data is still kept (main/member.ts does the same).
       const got = disk.received.get(snapKey(walState.snapshot));
       if (got === undefined) throw new Error(`n${this.id}: backend behind the log's snapshot and its data gone`);
       state = await ServerState.restore(backend, () => iterate(got.chunks), stateOptions);
@@ -270,7 +270,7 @@ export class ServerNode {
     this.disk.fs = this.disk.fs.crashImage();
   }
 
-  /** A leader's MsgSnap: stream the backend, as member.ts's snapshotStreamingTransport does. */
+  /** A leader's MsgSnap: stream the backend, as main/member.ts's snapshotStreamingTransport does. */
   async exportSnapshot(): Promise<{ meta: SnapshotMeta; chunks: Uint8Array[] } | undefined> {
     const server = this.server;
     if (server === undefined) return undefined;
