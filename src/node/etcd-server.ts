@@ -46,6 +46,7 @@ import { dropOneEvent } from '../config/test-faults.js';
 import { corruptCheckIntervalMs } from './corruption/corruption-check.js';
 import { createServerAuth, type ServerAuth } from './access/server-auth.js';
 import { RequestBarrier } from './request/leader-wait.js';
+import { AppliedConf } from './apply/applied-conf.js';
 
 export { electionTicksOf } from './apply/catch-up.js';
 export { backendBatchIntervalMs } from './apply/apply-loop.js';
@@ -63,6 +64,7 @@ export class EtcdServer implements EtcdApi {
   readonly #hub: WatchHub;
   readonly #proposer: Proposer;
   readonly #appliedWait = new AppliedWait();
+  readonly #conf = new AppliedConf();
   readonly #reads: ReadIndexBatcher;
   readonly #leadership: Leadership;
   readonly #cluster: ClusterOps;
@@ -124,7 +126,7 @@ export class EtcdServer implements EtcdApi {
       state: () => this.#state,
       driver: this.#driver,
       stopped: () => this.#stopped,
-      confVoters: () => this.#apply.confVoters,
+      conf: this.#conf,
       barrier,
     };
     this.#cluster = new ClusterOps(clusterHost(core));
@@ -247,7 +249,7 @@ export class EtcdServer implements EtcdApi {
 
   /** A learner serves only Status, serializable reads and Snapshot (etcd's rpc not supported for learner). */
   isLearner(): boolean {
-    return this.#apply.confLearners.includes(this.memberId);
+    return this.#conf.learners.includes(this.memberId);
   }
 
   // ---- KV, Lease, Cluster (node/request/pipeline.ts) ----
@@ -374,7 +376,7 @@ export class EtcdServer implements EtcdApi {
   /** Graceful stop: a leader hands leadership to the most caught-up voter first (etcd's TransferLeadership). */
   async stop(): Promise<void> {
     if (this.#stopped) return;
-    if (this.#leadership.isLeader && this.#apply.confVoters.length > 1) {
+    if (this.#leadership.isLeader && this.#conf.voters.length > 1) {
       const target = this.#maintenance.bestTransferee();
       if (target !== undefined) {
         try {

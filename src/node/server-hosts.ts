@@ -22,6 +22,7 @@ import type { RequestHost } from './request/pipeline.js';
 import type { RequestBarrier } from './request/leader-wait.js';
 import { requestTimeoutMs } from './request/timeouts.js';
 import type { ServerState } from './apply/server-state.js';
+import type { AppliedConf } from './apply/applied-conf.js';
 
 export interface ServerCore {
   memberId: bigint;
@@ -35,8 +36,8 @@ export interface ServerCore {
   state(): ServerState;
   readonly driver: RaftDriver;
   stopped(): boolean;
-  /** The Raft configuration as last applied (ApplyLoop). */
-  confVoters(): bigint[];
+  /** The Raft configuration as last applied (written by ApplyLoop). */
+  conf: AppliedConf;
   barrier: RequestBarrier;
 }
 
@@ -48,7 +49,7 @@ export function clusterHost(c: ServerCore): ClusterHost {
     isLeader: () => c.leadership.isLeader,
     leaderPeerUrl: () => c.state().membership.get(c.leadership.leader)?.peerUrls[0],
     driver: c.driver,
-    confVoters: () => c.confVoters(),
+    confVoters: () => c.conf.voters,
     proposer: c.proposer,
     peerRequest: c.parts.peerRequest,
     timeoutMs: requestTimeoutMs(c.parts.electionMs),
@@ -98,6 +99,7 @@ export function applyHost(c: ServerCore, cluster: ClusterOps, restored: Pick<App
     appliedWait: c.appliedWait,
     proposer: c.proposer,
     cluster,
+    conf: c.conf,
     driver: c.driver,
     state: () => c.state(),
     leader: () => c.leadership.leader,
@@ -134,7 +136,7 @@ export function maintenanceHost(c: ServerCore, auth: ServerAuth): MaintenanceHos
     driver: c.driver,
     isLeader: () => c.leadership.isLeader,
     leader: () => c.leadership.leader,
-    confVoters: () => c.confVoters(),
+    confVoters: () => c.conf.voters,
     checkAlive: (ctx) => c.barrier.checkAlive(ctx),
     onLeaderChange: (listener) => c.leadership.onLeaderChange(listener),
   };

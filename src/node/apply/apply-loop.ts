@@ -20,6 +20,7 @@ import { ServerState } from './server-state.js';
 import { catchUpEntries, electionTicksOf } from './catch-up.js';
 
 import { confStateKey, encodeConfStateMeta, latin1ConfStateKey } from './restore-point.js';
+import type { AppliedConf } from './applied-conf.js';
 
 /** How long applied state may wait before it is written to the backend. */
 export const backendBatchIntervalMs = 20;
@@ -30,6 +31,8 @@ export interface ApplyHost {
   appliedWait: AppliedWait;
   proposer: Proposer;
   cluster: ClusterOps;
+  /** Written here, read by the rest of the node. */
+  conf: AppliedConf;
   readonly driver: RaftDriver;
   state(): ServerState;
   leader(): bigint;
@@ -45,8 +48,6 @@ export class ApplyLoop {
   readonly #h: ApplyHost;
   readonly #p: EtcdServerParts;
   #appliedTerm = 0;
-  #confVoters: bigint[] = [];
-  #confLearners: bigint[] = [];
   #snapshotIndex = 0;
   #snapshotting = false;
   /** Entry bytes applied since the last snapshot: the in-memory Raft log grows by as much. */
@@ -61,21 +62,11 @@ export class ApplyLoop {
     this.#p = host.parts;
   }
 
-  get confVoters(): bigint[] {
-    return this.#confVoters;
-  }
-
-  get confLearners(): bigint[] {
-    return this.#confLearners;
-  }
-
   start(driver: RaftDriver, appliedIndex: number, snapshotIndex: number): void {
     this.onStable(driver.node.stableIndex);
     this.#h.appliedWait.advance(appliedIndex);
     this.#snapshotIndex = snapshotIndex;
-    const cs = driver.status().confState;
-    this.#confVoters = cs.voters;
-    this.#confLearners = cs.learners;
+    this.#h.conf.set(driver.status().confState);
   }
 
   stop(): void {
@@ -144,8 +135,7 @@ export class ApplyLoop {
     const cc: ConfChange = decodeConfChange(e.data);
     const ctx = decodeConfChangeContext(cc.context);
     const cs = this.#h.driver.applyConfChange(cc);
-    this.#confVoters = cs.voters;
-    this.#confLearners = cs.learners;
+    this.#h.conf.set(cs);
     // Beside the consistent index: a snapshot sent from this backend states the configuration it holds.
     state.store.buffer.put('meta', confStateKey, encodeConfStateMeta(cs));
     const removedMember = cc.type === 'removeNode' ? state.membership.get(cc.nodeId) : undefined;
@@ -172,7 +162,7 @@ export class ApplyLoop {
    */
   campaignIfAlone(): void {
     if (this.#h.leader() !== 0n) return;
-    if (this.#confVoters.length !== 1 || this.#confVoters[0] !== this.#h.memberId) return;
+    if (this.#h.conf.voters.length !== 1 || this.#h.conf.voters[0] !== this.#h.memberId) return;
     this.#h.driver.advanceTicks(2 * electionTicksOf(this.#p.electionMs, this.#p.heartbeatMs));
   }
 
@@ -188,8 +178,7 @@ export class ApplyLoop {
     await state.store.flushDurable();
     await this.#p.snapshotData.removeThrough(snapshot.meta.index);
     this.#h.rebindViews();
-    this.#confVoters = snapshot.meta.confState.voters;
-    this.#confLearners = snapshot.meta.confState.learners;
+    this.#h.conf.set(snapshot.meta.confState);
     this.#snapshotIndex = snapshot.meta.index;
     this.#appliedTerm = snapshot.meta.term;
     this.#h.appliedWait.advance(snapshot.meta.index);
@@ -207,7 +196,7 @@ export class ApplyLoop {
     const meta = {
       index: this.#h.appliedWait.applied,
       term: this.#appliedTerm,
-      confState: { voters: [...this.#confVoters], learners: [...this.#confLearners] },
+      confState: { voters: [...this.#h.conf.voters], learners: [...this.#h.conf.learners] },
     };
     const keepEntries = catchUpEntries(this.#p.snapshotCount, meta.index - this.#snapshotIndex, this.#bytesSinceSnapshot);
     this.#bytesSinceSnapshot = 0;
@@ -242,7 +231,7 @@ export class ApplyLoop {
   async snapshotForFollower(): Promise<{ meta: SnapshotMeta; chunks: AsyncIterable<Uint8Array>; close(): Promise<void> }> {
     const exported = await this.#h.state().store.exportSnapshot();
     const packed = exported.meta.get(latin1ConfStateKey);
-    const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : { voters: [...this.#confVoters], learners: [...this.#confLearners] };
+    const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : { voters: [...this.#h.conf.voters], learners: [...this.#h.conf.learners] };
     if (exported.term === 0 || exported.consistentIndex === 0) {
       await exported.view.close();
       throw new Error('the backend has not recorded the term of its consistent index yet');
