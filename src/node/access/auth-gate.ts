@@ -51,17 +51,11 @@ export class AuthGate {
 
   /** Who the call speaks for; undefined when auth is off or no credentials came. Throws invalidAuthToken. */
   async info(ctx: RequestContext): Promise<AuthInfo | undefined> {
-    const store = this.#host.auth();
-    if (!store.enabled) return undefined;
-    if (ctx.token !== undefined) {
-      const index = this.#o.tokens.indexOf(ctx.token);
-      // A simple token names the entry that created it: a member that has not applied it yet waits.
-      if (index !== undefined && index > this.#host.applied()) await this.#waitApplied(index);
-      const ai = this.#o.tokens.info(ctx.token, store.revision);
-      if (ai === undefined) throw new AuthError('invalidAuthToken');
-      return ai;
-    }
-    return this.#certInfo(ctx, store);
+    if (!this.#host.auth().enabled) return undefined;
+    const index = ctx.token === undefined ? undefined : this.#o.tokens.indexOf(ctx.token);
+    // A simple token names the entry that created it: a member that has not applied it yet waits.
+    if (index !== undefined && index > this.#host.applied()) await this.#waitApplied(index);
+    return this.infoNow(ctx);
   }
 
   /** The same without waiting (watch creates): a simple token this member has not applied is not known yet. */
