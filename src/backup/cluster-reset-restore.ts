@@ -13,6 +13,7 @@ import { createGunzip } from 'node:zlib';
 import { compressedSuffix, partialSuffix } from './snapshot-dir.js';
 import { restoreSnapshotFile } from './etcd-db-file.js';
 import type { Logger } from '../config/log.js';
+import { walDirInsideMember } from '../node/wal-dir.js';
 
 export interface ResetRestoreInput {
   dataDir: string;
@@ -24,6 +25,8 @@ export interface ResetRestoreInput {
   token?: string;
   /** Wall-clock seconds for the name of the directory kept aside. */
   nowSeconds: number;
+  /** --wal-dir: the restored log goes there; an old log outside the member directory is kept aside too. */
+  walDir?: string;
 }
 
 export async function restoreForClusterReset(o: ResetRestoreInput): Promise<void> {
@@ -40,6 +43,7 @@ export async function restoreForClusterReset(o: ResetRestoreInput): Promise<void
       await rename(memberDir, aside);
       o.logger.warn('cluster reset: the current member data is kept aside', { dir: aside });
     }
+    await keepOutsideLogAside(o);
     const peerUrls = o.initialAdvertisePeerUrls;
     // The restore derives the new ids from the cluster token and keeps it as the join token unless the data
     // directory already has one: the cluster's token either way.
@@ -47,9 +51,19 @@ export async function restoreForClusterReset(o: ResetRestoreInput): Promise<void
     const clusterToken = o.token ?? (stored !== '' ? stored : 'etcd-cluster');
     const r = await restoreSnapshotFile(file, o.dataDir, {
       cluster: { name: o.name, initialCluster: [{ name: o.name, peerUrls }], clusterToken, initialAdvertisePeerUrls: peerUrls },
+      ...(o.walDir !== undefined ? { walDir: o.walDir } : {}),
     });
     o.logger.info('cluster reset: restored the snapshot', { path: o.path, revision: r.revision, records: r.records, leases: r.leases, member: r.memberId.toString(16) });
   } finally {
     if (file !== o.path) await rm(file, { force: true });
   }
+}
+
+/** A --wal-dir outside the member directory did not move with it: its old log is kept aside beside it. */
+async function keepOutsideLogAside(o: ResetRestoreInput): Promise<void> {
+  if (o.walDir === undefined || walDirInsideMember(o.dataDir, o.walDir)) return;
+  if (!(await stat(o.walDir).then(() => true, () => false))) return;
+  const aside = `${o.walDir.replace(/\/+$/, '')}-old-${o.nowSeconds}`;
+  await rename(o.walDir, aside);
+  o.logger.warn('cluster reset: the current log (--wal-dir) is kept aside', { dir: aside });
 }

@@ -11,7 +11,7 @@
  * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
  * leaves something that looks like a member.
  */
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { Backend, BatchOp } from '../mvcc/backend.js';
@@ -21,6 +21,7 @@ import { revisionToBytes } from '../mvcc/revision.js';
 import { staticCluster, writeIdentity } from '../node/identity.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
 import { syncDir } from '../node/snapshot-data.js';
+import { walDirInsideMember, walDirWhileBuilding } from '../node/wal-dir.js';
 import { Wal, type SaveRequest } from '../wal/wal.js';
 import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
@@ -50,6 +51,8 @@ export interface ImportExtras {
   raw?: AsyncIterable<BatchOp & { type: 'put' }>;
   /** Called every 10,000 records with the count so far. */
   onProgress?: (records: number) => void;
+  /** etcd's --wal-dir: the log's directory when not `<data-dir>/member/wal` (inside the data directory or not). */
+  walDir?: string;
 }
 
 export interface ImportResult {
@@ -74,12 +77,17 @@ export async function importRevisions(
   const memberDir = join(dataDir, 'member');
   if (await exists(memberDir)) throw new RestoreError(`data-dir ${JSON.stringify(dataDir)} exists (it holds a member already)`);
   const work = join(dataDir, 'member.restoring');
+  const walDir = walDirWhileBuilding(dataDir, extras.walDir, work);
+  if (extras.walDir !== undefined && !walDirInsideMember(dataDir, extras.walDir) && (await readdir(walDir).catch(() => [] as string[])).some((n) => n.endsWith('.wal'))) {
+    throw new RestoreError(`--wal-dir ${JSON.stringify(walDir)} holds a log already`);
+  }
   await rm(work, { recursive: true, force: true });
   await mkdir(work, { recursive: true, mode: 0o700 });
   const backend = await LevelBackend.open(join(work, 'db'));
   let result: Omit<ImportResult, 'memberId' | 'clusterId'>;
   try {
-    const { wal } = await Wal.open(join(work, 'wal'), { profile: 'ssd' });
+    // A --wal-dir outside the data directory is written in place: it cannot move with the rename below.
+    const { wal } = await Wal.open(walDir, { profile: 'ssd' });
     try {
       result = await restoreInto({ backend, wal }, members, records, extras);
     } finally {

@@ -17,7 +17,7 @@ export interface KineMigrateResult extends ImportResult {
 export async function migrateFromKine(
   source: string,
   dataDir: string,
-  options: { cluster: RestoreCluster; onProgress?: (records: number) => void },
+  options: { cluster: RestoreCluster; onProgress?: (records: number) => void; walDir?: string },
 ): Promise<KineMigrateResult> {
   const meta = readKineMeta(source);
   const mapper = new KineMapper();
@@ -33,6 +33,7 @@ export async function migrateFromKine(
   }
   const result = await importRevisions(dataDir, records(), {
     cluster: options.cluster,
+    ...(options.walDir !== undefined ? { walDir: options.walDir } : {}),
     leases: leases(),
     compactRevision: meta.compactRevision,
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),

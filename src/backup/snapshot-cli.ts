@@ -30,7 +30,7 @@ const snapshotUsage = `Usage:
   etcetera snapshot save FILE [--endpoints HOST:PORT] [--cacert F] [--cert F] [--key F]
   etcetera snapshot status FILE [-w table|json]
   etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
-           [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--skip-hash-check]
+           [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--wal-dir DIR] [--skip-hash-check]
   etcetera migrate --from-etcd URL --data-dir DIR [the restore flags]
   etcetera migrate --from-kine state.db --data-dir DIR [the restore flags]
 
@@ -39,7 +39,7 @@ Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads o
 
 const valueFlags = new Set([
   'endpoints', 'cacert', 'cert', 'key', 'write-out', 'data-dir', 'name', 'initial-cluster', 'initial-cluster-token',
-  'initial-advertise-peer-urls', 'from-etcd', 'from-kine',
+  'initial-advertise-peer-urls', 'from-etcd', 'from-kine', 'wal-dir',
 ]);
 const boolFlags = new Set(['skip-hash-check']);
 
@@ -111,6 +111,7 @@ async function restore(file: string, a: Args, io: CliStreams, skipHashCheck: boo
   const progress = new Progress('restore', io.stderr, 'records');
   const r = await restoreSnapshotFile(file, dataDirOf(a), {
     cluster: restoreCluster(a),
+    ...walDirOption(a),
     skipHashCheck,
     onProgress: (n) => progress.update(n),
   });
@@ -118,18 +119,25 @@ async function restore(file: string, a: Args, io: CliStreams, skipHashCheck: boo
   return r;
 }
 
-function restored(r: ImportResult, dataDir: string, cluster: RestoreCluster): string {
+/** etcdutl's --wal-dir: where the restored member's log goes (default <data-dir>/member/wal). */
+function walDirOption(a: Args): { walDir?: string } {
+  const dir = a.flags.get('wal-dir');
+  return dir === undefined || dir === '' ? {} : { walDir: dir };
+}
+
+function restored(r: ImportResult, dataDir: string, a: Args): string {
   return `restored snapshot: revision ${r.revision}, ${r.records} revisions, ${r.leases} leases; member ${r.memberId.toString(16)} ` +
-    `of cluster ${r.clusterId.toString(16)} in ${dataDir}\nstart it with: ${startCommand(dataDir, cluster)}\n`;
+    `of cluster ${r.clusterId.toString(16)} in ${dataDir}\nstart it with: ${startCommand(dataDir, restoreCluster(a), walDirOption(a).walDir)}\n`;
 }
 
 /**
  * The exact command that starts a restored member where its cluster knows it (its peer URLs from
  * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (main/registered-urls.ts).
  */
-function startCommand(dataDir: string, c: RestoreCluster): string {
+function startCommand(dataDir: string, c: RestoreCluster, walDir: string | undefined): string {
   const peers = c.initialCluster.find((m) => m.name === c.name)?.peerUrls.join(',') ?? '';
-  return `npx etcetera server --name ${c.name} --data-dir ${dataDir} --listen-peer-urls ${peers} --initial-advertise-peer-urls ${peers}` +
+  return `npx etcetera server --name ${c.name} --data-dir ${dataDir}${walDir === undefined ? '' : ` --wal-dir ${walDir}`}` +
+    ` --listen-peer-urls ${peers} --initial-advertise-peer-urls ${peers}` +
     ' --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379';
 }
 
@@ -161,7 +169,7 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
       case 'restore': {
         const file = oneFile(a, 'restore');
         const r = await restore(file, a, io, a.flags.get('skip-hash-check') === 'true');
-        io.stdout.write(restored(r, dataDirOf(a), restoreCluster(a)));
+        io.stdout.write(restored(r, dataDirOf(a), a));
         return 0;
       }
       default:
@@ -188,7 +196,7 @@ export async function migrateCommand(argv: string[], io: CliStreams): Promise<nu
     try {
       await fetchSnapshot(from.split(',')[0]!, file, { tls: tlsOf(a), progress: new Progress('fetch snapshot', io.stderr) });
       const r = await restore(file, a, io, false);
-      io.stdout.write(restored(r, dataDir, restoreCluster(a)));
+      io.stdout.write(restored(r, dataDir, a));
     } finally {
       await rm(file, { force: true });
     }
@@ -200,9 +208,9 @@ export async function migrateCommand(argv: string[], io: CliStreams): Promise<nu
 async function migrateKine(file: string, a: Args, io: CliStreams): Promise<number> {
   const dataDir = dataDirOf(a);
   const progress = new Progress('migrate from kine', io.stderr, 'records');
-  const r = await migrateFromKine(file, dataDir, { cluster: restoreCluster(a), onProgress: (n) => progress.update(n) });
+  const r = await migrateFromKine(file, dataDir, { cluster: restoreCluster(a), ...walDirOption(a), onProgress: (n) => progress.update(n) });
   progress.done(r.records);
-  io.stdout.write(`kine database ${file}: revision ${r.sourceRevision}, compacted at ${r.sourceCompactRevision}\n${restored(r, dataDir, restoreCluster(a))}`);
+  io.stdout.write(`kine database ${file}: revision ${r.sourceRevision}, compacted at ${r.sourceCompactRevision}\n${restored(r, dataDir, a)}`);
   return 0;
 }
 

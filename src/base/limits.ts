@@ -130,6 +130,20 @@ assert(peerFrameBytesMax >= 2 * requestBytesLimitMax, 'a peer frame must hold th
  */
 export const gatewayJsonBytesMax = Math.ceil((grpcMessageBytesMax * 4) / 3) + 64 * 1024;
 /**
+ * HTTP gateway: nesting of `{` and `[` in a request's JSON (Go's encoding/json maxNestingDepth, which etcd's
+ * gateway inherits: past it, 400 "invalid character '[' exceeded max depth").
+ */
+export const gatewayJsonNestingMax = 10_000;
+/**
+ * Protobuf: message nesting protobufjs decodes and encodes (its default is 100). Only a Txn nests (TxnRequest →
+ * RequestOp → TxnRequest, two levels per txn), and etcd decodes any depth, then refuses more than its op budget
+ * allows (--max-txn-ops + 1 levels) with "too many operations in txn request"; so must we, answering that for a
+ * txn deeper than this instead of failing to decode it. 1024 keeps the recursive decoder far from the JS stack
+ * limit (about 8,000 levels) and covers --max-txn-ops up to ~500.
+ */
+export const protobufDepthMax = 1024;
+assert(protobufDepthMax >= 2 * (txnOpsMax + 2) + 4, 'a txn nested as deep as the default op budget allows must decode');
+/**
  * Scheduled snapshots: the longest single wait of the scheduler's timer. A yearly spec waits in steps (timers
  * cannot wait 2^31 ms or more), and a jump of the wall clock is noticed within this bound.
  */

@@ -24,6 +24,7 @@ import { askCluster, type AskOptions } from '../peer/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
+import { memberWalDir, walDirWhileBuilding } from '../node/wal-dir.js';
 import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
 
 const nodeFs = new NodeFsPort();
@@ -51,7 +52,7 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
   const existing = await readIdentity(memberDir);
   if (existing !== undefined) return { identity: existing, token: await restartToken(o, existing, memberDir), created: false };
-  await refuseHalfWritten(join(memberDir, 'wal'));
+  await refuseHalfWritten(memberWalDir(o.dataDir));
   if (o.walDir !== undefined) await refuseHalfWritten(o.walDir);
   const tmpDir = join(o.dataDir, 'member.bootstrap');
   await rm(tmpDir, { recursive: true, force: true }); // a bootstrap that crashed: start over
@@ -62,8 +63,8 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   const { entries } = decided;
   await mkdir(tmpDir, { mode: 0o700 });
   if (entries.length > 0) {
-    // A --wal-dir outside the data directory cannot move with the rename: the entries are written there directly.
-    const { wal } = await Wal.open(o.walDir ?? join(tmpDir, 'wal'), { profile: o.storageProfile, logger: (line) => o.logger.info(line) });
+    // Into the directory the rename moves, unless --wal-dir is outside it (wal-dir.ts).
+    const { wal } = await Wal.open(walDirWhileBuilding(o.dataDir, o.walDir, tmpDir), { profile: o.storageProfile, logger: (line) => o.logger.info(line) });
     const hardState: HardState = { term: 1, vote: 0n, commit: entries[entries.length - 1]!.index };
     try {
       await wal.save({ hardState, entries });

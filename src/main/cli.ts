@@ -100,6 +100,7 @@ async function main(argv: string[]): Promise<number> {
         dataDir: config.dataDir, name: config.name, initialAdvertisePeerUrls: config.initialAdvertisePeerUrls,
         path: config.clusterResetRestorePath, logger, nowSeconds: Math.floor(Date.now() / 1000),
         ...(config.token !== undefined ? { token: config.token } : {}),
+        ...(config.walDir !== undefined ? { walDir: config.walDir } : {}),
       });
     } catch (error) {
       logger.error('cluster reset: could not restore the snapshot', { path: config.clusterResetRestorePath, error: error instanceof Error ? error.message : String(error) });

@@ -15,6 +15,9 @@ import { noFsyncPort } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { ServerState, type StateOptions } from '../node/apply/server-state.js';
 import { SnapshotDataDir } from '../node/snapshot-data.js';
+import { refuseMisplacedLog, walDirOf } from '../node/wal-dir.js';
+import { fullDiskError, spaceAdvice } from './disk-watch.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 
 export interface MemberStorage {
   backend: LevelBackend;
@@ -37,9 +40,12 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
   // The backend first: its consistent index is committed, and the log must still reach it (a damaged last
   // record is then not a torn write, and the log is left untouched).
   const dbDir = join(memberDir, 'db');
-  const backend = await LevelBackend.open(dbDir, { diskBytes: () => directoryBytes(dbDir) }).catch((error: unknown) => {
-    if ((error as { code?: unknown }).code !== 'LEVEL_LOCKED' && !/lock/i.test(String((error as { cause?: unknown }).cause))) throw error;
-    throw new Error(`${memberDir} is in use by another process; is another etcetera running on it?`);
+  const backend = await LevelBackend.open(dbDir, { diskBytes: () => directoryBytes(dbDir) }).catch(async (error: unknown) => {
+    if ((error as { code?: unknown }).code === 'LEVEL_LOCKED' || /lock/i.test(String((error as { cause?: unknown }).cause))) {
+      throw new Error(`${memberDir} is in use by another process; is another etcetera running on it?`);
+    }
+    const fs = new NodeFsPort();
+    throw (await fullDiskError(dbDir, error, (dir) => fs.freeBytes(dir), spaceAdvice(o.dataDir, walDirOf(o.dataDir, o.walDir)))) ?? error;
   });
   const stateOptions: StateOptions = {
     quotaBackendBytes: o.quotaBackendBytes,
@@ -51,7 +57,8 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
     state = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
     await removeIndexCheckpoint(memberDir);
     log.info('loaded the key index', { keys: state.store.keyCount, ...state.store.loadedFrom });
-    opened = await Wal.open(o.walDir ?? join(memberDir, 'wal'), {
+    if (!fresh) await refuseMisplacedLog(o.dataDir, o.walDir, state.store.consistentIndex);
+    opened = await Wal.open(walDirOf(o.dataDir, o.walDir), {
       profile: o.storageProfile,
       ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
       logger: (line) => log.info(line),

@@ -46,6 +46,15 @@ const writeBufferBytes = 1024 * 1024;
  */
 const tableCacheFiles = 74;
 const tableBytesMax = 1024 * 1024;
+/**
+ * The most one LevelDB compaction of a database of `dbBytes` writes before it deletes its inputs: its output
+ * is no larger than its inputs, which LevelDB caps at 25 tables of the target size
+ * (kExpandedCompactionByteSizeLimit) and which cannot exceed the database; plus a memtable flush and its new
+ * log. The free space a member keeps in reserve for it (the disk watch raises NOSPACE below the reserve).
+ */
+export function levelCompactionBytesMax(dbBytes: number): number {
+  return Math.min(25 * tableBytesMax, dbBytes) + 2 * writeBufferBytes;
+}
 
 /** A key never written: a sync with nothing else to write deletes it, which LevelDB logs and fsyncs. */
 const syncMarkerKey = new TextEncoder().encode('sync');

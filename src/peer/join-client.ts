@@ -113,6 +113,8 @@ async function callJoinService(o: AskOptions, url: string, method: string, paylo
     const reply = (await unary('Call', { nonce, clientNonce, method, body, mac })) as JoinReply;
     const signed = macEquals(reply.mac, tokenMac(o.token, 'server', [clientNonce, nonce, ...replyMacParts(reply)]));
     if (!reply.ok && reply.auth === true) throw new FinalError(tokenAdvice(url, reply.error));
+    // A refusal before our MAC was checked (an expired challenge) comes unsigned: worth another attempt.
+    if (!signed && !reply.ok && !(reply.mac instanceof Uint8Array && reply.mac.length > 0)) throw new Error(String(reply.error));
     if (!signed) throw new FinalError(tokenAdvice(url, 'the member could not prove it knows the join token'));
     if (reply.ok) return unpack(reply.body);
     if (reply.code !== undefined && reply.code in etcdErrors) throw new EtcdError(reply.code as EtcdErrorCode);

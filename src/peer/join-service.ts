@@ -5,18 +5,21 @@
  *
  * Authenticated by the join token without sending it, as the peer handshake (handshake.ts):
  *
- *   client → Challenge {}                                   server → { nonce: Ns }   (kept ≤ joinChallengeTtlMs, once)
+ *   client → Challenge {}                                   server → { nonce: Ns }   (stateless, join-challenges.ts)
  *   client → Call { nonce: Ns, clientNonce: Nc, method, body, mac: HMAC(token, "client" Ns Nc method body) }
  *   server → { ok, body | error, code, mac: HMAC(token, "server" Nc Ns ok body|error) }
+ *
+ * Ns serves one Call, within joinChallengeTtlMs. A Call whose MAC is wrong (or whose Ns is not ours) gets an
+ * unsigned refusal: the server signs only for a caller that proved the token.
  *
  * Only the requests a would-be member needs are served: join, members, and memberRemove (a joiner that
  * failed to start after it was added removes itself).
  */
 import type * as grpc from '@grpc/grpc-js';
-import { randomBytes } from 'node:crypto';
 import { joinChallengesMax, joinChallengeTtlMs } from '../base/limits.js';
 import { pack, unpack } from '../node/entry-codec.js';
 import { macEquals, tokenMac } from './handshake.js';
+import { JoinChallenges } from './join-challenges.js';
 
 export const joinServicePath = '/etcetera.v1.Join';
 export const joinMethods = new Set(['join', 'members', 'memberRemove']);
@@ -67,49 +70,48 @@ export interface JoinServiceHost {
 }
 
 export function joinService(host: JoinServiceHost): grpc.UntypedServiceImplementation {
-  const challenges = new Map<string, number>(); // nonce hex → expiry (ms since epoch)
-  const takeChallenge = (nonce: unknown): boolean => {
-    if (!(nonce instanceof Uint8Array)) return false;
-    const key = Buffer.from(nonce).toString('hex');
-    const expires = challenges.get(key);
-    challenges.delete(key);
-    return expires !== undefined && expires >= Date.now();
-  };
+  const challenges = new JoinChallenges({ ttlMs: joinChallengeTtlMs, usedMax: joinChallengesMax });
   const sign = (clientNonce: Uint8Array, nonce: Uint8Array, reply: Unsigned): JoinReply => ({
     ...reply,
     mac: tokenMac(host.token, 'server', [clientNonce, nonce, ...replyMacParts(reply)]),
   });
+  /**
+   * A caller that has not proved the token gets no MAC: a reply keyed with the token over data the caller
+   * chose would let it test guesses at the token offline (issue 20, item 4).
+   */
+  const refuse = (error: string, auth: boolean): JoinReply => ({ ok: false, error, auth, mac: new Uint8Array(0) });
 
   const challenge: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
-    const now = Date.now();
-    for (const [key, expires] of challenges) if (expires < now || challenges.size >= joinChallengesMax) challenges.delete(key);
-    const nonce = randomBytes(nonceBytes);
-    challenges.set(nonce.toString('hex'), now + joinChallengeTtlMs);
-    callback(null, { nonce });
+    callback(null, { nonce: challenges.issue() });
   };
 
   const call: grpc.handleUnaryCall<unknown, unknown> = (c, callback) => {
-    const req = c.request as Partial<JoinCall>;
+    const req = (typeof c.request === 'object' && c.request !== null ? c.request : {}) as Partial<JoinCall>;
     const { nonce, clientNonce, body } = req;
     const method = String(req.method);
     if (!(clientNonce instanceof Uint8Array) || clientNonce.length !== nonceBytes || !(body instanceof Uint8Array)) {
-      callback(null, { ok: false, error: 'malformed join call', mac: new Uint8Array(0) });
+      callback(null, refuse('malformed join call', false));
       return;
     }
-    const fresh = takeChallenge(nonce);
-    const expected = tokenMac(host.token, 'client', [nonce as Uint8Array, clientNonce, method, body]);
-    if (!fresh || !macEquals(req.mac, expected)) {
-      const error = fresh ? "authentication failed: the joining member does not know this cluster's join token" : 'join challenge expired or unknown';
-      callback(null, sign(clientNonce, nonce instanceof Uint8Array ? nonce : new Uint8Array(0), { ok: false, error, auth: fresh }));
+    if (!challenges.issuedAndFresh(nonce)) {
+      callback(null, refuse('join challenge expired or unknown', false));
+      return;
+    }
+    if (!macEquals(req.mac, tokenMac(host.token, 'client', [nonce, clientNonce, method, body]))) {
+      callback(null, refuse("authentication failed: the joining member does not know this cluster's join token", true));
+      return;
+    }
+    if (!challenges.consume(nonce)) {
+      callback(null, sign(clientNonce, nonce, { ok: false, error: 'join challenge already used, or too many joins at once: retry' }));
       return;
     }
     if (!joinMethods.has(method)) {
-      callback(null, sign(clientNonce, nonce as Uint8Array, { ok: false, error: `unknown join method ${method}` }));
+      callback(null, sign(clientNonce, nonce, { ok: false, error: `unknown join method ${method}` }));
       return;
     }
     host.handle(method, unpack(body)).then(
-      (result) => callback(null, sign(clientNonce, nonce as Uint8Array, { ok: true, body: pack(result) })),
-      (error: unknown) => callback(null, sign(clientNonce, nonce as Uint8Array, { ok: false, ...host.describeError(error) })),
+      (result) => callback(null, sign(clientNonce, nonce, { ok: true, body: pack(result) })),
+      (error: unknown) => callback(null, sign(clientNonce, nonce, { ok: false, ...host.describeError(error) })),
     );
   };
   return { Challenge: challenge, Call: call };

@@ -144,7 +144,23 @@ export class BatchEncoder {
 export type FrameRead =
   | { kind: 'record'; type: RecordType; lastInBatch: boolean; batchSeq: number; payload: Uint8Array; next: number }
   | { kind: 'zero' }
-  | { kind: 'bad'; reason: string };
+  | BadFrame;
+
+/**
+ * A frame that does not validate, with what recovery needs to tell a torn write from damage (segment.ts):
+ * - `cut`: the file ends inside it (its header, or the payload its length declares);
+ * - `header`: the header is not one of ours (type, reserved bits, or a length over the limit);
+ * - `crc`: the header is well formed and the declared bytes are all in the file, but the CRC mismatches.
+ * `start`: its offset; `frameEnd`: the end of the bytes the frame claims that are in the file (the header alone when its length
+ * is not believable), the region in which recovery looks for sectors that were never written.
+ */
+export interface BadFrame {
+  kind: 'bad';
+  reason: string;
+  shape: 'cut' | 'header' | 'crc';
+  start: number;
+  frameEnd: number;
+}
 
 /**
  * Reads the frame at `offset` of `buf[0, end)` without allocating: a length past `end` or beyond
@@ -152,20 +168,24 @@ export type FrameRead =
  */
 export function readFrame(buf: Uint8Array, offset: number, end: number, salt: number): FrameRead {
   if (offset + recordHeaderBytes > end) {
-    return isZero(buf, offset, end) ? { kind: 'zero' } : { kind: 'bad', reason: 'record header cut by end of file' };
+    if (isZero(buf, offset, end)) return { kind: 'zero' };
+    return { kind: 'bad', reason: 'record header cut by end of file', shape: 'cut', start: offset, frameEnd: end };
   }
   const length = u32(buf, offset);
   const type = buf[offset + 4]!;
   const flags = buf[offset + 5]!;
   if (length === 0 && type === 0 && isZero(buf, offset, offset + recordHeaderBytes)) return { kind: 'zero' };
-  if (type < RecordType.Entries || type > RecordType.SnapshotMeta) return { kind: 'bad', reason: `unknown record type ${type}` };
-  if ((flags & ~flagLastInBatch) !== 0 || buf[offset + 6] !== 0 || buf[offset + 7] !== 0) return { kind: 'bad', reason: 'reserved header bits set' };
-  if (length > walRecordBytesMax) return { kind: 'bad', reason: `record length ${length} exceeds the limit ${walRecordBytesMax}` };
+  // The bytes a well-formed length claims, for the torn-write test of a header that is not ours.
+  const claimed = length <= walRecordBytesMax && offset + recordHeaderBytes + length <= end ? offset + recordHeaderBytes + length : offset + recordHeaderBytes;
+  const badHeader = (reason: string): BadFrame => ({ kind: 'bad', reason, shape: 'header', start: offset, frameEnd: claimed });
+  if (type < RecordType.Entries || type > RecordType.SnapshotMeta) return badHeader(`unknown record type ${type}`);
+  if ((flags & ~flagLastInBatch) !== 0 || buf[offset + 6] !== 0 || buf[offset + 7] !== 0) return badHeader('reserved header bits set');
+  if (length > walRecordBytesMax) return badHeader(`record length ${length} exceeds the limit ${walRecordBytesMax}`);
   const next = offset + recordHeaderBytes + pad8(length);
-  if (next > end) return { kind: 'bad', reason: `record length ${length} runs past the end of the file` };
+  if (next > end) return { kind: 'bad', reason: `record length ${length} runs past the end of the file`, shape: 'cut', start: offset, frameEnd: end };
   const payload = buf.subarray(offset + recordHeaderBytes, offset + recordHeaderBytes + length);
   const crc = crc32c(buf, crc32c(payload, salt), offset, offset + 12);
-  if (crc !== u32(buf, offset + 12)) return { kind: 'bad', reason: 'CRC mismatch' };
+  if (crc !== u32(buf, offset + 12)) return { kind: 'bad', reason: 'CRC mismatch', shape: 'crc', start: offset, frameEnd: offset + recordHeaderBytes + length };
   return { kind: 'record', type: type as RecordType, lastInBatch: flags === flagLastInBatch, batchSeq: u32(buf, offset + 8), payload, next };
 }
 

@@ -18,7 +18,7 @@
 import { assert } from '../base/index.js';
 import { crc32c } from './crc32c.js';
 import { WalCorruptError } from './errors.js';
-import { readFrame, type RecordType } from './record.js';
+import { isZero, readFrame, type BadFrame, type RecordType } from './record.js';
 
 export const segmentHeaderBytes = 64;
 export const segmentFormatVersion = 1;
@@ -108,11 +108,30 @@ export interface ScanOptions {
 }
 
 /**
- * Scans one segment. Damage (a bad frame, or an end-of-data marker followed by more valid records) is
- * accepted as a torn tail only in the last segment and only if everything valid after it belongs to the same
- * write batch as the damaged spot: only the last batch can be unsynced (one batch is in flight at a time, and
- * each later batch is written only after the earlier one's fdatasync). Anything else is corruption (W5): we
- * refuse to start, naming file and offset, rather than silently drop synced records.
+ * Scans one segment. A frame that does not validate is either a **torn write** (a write that never finished,
+ * so never acknowledged: dropped, W2/W3) or **damage** to bytes that were written whole (refused, W5). They
+ * are told apart by structure, as etcd's decoder does (`isTornEntry`; otherwise `walpb: crc mismatch`):
+ *
+ * - A disk writes whole sectors (512 bytes, aligned in the file), in any order, and a power cut stops it
+ *   between two. Where a sector of our write did not land, a zero-filled segment still reads zeros: the
+ *   preallocation, or the zeros a file extension reads as. So a torn record shows one of two marks: **the
+ *   file ends inside it** (a write that extended the file was cut), or **a sector inside it is all zeros**
+ *   (the part of the record in that sector never reached the disk, even when a later sector did: sectors are
+ *   written out of order). An all-zero header followed by non-zero bytes (junk after the last record) is the
+ *   second mark on the header's sector.
+ * - A frame with neither mark (its header well formed, its declared length inside the file, every sector
+ *   of it holding data) was written completely; a CRC mismatch there means the bytes changed after the
+ *   write (bit rot, a bad sector, a stray write). It may be an acknowledged record: refuse to start, name
+ *   file and offset, modify nothing. The same for a non-zero header that is not ours.
+ * - Even with a mark, the damage is torn only in the last segment and only if every valid record after it
+ *   belongs to the same write batch: only the last batch can be unsynced (one batch is in flight at a time,
+ *   and each later batch is written only after the earlier one's fdatasync).
+ *
+ * Known limits, as in etcd: a payload that really holds a zeroed 512-byte-aligned stretch, or a bit flip in
+ * the length field that stretches the last record into the zeroed tail, looks torn. In a **recycled**
+ * segment the sectors a torn write missed hold its previous life's bytes, not zeros, so there no mark can be
+ * seen: a bad frame in its last batch is taken as torn (or as the end of this life's data) by the batch rule
+ * alone.
  *
  * The end of data is an all-zero header in a zero-filled segment, and the first frame that does not
  * validate in a recycled one (what follows is the previous life's data).
@@ -137,11 +156,15 @@ export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): Scan
       // Nothing of this life follows. In a recycled segment the rest is the previous life: harmless.
       if (o.recycled) return { file, records, end: offset, lastBatchSeq };
       if (frame.kind === 'zero' && firstNonZero(buf, offset) < 0) return { file, records, end: offset, lastBatchSeq };
-      const reason = frame.kind === 'zero' ? 'junk after the last record' : frame.reason;
+    }
+    const mark = frame.kind === 'zero' ? 'an all-zero record header with data after it' : tornMark(buf, frame);
+    const what = frame.kind === 'zero' ? (later.seqs.length === 0 ? 'junk after the last record' : 'valid records after the end-of-data marker') : frame.reason;
+    if (frame.kind === 'bad' && mark === undefined && !o.recycled) throw new WalCorruptError(file, offset, writtenWhole(frame));
+    const reason = mark === undefined ? what : `${what}; torn write: ${mark}`;
+    if (later.seqs.length === 0) {
       if (!o.isLast) throw new WalCorruptError(file, offset, reason);
       return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo: dataExtent(buf, offset) } };
     }
-    const reason = frame.kind === 'zero' ? 'valid records after the end-of-data marker' : frame.reason;
     // The damaged spot belongs to the batch of the last good record unless that record ended its batch.
     const prev = lastBatchSeq ?? o.prevBatchSeq;
     const damagedSeq = lastEndedBatch ? (prev === undefined ? undefined : (prev + 1) >>> 0) : prev;
@@ -150,6 +173,33 @@ export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): Scan
     const clearTo = o.recycled ? later.end : dataExtent(buf, offset);
     return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo } };
   }
+}
+
+export const sectorBytes = 512;
+
+/** The mark of a write cut short on a bad frame (see scanSegment), or undefined when it was written whole. */
+export function tornMark(buf: Uint8Array, frame: BadFrame): string | undefined {
+  if (frame.shape === 'cut') return 'the file ends inside the record';
+  const zero = zeroSectorPart(buf, frame.start, frame.frameEnd);
+  return zero === undefined ? undefined : `its part in the sector at offset ${zero} is all zeros (never written)`;
+}
+
+/** The first 512-byte sector whose part inside [start, end) is all zeros (etcd's chunks), or undefined. */
+export function zeroSectorPart(buf: Uint8Array, start: number, end: number): number | undefined {
+  for (let at = start; at < end; ) {
+    const stop = Math.min(end, (Math.floor(at / sectorBytes) + 1) * sectorBytes);
+    if (isZero(buf, at, stop)) return Math.floor(at / sectorBytes) * sectorBytes;
+    at = stop;
+  }
+  return undefined;
+}
+
+function writtenWhole(frame: BadFrame): string {
+  const declared = frame.frameEnd - frame.start;
+  if (frame.shape === 'crc') {
+    return `CRC mismatch in a complete record (walpb: crc mismatch): all ${declared} bytes it declares are in the file and no sector of it is zero, so it was written whole and changed afterwards, not torn`;
+  }
+  return `${frame.reason}: the header was written (no sector of it is zero) but is not a record header, so the log was damaged after it was written, not torn`;
 }
 
 /** Batch sequences of the valid records at 8-aligned offsets at or after `from`, and where the last ends. */
@@ -198,10 +248,6 @@ export function firstNonZero(buf: Uint8Array, from: number): number {
     assert(false, 'compare and scan disagree');
   }
   return -1;
-}
-
-function isZero(buf: Uint8Array, from: number): boolean {
-  return firstNonZero(buf, from) < 0;
 }
 
 /** Offset just past the last non-zero byte (the extent a repair must zero), at least `from`. */

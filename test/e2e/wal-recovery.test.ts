@@ -23,7 +23,7 @@ function segmentOf(dataDir: string): string {
 const sha = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 describe('a damaged last record', () => {
-  it('holding an entry the backend already applied: start refuses, names restore and rejoin, and leaves the log as it was', async () => {
+  it('torn-looking (a zeroed sector) but holding an entry the backend already applied: start refuses, names restore and rejoin, and leaves the log as it was', async () => {
     const sp = await startServer({ name: 'dmg' });
     const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
     try {
@@ -36,9 +36,11 @@ describe('a damaged last record', () => {
     await sp.kill('SIGKILL');
     const segment = segmentOf(sp.dataDir);
     const bytes = readFileSync(segment);
-    let end = bytes.length;
-    while (end > 0 && bytes[end - 1] === 0) end--;
-    bytes[end - 2000]! ^= 0xff; // inside the last entry record
+    // A sector of the last entries record zeroed: the mark of a torn write, but the backend applied the entry.
+    const record = recordOffsets(bytes).filter((r) => bytes[r.at + 4] === 1).pop()!;
+    const sector = Math.ceil((record.at + 16) / 512) * 512;
+    expect(sector + 512).toBeLessThan(record.at + 16 + record.length);
+    bytes.fill(0, sector, sector + 512);
     writeFileSync(segment, bytes);
     const before = sha(segment);
     const again = await startServer({ name: 'dmg', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, waitReady: false });
@@ -48,6 +50,72 @@ describe('a damaged last record', () => {
     expect(out).toMatch(/restore its data directory from a backup, or remove it from the cluster/);
     expect(out).not.toMatch(/torn tail/);
     expect(sha(segment)).toBe(before);
+  }, 60_000);
+});
+
+/** Offsets of the records in a segment (64-byte header, then `u32 length` + 12 header bytes + padded payload). */
+function recordOffsets(bytes: Buffer): { at: number; length: number }[] {
+  const out: { at: number; length: number }[] = [];
+  for (let at = 64; at + 16 <= bytes.length && bytes.readUInt32LE(at) !== 0; at += 16 + ((bytes.readUInt32LE(at) + 7) & ~7)) {
+    out.push({ at, length: bytes.readUInt32LE(at) });
+  }
+  return out;
+}
+
+/** A member with a few keys and a 4 KB last value, killed with SIGKILL; returns it and its last segment. */
+async function killedMember(name: string): Promise<{ sp: Awaited<ReturnType<typeof startServer>>; segment: string }> {
+  const sp = await startServer({ name });
+  const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
+  try {
+    for (let i = 0; i < 5; i++) await c.put(`k${i}`).value('v');
+    await c.put('last').value('x'.repeat(4000));
+  } finally {
+    c.close();
+  }
+  await sleep(500);
+  await sp.kill('SIGKILL');
+  return { sp, segment: segmentOf(sp.dataDir) };
+}
+
+describe('a complete last record with a CRC mismatch versus one cut short (issue 25, item 2)', () => {
+  // The last batch holds the last put's entries record, then a hard state record: both were written whole.
+  const targets = [
+    { what: 'the last record (a hard state)', pick: (recs: { at: number; length: number; type: number }[]) => recs[recs.length - 1]! },
+    { what: "the last put's entries record (acknowledged)", pick: (recs: { at: number; length: number; type: number }[]) => recs.filter((r) => r.type === 1).pop()! },
+  ];
+  it.each(targets)('four bytes flipped inside $what: start refuses with the corruption error and touches nothing', async ({ pick }) => {
+    const { sp, segment } = await killedMember('flip');
+    const bytes = readFileSync(segment);
+    const target = pick(recordOffsets(bytes).map((r) => ({ ...r, type: bytes[r.at + 4]! })));
+    for (let i = 0; i < 4; i++) bytes[target.at + 16 + ((i * 5) % target.length)]! ^= 0xa5; // inside the payload
+    writeFileSync(segment, bytes);
+    const before = sha(segment);
+    const again = await startServer({ name: 'flip', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, waitReady: false });
+    expect(await Promise.race([again.exited, sleep(20_000).then(() => 'still running')])).toBe(1);
+    const out = again.output.join('\n');
+    expect(out).toContain(`wal: corrupt data in ${segment} at offset ${target.at}: CRC mismatch in a complete record (walpb: crc mismatch)`);
+    expect(out).not.toMatch(/torn tail/);
+    expect(sha(segment)).toBe(before);
+  }, 60_000);
+
+  it('the last record cut short (the file ends inside it): starts without it, saying it was a torn write', async () => {
+    const { sp, segment } = await killedMember('cut');
+    const bytes = readFileSync(segment);
+    const last = recordOffsets(bytes).pop()!;
+    writeFileSync(segment, bytes.subarray(0, last.at + 16 + Math.floor(last.length / 2)));
+    const again = await startServer({ name: 'cut', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort });
+    const out = again.output.join('\n');
+    expect(out).toMatch(new RegExp(`torn tail at offset ${last.at} \\(record length ${last.length} runs past the end of the file; torn write: the file ends inside the record\\)`));
+    const c = new Etcd3({ hosts: again.clientUrl, dialTimeout: 2000 });
+    try {
+      await waitFor('a leader', async () => (await c.maintenance.status()).leader !== '0' || undefined);
+      expect(await c.get('k4').string()).toBe('v');
+      await c.put('after').value('y');
+      expect(await c.get('after').string()).toBe('y');
+    } finally {
+      c.close();
+    }
+    await again.kill('SIGTERM');
   }, 60_000);
 });
 

@@ -43,8 +43,8 @@ async function reopen(fs: SimFs, preallocate = true) {
   return { ...r, logs };
 }
 
-async function openError(fs: SimFs): Promise<WalCorruptError> {
-  const err: unknown = await Wal.open(dir, opts(fs)).then(
+async function openError(fs: SimFs, preallocate = true): Promise<WalCorruptError> {
+  const err: unknown = await Wal.open(dir, opts(fs, preallocate)).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -68,15 +68,80 @@ describe('torn tail (W2)', () => {
     await again.wal.close();
   });
 
-  it('a record cut in the middle (rest of the file zero) is dropped', async () => {
+  it('a record cut short (the file ends inside it, or it is zero from a sector boundary on) is dropped', async () => {
     for (const preallocate of [true, false]) {
-      const { fs, path, offsets } = await buildLog(4, () => 300, preallocate);
-      const bytes = fs.bytes(path);
-      bytes.fill(0, offsets[3]! + 100);
-      const { wal, state } = await reopen(fs, preallocate);
+      const { fs, path, offsets } = await buildLog(4, (i) => (i === 4 ? 1500 : 300), preallocate);
+      const cut = (Math.floor(offsets[3]! / 512) + 1) * 512; // the record's second sector never reached the disk
+      if (preallocate) fs.bytes(path).fill(0, cut);
+      else await (await fs.open(path, 'existing')).truncate(cut);
+      const { wal, state, logs } = await reopen(fs, preallocate);
       expect(state.entries.map((e) => e.index)).toEqual([1, 2, 3]);
+      const why = preallocate ? `its part in the sector at offset ${cut} is all zeros` : 'the file ends inside the record';
+      expect(logs.find((l) => l.includes('torn tail'))).toContain(`torn write: ${why}`);
       await wal.close();
     }
+  });
+});
+
+describe('a complete record with a CRC mismatch is corruption, not a torn write (issue 25, item 2)', () => {
+  const cases: { name: string; preallocate: boolean; damage: (bytes: Uint8Array, at: number) => void; reason: string }[] = [
+    {
+      name: 'four bytes flipped in the payload of the last record, zeroed preallocation after it',
+      preallocate: true,
+      damage: (b, at) => [40, 41, 600, 1200].forEach((i) => (b[at + 16 + i]! ^= 0x5a)),
+      reason: 'CRC mismatch in a complete record (walpb: crc mismatch)',
+    },
+    {
+      name: 'one bit flipped in the payload of the last record, the file ending with it',
+      preallocate: false,
+      damage: (b, at) => void (b[at + 16 + 700]! ^= 0x01),
+      reason: 'CRC mismatch in a complete record (walpb: crc mismatch)',
+    },
+    {
+      name: 'the type byte of the last record changed',
+      preallocate: true,
+      damage: (b, at) => void (b[at + 4] = 9),
+      reason: 'unknown record type 9: the header was written (no sector of it is zero) but is not a record header',
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: refuses to start, names file and offset, changes nothing`, async () => {
+      const { fs, path, offsets } = await buildLog(5, (i) => (i === 5 ? 1500 : 100), c.preallocate);
+      c.damage(fs.bytes(path), offsets[4]!);
+      const before = fs.bytes(path).slice();
+      const err = await openError(fs, c.preallocate);
+      expect(err.file).toBe(path);
+      expect(err.offset).toBe(offsets[4]);
+      expect(err.reason).toContain(c.reason);
+      expect(err.message).toMatch(/refusing to start$/);
+      expect(Buffer.from(fs.bytes(path)).equals(Buffer.from(before))).toBe(true);
+    });
+  }
+
+  it('a complete record in the middle of the last batch is corruption even though the batch was the last', async () => {
+    const fs = new SimFs();
+    const { wal } = await Wal.open(dir, opts(fs));
+    await wal.save({ entries: [entry(1, 100)] });
+    await wal.save({ entries: [entry(2, 100)], hardState: { term: 1, vote: 1n, commit: 1 } }); // two records, one batch
+    await wal.close();
+    const path = `${dir}/${(await fs.list(dir)).find((x) => parseSegmentName(x))!}`;
+    const bytes = fs.bytes(path);
+    const len = new DataView(bytes.buffer, bytes.byteOffset).getUint32(segmentHeaderBytes, true);
+    const at = segmentHeaderBytes + 16 + ((len + 7) & ~7);
+    bytes[at + 16 + 30]! ^= 0x80;
+    const err = await openError(fs);
+    expect(err.offset).toBe(at);
+    expect(err.reason).toContain('walpb: crc mismatch');
+  });
+
+  it('zeroed sectors inside the last record (a later sector present, an earlier one not): torn, says so, dropped', async () => {
+    const { fs, path, offsets } = await buildLog(5, (i) => (i === 5 ? 3000 : 100));
+    const first = (Math.floor(offsets[4]! / 512) + 1) * 512;
+    fs.bytes(path).fill(0, first, first + 1024); // two sectors in the middle; the record's last sectors are present
+    const { wal, state, logs } = await reopen(fs);
+    expect(state.entries.map((e) => e.index)).toEqual([1, 2, 3, 4]);
+    expect(logs.find((l) => l.includes('torn tail'))).toContain(`CRC mismatch; torn write: its part in the sector at offset ${first} is all zeros (never written)`);
+    await wal.close();
   });
 });
 
@@ -86,8 +151,9 @@ describe('zeroed tail and junk (W3)', () => {
     const end = offsets[2]! + 16 + 56 + 8;
     const bytes = fs.bytes(path);
     for (let i = end + 40; i < end + 400; i++) bytes[i] = (i * 31) & 0xff;
-    const { wal, state } = await reopen(fs);
+    const { wal, state, logs } = await reopen(fs);
     expect(state.entries.map((e) => e.index)).toEqual([1, 2, 3]);
+    expect(logs.find((l) => l.includes('torn tail'))).toContain('junk after the last record; torn write: an all-zero record header with data after it');
     expect(fs.bytes(path).subarray(end + 40, end + 400).every((b) => b === 0)).toBe(true);
     await wal.close();
   });
@@ -142,7 +208,7 @@ describe('mid-log corruption (W5)', () => {
     const snapshot = fs.bytes(path).slice();
     const err = await openError(fs);
     expect(err.message).toContain(`${path} at offset ${offsets[3]}`);
-    expect(err.reason).toBe('CRC mismatch');
+    expect(err.reason).toContain('CRC mismatch in a complete record (walpb: crc mismatch)');
     expect(Buffer.from(fs.bytes(path)).equals(Buffer.from(snapshot))).toBe(true);
     await openError(fs); // still refuses: nothing was truncated
   });

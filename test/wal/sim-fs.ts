@@ -184,17 +184,24 @@ export class SimFs implements FsPort {
   }
 }
 
-/** Applies part of the last write on top of the durable contents: a prefix, or some of its sectors. */
+/**
+ * Applies part of the last write on top of the durable contents: a prefix, or some of its sectors. A disk
+ * writes whole 512-byte sectors, aligned in the file, so a tear falls on a sector boundary (or at the write's
+ * end): recovery tells a torn record from a damaged one by a sector of it that is still zero.
+ */
 function torn(durable: Uint8Array, w: { position: number; bytes: Uint8Array }, mode: TearMode, random: () => number): Uint8Array {
   const out = new Uint8Array(Math.max(durable.length, w.position + w.bytes.length));
   out.set(durable);
+  const end = w.position + w.bytes.length;
+  const boundary = (at: number): number => Math.min(end, Math.max(w.position, Math.floor(at / 512) * 512));
   if (mode === 'prefix') {
-    const keep = Math.floor(random() * w.bytes.length);
+    const keep = boundary(w.position + Math.floor(random() * w.bytes.length)) - w.position;
     out.set(w.bytes.subarray(0, keep), w.position);
     return out.subarray(0, Math.max(durable.length, w.position + keep)).slice();
   }
-  for (let s = 0; s < w.bytes.length; s += 512) {
-    if (random() < 0.5) out.set(w.bytes.subarray(s, Math.min(w.bytes.length, s + 512)), w.position + s);
+  for (let s = w.position; s < end; s = Math.min(end, (Math.floor(s / 512) + 1) * 512)) {
+    const stop = Math.min(end, (Math.floor(s / 512) + 1) * 512);
+    if (random() < 0.5) out.set(w.bytes.subarray(s - w.position, stop - w.position), s);
   }
   return out;
 }

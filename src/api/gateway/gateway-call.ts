@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import type * as http from 'node:http';
 import * as tls from 'node:tls';
 import type { Wire } from '../grpc/proto.js';
+import { gatewayMetadata } from './gateway-metadata.js';
 
 export interface CallStatus {
   code: grpc.status;
@@ -37,10 +38,7 @@ export class GatewayCall extends EventEmitter {
     this.#sink = sink;
     this.#req = req;
     this.#peer = `${req.socket.remoteAddress ?? ''}:${req.socket.remotePort ?? ''}`;
-    this.metadata = new grpc.Metadata();
-    // grpc-gateway forwards Authorization as "authorization" metadata; etcd's auth reads the token from it.
-    const auth = req.headers.authorization;
-    if (auth !== undefined) this.metadata.set('authorization', auth);
+    this.metadata = gatewayMetadata(req.headers);
   }
 
   /** The HTTP client went away before the answer: as grpc-js on a client cancel. */

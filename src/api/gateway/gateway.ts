@@ -12,12 +12,12 @@ import * as http from 'node:http';
 import type { MethodDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { status as Status } from '@grpc/grpc-js';
 import type protobuf from 'protobufjs';
-import { gatewayJsonBytesMax } from '../../base/limits.js';
-import { assert } from '../../base/assert.js';
-import { protoRoot, serviceDefinition, type Wire } from '../grpc/proto.js';
+import { assert, AssertionError } from '../../base/assert.js';
+import { protoRoot, serviceDefinition, tooDeepRequest, type Wire } from '../grpc/proto.js';
 import { GatewayCall, type CallStatus } from './gateway-call.js';
-import { JsonRequestError, jsonToBytes, messageToJson } from './json-codec.js';
-import { JsonObjectSplitter, parseJson } from './json-stream.js';
+import { JsonDepthError, JsonRequestError, jsonToBytes, messageToJson } from './json-codec.js';
+import { JsonObjectSplitter } from './json-stream.js';
+import { BodyCutError, readBody } from './request-body.js';
 import { isGatewayPath, routeOf } from './routes.js';
 
 /** runtime.HTTPStatusFromCode of grpc-gateway v1. */
@@ -75,6 +75,7 @@ export function createGateway(services: ReadonlyMap<string, UntypedServiceImplem
     const method = serviceDefinition(route.service)[route.method] as Method;
     const exchange = new Exchange(req, res, method);
     if (method.requestStream) exchange.clientStream(impl as unknown as (call: GatewayCall) => void);
+    // single() settles every failure of the request itself; what still rejects is a broken invariant.
     else void exchange.single(impl as Function);
     return true;
   };
@@ -137,13 +138,16 @@ class Exchange {
       }
     });
     this.#req.on('end', () => !call.finished && call.emit('end'));
+    // A cut body (client gone, broken chunked framing): the response's 'close' cancels the call.
+    this.#req.on('error', () => this.#res.destroy());
   }
 
   #open(request: Wire): GatewayCall {
     const streaming = this.#method.responseStream;
     const call = new GatewayCall(this.#req, request, {
       message: (m) => {
-        const json = JSON.stringify(messageToJson(this.#responseType, this.#method.responseDeserialize(this.#method.responseSerialize(m))));
+        const json = this.#responseJson(m);
+        if (json === undefined) return false;
         if (!streaming) {
           this.#res.writeHead(200, { ...jsonHeaders, 'content-length': Buffer.byteLength(json) });
           return this.#res.write(json);
@@ -156,6 +160,21 @@ class Exchange {
     this.#res.on('drain', () => call.emit('drain'));
     this.#call = call;
     return call;
+  }
+
+  /**
+   * A response message as JSON; undefined (the call ended INTERNAL, as grpc-js ends a gRPC call whose answer
+   * it cannot encode) when protobufjs refuses it, e.g. past its nesting depth. This runs inside the handler's
+   * answer callback, where a throw would escape every catch.
+   */
+  #responseJson(m: Wire | Buffer): string | undefined {
+    try {
+      return JSON.stringify(messageToJson(this.#responseType, this.#method.responseDeserialize(this.#method.responseSerialize(m))));
+    } catch (err) {
+      if (err instanceof AssertionError) throw err;
+      this.#finish({ code: Status.INTERNAL, details: 'Error serializing response' });
+      return undefined;
+    }
   }
 
   #finish(status?: CallStatus): void {
@@ -176,13 +195,32 @@ class Exchange {
     res.end(`${JSON.stringify({ error: chunk })}\n`);
   }
 
+  /** A request that cannot be served: a bad one is answered 400, a cut one ends with its connection. */
   #fail(err: unknown): void {
+    if (err instanceof BodyCutError) {
+      this.#res.destroy();
+      return;
+    }
     if (!(err instanceof JsonRequestError)) throw err;
     this.#finish({ code: Status.INVALID_ARGUMENT, details: err.message });
   }
 
   #decode(json: unknown): Wire {
-    return this.#method.requestDeserialize(jsonToBytes(this.#requestType, json)) as Wire;
+    let bytes: Buffer;
+    try {
+      bytes = jsonToBytes(this.#requestType, json);
+    } catch (err) {
+      // A txn nested past what we decode is past etcd's op budget too: the handler answers it as etcd does.
+      const marker = err instanceof JsonDepthError ? tooDeepRequest(this.#requestType) : undefined;
+      if (marker === undefined) throw err;
+      return marker;
+    }
+    try {
+      return this.#method.requestDeserialize(bytes) as Wire;
+    } catch (err) {
+      // Bytes we just encoded from checked JSON: refusing them is our bug.
+      throw new AssertionError(`gateway: cannot decode the ${this.#requestType.name} it encoded: ${(err as Error).message}`);
+    }
   }
 }
 
@@ -194,37 +232,4 @@ function typeOf(method: Method, which: 'request' | 'response'): protobuf.Type {
   const type = which === 'request' ? m.resolvedRequestType : m.resolvedResponseType;
   assert(type !== null, `unresolved ${which} type of ${method.path}`);
   return type;
-}
-
-/** The whole body of a unary request, bounded; an empty body is `{}` (grpc-gateway tolerates EOF). */
-function readBody(req: http.IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let bytes = 0;
-    req.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes > gatewayJsonBytesMax) {
-        req.pause();
-        reject(new JsonRequestError('etcdserver: request is too large'));
-        return;
-      }
-      parts.push(chunk);
-    });
-    req.on('end', () => {
-      const body = Buffer.concat(parts);
-      if (body.toString('utf8').trim() === '') return resolve({});
-      try {
-        resolve(firstObject(body));
-      } catch (err) {
-        reject(err);
-      }
-    });
-    req.on('error', reject);
-  });
-}
-
-/** json.Decoder reads the first value and ignores the rest of the body. */
-function firstObject(body: Buffer): unknown {
-  const objects = new JsonObjectSplitter().push(body);
-  return objects.length > 0 ? objects[0] : parseJson(body);
 }

@@ -8,13 +8,19 @@
  * names or numbers, and ignores unknown fields (as etcd's gateway does).
  */
 import protobuf from 'protobufjs';
-import { assert } from '../../base/assert.js';
+import { assert, AssertionError } from '../../base/assert.js';
 import type { Wire } from '../grpc/proto.js';
-import { origFieldNames } from '../grpc/proto.js';
+import { isDepthError, origFieldNames } from '../grpc/proto.js';
+import { protobufDepthMax } from '../../base/limits.js';
 
 /** A request the gateway cannot turn into a message: answered InvalidArgument, as the gateway does. */
 export class JsonRequestError extends Error {
   override name = 'JsonRequestError';
+}
+
+/** Messages nested past protobufDepthMax (only a Txn can be): the gateway answers it as etcd (gateway.ts). */
+export class JsonDepthError extends JsonRequestError {
+  override name = 'JsonDepthError';
 }
 
 const int64Types = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
@@ -91,16 +97,36 @@ function base64Bytes(s: unknown): Buffer {
   return Buffer.from(s, 'base64');
 }
 
+/** The Go type jsonpb decodes each protobuf integer into, and its range. */
+const integerRanges: Record<string, { go: string; min: bigint; max: bigint }> = (() => {
+  const int64 = { go: 'int64', min: -(2n ** 63n), max: 2n ** 63n - 1n };
+  const uint64 = { go: 'uint64', min: 0n, max: 2n ** 64n - 1n };
+  const int32 = { go: 'int32', min: -(2n ** 31n), max: 2n ** 31n - 1n };
+  const uint32 = { go: 'uint32', min: 0n, max: 2n ** 32n - 1n };
+  return { int64, sint64: int64, sfixed64: int64, uint64, fixed64: uint64, int32, sint32: int32, sfixed32: int32, uint32, fixed32: uint32 };
+})();
+
+/**
+ * A decimal integer (JSON number or string) within its field's range. protobufjs would wrap an overflow
+ * silently (a limit of 10^22 became a valid-looking limit); etcd's gateway answers 400 with Go's message.
+ */
 function integer(field: protobuf.Field, v: unknown): unknown {
+  const range = integerRanges[field.type];
+  assert(range !== undefined, `no integer range for ${field.type}`);
+  if (typeof v === 'boolean') throw new JsonRequestError(`json: cannot unmarshal bool into Go value of type ${range.go}`);
   const text = typeof v === 'number' ? String(v) : v;
+  const outOfRange = (): JsonRequestError => new JsonRequestError(`json: cannot unmarshal number ${String(text)} into Go value of type ${range.go}`);
   if (typeof text !== 'string' || !/^-?\d+$/.test(text)) {
+    if (typeof v === 'number') throw outOfRange();
     throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}: ${JSON.stringify(v)}`);
   }
+  const n = BigInt(text);
+  if (n < range.min || n > range.max) throw outOfRange();
   return int64Types.has(field.type) ? text : Number(text);
 }
 
-function scalarFromJson(field: protobuf.Field, v: unknown): unknown {
-  if (field.resolvedType instanceof protobuf.Type) return objectFromJson(field.resolvedType, v);
+function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unknown {
+  if (field.resolvedType instanceof protobuf.Type) return objectFromJson(field.resolvedType, v, depth + 1);
   if (field.resolvedType instanceof protobuf.Enum) {
     const e = field.resolvedType;
     if (typeof v === 'string' && v in e.values) return e.values[v];
@@ -122,7 +148,8 @@ function scalarFromJson(field: protobuf.Field, v: unknown): unknown {
 }
 
 /** Plain object with protobufjs' camelCase names, ready for Type.fromObject. */
-function objectFromJson(type: protobuf.Type, json: unknown): Record<string, unknown> {
+function objectFromJson(type: protobuf.Type, json: unknown, depth: number): Record<string, unknown> {
+  if (depth > protobufDepthMax) throw new JsonDepthError('max depth exceeded');
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
     throw new JsonRequestError(`json: cannot unmarshal ${Array.isArray(json) ? 'array' : typeof json} into ${type.name}`);
   }
@@ -134,16 +161,23 @@ function objectFromJson(type: protobuf.Type, json: unknown): Record<string, unkn
     if (field === undefined || v === null) continue;
     if (field.repeated) {
       if (!Array.isArray(v)) throw new JsonRequestError(`json: cannot unmarshal into repeated field ${key}`);
-      out[field.name] = v.map((x) => scalarFromJson(field, x));
-    } else out[field.name] = scalarFromJson(field, v);
+      out[field.name] = v.map((x) => scalarFromJson(field, x, depth));
+    } else out[field.name] = scalarFromJson(field, v, depth);
   }
   return out;
 }
 
 /** A JSON value (already parsed) as a message of `type`, encoded to protobuf bytes. */
 export function jsonToBytes(type: protobuf.Type, json: unknown): Buffer {
-  const message = type.fromObject(objectFromJson(type, json));
-  const bytes = type.encode(message).finish();
+  let bytes: Uint8Array;
+  try {
+    bytes = type.encode(type.fromObject(objectFromJson(type, json, 0))).finish();
+  } catch (err) {
+    // Past our checks only nesting is left for protobufjs to refuse.
+    if (err instanceof JsonRequestError || err instanceof AssertionError) throw err;
+    if (isDepthError(err)) throw new JsonDepthError('max depth exceeded');
+    throw new JsonRequestError((err as Error).message);
+  }
   assert(bytes instanceof Uint8Array, 'protobufjs encode returned no bytes');
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }

@@ -3,7 +3,7 @@
  * WatchRequest / LeaseKeepAliveRequest messages (`{...} {...}`, any whitespace between). Bytes are scanned once:
  * the splitter only tracks string/escape state and brace depth.
  */
-import { gatewayJsonBytesMax } from '../../base/limits.js';
+import { gatewayJsonBytesMax, gatewayJsonNestingMax } from '../../base/limits.js';
 import { JsonRequestError } from './json-codec.js';
 
 export class JsonObjectSplitter {
@@ -33,7 +33,9 @@ export class JsonObjectSplitter {
         continue;
       }
       if (c === 0x22) this.#inString = true;
-      else if (c === 0x7b || c === 0x5b) this.#depth++;
+      else if (c === 0x7b || c === 0x5b) {
+        if (++this.#depth > gatewayJsonNestingMax) throw new JsonRequestError(`invalid character '${String.fromCharCode(c)}' exceeded max depth`);
+      }
       else if (c === 0x7d || c === 0x5d) {
         this.#depth--;
         if (this.#depth === 0) {

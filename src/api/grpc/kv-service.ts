@@ -18,6 +18,7 @@ import {
   num,
 } from './messages.js';
 import { encodeRangeResponse } from './fast-encode.js';
+import { isTooDeep } from './proto.js';
 
 export function kvService(api: EtcdApi): UntypedServiceImplementation {
   return {
@@ -34,6 +35,8 @@ export function kvService(api: EtcdApi): UntypedServiceImplementation {
       return encodeDeleteRange(r, encodeHeader(api.header(r.revision)));
     }),
     Txn: unary(api, async (m, ctx) => {
+      // Nested past what protobufjs decodes: far past any op budget (see protobufDepthMax).
+      if (isTooDeep(m)) throw new EtcdError('tooManyOps');
       const r = await api.txn(decodeTxn(m), ctx);
       return encodeTxn(r, encodeHeader(api.header(r.revision)));
     }),

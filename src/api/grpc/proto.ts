@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { assert } from '../../base/assert.js';
+import { protobufDepthMax } from '../../base/limits.js';
 
 /** A decoded message: protobufjs instance with camelCase fields; `$bytes` is its wire size. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -35,6 +36,9 @@ let rootCache: protobuf.Root | undefined;
 
 export function protoRoot(): protobuf.Root {
   if (rootCache) return rootCache;
+  // Process-wide settings of protobufjs, read by every generated coder at run time (see protobufDepthMax).
+  protobuf.util.recursionLimit = protobufDepthMax;
+  protobuf.Reader.recursionLimit = protobufDepthMax;
   const dir = protosDir();
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => path.join(dir, target);
@@ -80,12 +84,44 @@ function serializer(type: protobuf.Type): (value: Wire | Buffer) => Buffer {
   };
 }
 
+/** The one request type that nests (TxnRequest → RequestOp → TxnRequest). */
+const nestingRequest = '.etcdserverpb.TxnRequest';
+
+/**
+ * What a TxnRequest nested past protobufDepthMax decodes to: etcd decodes it and refuses it by its op budget,
+ * so the Txn handler answers this marker "too many operations in txn request" (isTooDeep).
+ */
+function tooDeep(bytes: number): Wire {
+  return { $tooDeep: true, $bytes: bytes };
+}
+
+export function isTooDeep(m: Wire): boolean {
+  return m.$tooDeep === true;
+}
+
+/** protobufjs' refusal of a message nested past its recursion limit. */
+export function isDepthError(err: unknown): boolean {
+  return err instanceof Error && err.message === 'max depth exceeded';
+}
+
 function deserializer(type: protobuf.Type): (buf: Buffer) => Wire {
+  const nests = type.fullName === nestingRequest;
   return (buf) => {
-    const msg = type.decode(buf) as unknown as Wire;
+    let msg: Wire;
+    try {
+      msg = type.decode(buf) as unknown as Wire;
+    } catch (err) {
+      if (nests && isDepthError(err)) return tooDeep(buf.length);
+      throw err;
+    }
     msg.$bytes = buf.length;
     return msg;
   };
+}
+
+/** The gateway's counterpart: a request type's marker for a JSON request nested too deep, if it has one. */
+export function tooDeepRequest(type: protobuf.Type): Wire | undefined {
+  return type.fullName === nestingRequest ? tooDeep(0) : undefined;
 }
 
 /** grpc-js definition of one service of the loaded protos, e.g. `serviceDefinition('etcdserverpb.KV')`. */

@@ -193,9 +193,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     sniffing.delete(socket);
     httpServer.emit('connection', socket);
   };
+  // Every client connection, whatever it turned out to speak: a stop past its grace period cuts them all.
+  const accepted = new Set<net.Socket>();
   const accept = (socket: net.Socket): void => {
     sniffing.add(socket);
-    socket.once('close', () => sniffing.delete(socket));
+    accepted.add(socket);
+    socket.once('close', () => {
+      sniffing.delete(socket);
+      accepted.delete(socket);
+    });
     routeConnection(socket, toGrpc, toHttp1, firstBytesMs);
   };
   const listeners: net.Server[] = [];
@@ -218,8 +224,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         for (const l of listeners) l.close();
         for (const socket of sniffing) socket.destroy();
         httpServer.closeAllConnections();
-        const force = setTimeout(() => server.forceShutdown(), graceMs);
-        force.unref();
+        // Open streams (watches, keep-alives) never end on their own, and grpc-js's graceful shutdown waits
+        // for them (nor does its forceShutdown reach injected connections): past the grace period every
+        // connection is cut, and clients see UNAVAILABLE, which they retry on another member (issue 26).
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          injector.destroy();
+          for (const socket of accepted) socket.destroy();
+          resolve();
+        }, graceMs);
         server.tryShutdown(() => {
           clearTimeout(force);
           resolve();

@@ -1,0 +1,94 @@
+/**
+ * O4 / W9 (issue 25, item 4), on a real small file system (a 64 MiB tmpfs; needs root to mount, skipped
+ * otherwise): filling the disk below the reserve (two smallest log segments plus one LevelDB compaction, a
+ * few MiB for this small database) raises NOSPACE before the disk is full; writes get etcd's "database space exceeded",
+ * reads are served; removing the filler clears the alarm and writes work again. A start on a disk that is
+ * completely full names the disk, the free bytes and what to delete, not "Database failed to open". Before
+ * the fix, writes went on until the member died of ENOSPC.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, statfsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Etcd3 } from 'etcd3';
+import { clientOf, closeClients, exitWithin, killAll, sleep, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+
+const MiB = 1024 * 1024;
+const mnt = tempDir('disk-full');
+const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mnt]).status === 0;
+if (!mounted) console.warn('SKIPPED: mount -t tmpfs needs root; the disk-full test cannot run');
+
+beforeAll(() => {
+  if (mounted) mkdirSync(join(mnt, 'd'), { mode: 0o700 });
+});
+
+afterAll(async () => {
+  closeClients();
+  await killAll();
+  if (mounted) spawnSync('umount', [mnt]);
+  rmSync(mnt, { recursive: true, force: true });
+}, 30_000);
+
+async function once<T>(sp: ServerProcess, fn: (c: Etcd3) => Promise<T>): Promise<T> {
+  const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
+  try {
+    return await fn(c);
+  } finally {
+    c.close();
+  }
+}
+
+const freeBytes = (): number => {
+  const s = statfsSync(mnt);
+  return s.bavail * s.bsize;
+};
+
+/** Takes space with fallocate (tmpfs supports it): leaves about `leaveBytes` free. */
+function fill(file: string, leaveBytes: number): void {
+  const bytes = Math.max(0, Math.floor((freeBytes() - leaveBytes) / 4096) * 4096);
+  const r = spawnSync('fallocate', ['-l', String(bytes), file]);
+  expect(r.status, String(r.stderr)).toBe(0);
+}
+
+describe.skipIf(!mounted)('a disk filling up', () => {
+  it('raises NOSPACE before it is full, serves reads, clears when space returns; a start on a full disk says what to delete', async () => {
+    const dataDir = join(mnt, 'd');
+    const sp = await startServer({ name: 'df', dataDir });
+    const c = clientOf(sp);
+    await waitFor('a leader', async () => ((await c.maintenance.status()).leader !== '0' ? true : undefined));
+    await c.put('k').value('v');
+    // The log prepares its next (64 MiB) segment in the background after start: let it settle.
+    let last = -1;
+    await waitFor('the next segment prepared', async () => {
+      const now = freeBytes();
+      const settled = now === last;
+      last = now;
+      await sleep(500);
+      return settled || undefined;
+    });
+    const filler = join(mnt, 'filler');
+    fill(filler, 2 * MiB); // below the reserve (2 MiB of log + one compaction of a small database + 2 MiB), not full
+
+    // A fresh client per call: etcd3's circuit breaker opens after a refusal and would hide the next answer.
+    const refused = await waitFor('a write refused for space', async () => {
+      const err = await once(sp, (w) => w.put('k2').value('x').exec()).then(() => undefined, (e: unknown) => e as Error);
+      return err !== undefined && /database space exceeded/.test(err.message) ? err : undefined;
+    }, 15_000);
+    expect(refused.message).toContain('etcdserver: mvcc: database space exceeded');
+    expect(await once(sp, (r) => r.get('k').string())).toBe('v');
+    expect(sp.output.join('\n')).toMatch(/disk nearly full; raising NOSPACE/);
+    expect(freeBytes()).toBeGreaterThan(1 * MiB);
+
+    rmSync(filler);
+    await waitFor('writes accepted again', async () => once(sp, (w) => w.put('k3').value('y').exec()).then(() => true, () => undefined), 15_000);
+    expect(await once(sp, (r) => r.get('k3').string())).toBe('y');
+
+    await sp.kill('SIGKILL');
+    fill(filler, 0);
+    const again = await startServer({ name: 'df', dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, waitReady: false });
+    expect(await exitWithin(again, 20_000)).toBe(1);
+    const out = again.output.join('\n');
+    expect(out).toMatch(new RegExp(`the disk of ${dataDir}/member/db is full \\(\\d+ bytes free\\): the backend cannot open\\. To make room, delete old scheduled snapshots`));
+    expect(out).not.toMatch(/Database failed to open"?$/m);
+  }, 120_000);
+});
