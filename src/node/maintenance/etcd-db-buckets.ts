@@ -1,8 +1,10 @@
 /**
  * The buckets of an etcd snapshot and where their entries come from in our backend. Extensible: a new
- * bucket (the auth buckets, when auth keeps its state in the backend) is one more entry in `snapshotBuckets`
- * with its `entries` (export) and, when it must survive a restore, its `restore` (import). Buckets are
- * written in name order (bbolt's root bucket is a sorted tree), whatever the order here.
+ * bucket is one more entry in `snapshotBuckets` with its `entries` (export) and, when it must survive a
+ * restore, its `restore` (import). Not exported yet: auth's 'auth', 'authUsers' and 'authRoles' buckets
+ * (src/auth/auth-store.ts keeps its state there, in our encoding, not etcd's protobuf), so a snapshot
+ * carries no users or roles. Buckets are written in name order (bbolt's root bucket is a sorted tree),
+ * whatever the order here.
  */
 import { utf8 } from '../../base/bytes.js';
 import type { BackendView, Bucket } from '../../mvcc/backend.js';

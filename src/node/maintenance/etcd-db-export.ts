@@ -29,8 +29,8 @@ export interface WriteEtcdSnapshotOptions {
   serverVersion?: string;
   /** More buckets (or replacements by name) beside the standard ones. */
   buckets?: readonly SnapshotBucket[];
-  /** Called as bytes are written, for progress. */
-  onProgress?: (bytesWritten: number) => void;
+  /** Called every 10,000 entries written, with the count so far, for progress. */
+  onProgress?: (entriesWritten: number) => void;
 }
 
 /** Write `view` (a consistent backend view; not closed here) to `path` as an etcd snapshot. */
