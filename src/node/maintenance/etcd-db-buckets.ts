@@ -1,9 +1,9 @@
 /**
  * The buckets of an etcd snapshot and where their entries come from in our backend. Extensible: a new
  * bucket is one more entry in `snapshotBuckets` with its `entries` (export) and, when it must survive a
- * restore, its `restore` (import). Not exported yet: auth's 'auth', 'authUsers' and 'authRoles' buckets
- * (src/auth/auth-store.ts keeps its state there, in our encoding, not etcd's protobuf), so a snapshot
- * carries no users or roles. Buckets are written in name order (bbolt's root bucket is a sorted tree),
+ * restore, its `restore` (import). Not exported yet: auth's 'auth', 'authUsers' and 'authRoles' buckets, so a
+ * snapshot carries no users or roles (src/auth keeps them there as etcd's authpb bytes, src/auth/authpb.ts:
+ * each is one more entry here). Buckets are written in name order (bbolt's root bucket is a sorted tree),
  * whatever the order here.
  */
 import { utf8 } from '../../base/bytes.js';
