@@ -13,8 +13,19 @@ export function tlsPolicyOptions(policy: TlsPolicy | undefined, crlFile: string 
     ...(policy?.ciphers !== undefined ? { ciphers: policy.ciphers } : {}),
     ...(policy !== undefined ? { minVersion: policy.minVersion } : {}),
     ...(policy?.maxVersion !== undefined ? { maxVersion: policy.maxVersion } : {}),
-    ...(crlFile !== undefined ? { crl: readFileSync(crlFile) } : {}),
+    ...(crlFile !== undefined ? { crl: readCrl(crlFile) } : {}),
   };
+}
+
+/**
+ * A CRL file in PEM or DER, as Go's x509.ParseCRL takes either (etcd's own fixture, integration/fixtures/
+ * revoke.crl, is DER); OpenSSL's context takes only PEM, so DER is wrapped as PEM ("Failed to parse CRL" before).
+ */
+export function readCrl(file: string): Buffer {
+  const bytes = readFileSync(file);
+  if (bytes.subarray(0, 64).toString('latin1').includes('-----BEGIN')) return bytes;
+  const lines = bytes.toString('base64').match(/.{1,64}/g) ?? [];
+  return Buffer.from(`-----BEGIN X509 CRL-----\n${lines.join('\n')}\n-----END X509 CRL-----\n`, 'latin1');
 }
 
 /** etcd (embed/serve.go, transport listener) logs every refused TLS connection with the remote address. */

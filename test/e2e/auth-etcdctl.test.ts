@@ -241,4 +241,19 @@ describe.skipIf(!runnable)('auth against etcd 3.4, through etcdctl', () => {
     expect(await ctl(ep, as('root:rootpw', 'user', 'get', 'bob'))).toContain('User: bob\nRoles: w\n');
     expect(await ctl(ep, as('root:rootpw', 'role', 'get', 'w'))).toContain('KV Read:\n\tk\nKV Write:\n\tk\n');
   }, 120_000);
+
+  it('expires leases while auth is enabled: the attached key goes, as in etcd (TestCtlV3AuthLeaseTestTimeToLiveExpired)', async () => {
+    const sp = await startServer({ name: 'auth-lease' });
+    const ep = `127.0.0.1:${sp.clientPort}`;
+    for (const s of [step('user', 'add', 'root:rootpw'), step('user', 'grant-role', 'root', 'root'), step('auth', 'enable')]) {
+      expect(await ctl(ep, s)).toMatch(/rc=0\n$/);
+    }
+    const granted = await ctl(ep, as('root:rootpw', 'lease', 'grant', '2'));
+    const id = /lease ([0-9a-f]+) granted/.exec(granted)?.[1];
+    expect(id, granted).toBeDefined();
+    expect(await ctl(ep, as('root:rootpw', 'put', 'leased', 'v', `--lease=${id}`))).toMatch(/^OK\n/m);
+    await new Promise((r) => setTimeout(r, 4500));
+    expect(await ctl(ep, as('root:rootpw', 'lease', 'timetolive', id!))).toContain(`lease ${id} already expired`);
+    expect(await ctl(ep, as('root:rootpw', 'get', 'leased'))).toMatch(/^\$ [^\n]*\nrc=0\n$/);
+  }, 60_000);
 });

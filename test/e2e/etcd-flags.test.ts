@@ -144,7 +144,9 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
     removeDir(dataDir);
   }, 90_000);
 
-  it('refuses a revoked client certificate (--client-crl-file), logs the refusal, and serves the others', async () => {
+  // The CRL in DER, as etcd's own fixture (integration/fixtures/revoke.crl) is: it failed to start with
+  // "Failed to parse CRL" before (issue 21, item 4); PEM reads the same (test/tls/tls-policy.test.ts).
+  it('refuses a revoked client certificate (--client-crl-file, a DER CRL), logs the refusal, and serves the others', async () => {
     const dataDir = tempDir('crl');
     const [client, peer] = await Promise.all([freePort(), freePort()]);
     const p = spawnCli([
@@ -152,7 +154,7 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
       '--listen-client-urls', `https://127.0.0.1:${client}`, '--advertise-client-urls', `https://127.0.0.1:${client}`,
       '--listen-peer-urls', `http://127.0.0.1:${peer}`,
       '--cert-file', serverCert, '--key-file', serverKey, '--trusted-ca-file', ca, '--client-cert-auth',
-      '--client-crl-file', join(fixtures, 'crl.pem'),
+      '--client-crl-file', join(fixtures, 'crl.der'),
       '--cipher-suites', 'TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384', '--tls-max-version', 'TLS1.2',
     ]);
     expect(await putGet(`127.0.0.1:${client}`, clientTls, 'crl')).toBe('v1');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/log.js';
-import { type AllowedIdentities, acceptVerifiedClient } from '../../src/tls/tls-policy.js';
+import { type AllowedIdentities, acceptVerifiedClient, readCrl } from '../../src/tls/tls-policy.js';
 
 const fixtures = join(import.meta.dirname, '../e2e/fixtures/crl');
 const read = (name: string): Buffer => readFileSync(join(fixtures, name));
@@ -52,5 +52,14 @@ describe('client certificate checks', () => {
     const refused = await attempt({ allowedHostnames: ['etcd.example'] }, 'client');
     expect(refused.accepted).toBe(false);
     expect(refused.log).toMatch(/not valid for any of etcd\.example/);
+  });
+
+  it('reads a CRL in DER as well as PEM, as Go does (etcd\'s own fixture is DER): both revoke the same certificate', () => {
+    const pem = readCrl(join(fixtures, 'crl.pem'));
+    const der = readCrl(join(fixtures, 'crl.der'));
+    expect(der.toString('latin1')).toMatch(/^-----BEGIN X509 CRL-----\n/);
+    expect(der.toString('latin1').replace(/\s/g, '')).toBe(pem.toString('latin1').replace(/\s/g, ''));
+    expect(() => tls.createSecureContext({ crl: der })).not.toThrow();
+    expect(() => tls.createSecureContext({ crl: read('crl.der') })).toThrow(/Failed to parse CRL/);
   });
 });

@@ -3,6 +3,7 @@
  * through Raft, promote caught-up learners, publish this member's attributes, tick watch progress.
  * Time-based decisions are made here, outside apply, and replicated as entries.
  */
+import { rootUser } from '../../auth/types.js';
 import type { Scheduler, TimerHandle } from '../../base/scheduler.js';
 import type { WatchHub } from '../../mvcc/watch-hub.js';
 import { watchProgressIntervalMs } from '../../mvcc/watch-hub.js';
@@ -62,10 +63,14 @@ export class LeaderLoops {
 
   #leaseTick(): void {
     if (!this.#h.isLeader()) return;
-    const lessor = this.#h.state().lessor;
+    const state = this.#h.state();
+    const lessor = state.lessor;
     const now = this.#h.scheduler.nowMs();
+    // etcd revokes an expired lease as root (authStore.WithRoot): no user's permissions may keep it alive.
+    // Unstamped, apply judged it as a request without a user and refused it: under auth, leases never expired.
+    const asRoot = state.auth.enabled ? { auth: { username: rootUser, revision: state.auth.revision } } : {};
     for (const id of lessor.expired(now, leaseRevokesPerTickMax)) {
-      this.#h.proposer.propose({ kind: 'leaseRevoke', leaseId: id }).catch((error: unknown) => {
+      this.#h.proposer.propose({ kind: 'leaseRevoke', leaseId: id, ...asRoot }).catch((error: unknown) => {
         this.#h.logger.debug('lease revoke not applied', { lease: id.toString(16), error: String(error) });
       });
     }
