@@ -14,10 +14,19 @@ export interface EndpointTls {
   caFile?: string;
   certFile?: string;
   keyFile?: string;
+  /** etcdctl --insecure-skip-tls-verify: accept any server certificate. */
+  insecureSkipVerify?: boolean;
+}
+
+/** etcdctl --user / --password: authenticate first, then send the token with the Snapshot call. */
+export interface EndpointUser {
+  name: string;
+  password: string;
 }
 
 export interface FetchOptions {
   tls?: EndpointTls;
+  user?: EndpointUser;
   progress?: Progress;
   /** Give up when no message arrives for this long (default 60 s). */
   idleTimeoutMs?: number;
@@ -33,7 +42,26 @@ function target(endpoint: string): { address: string; secure: boolean } {
 async function credentials(secure: boolean, tls: EndpointTls | undefined): Promise<grpc.ChannelCredentials> {
   if (!secure && tls?.caFile === undefined && tls?.certFile === undefined) return grpc.credentials.createInsecure();
   const read = (f: string | undefined): Promise<Buffer | null> => (f === undefined ? Promise.resolve(null) : readFile(f));
-  return grpc.credentials.createSsl(await read(tls?.caFile), await read(tls?.keyFile), await read(tls?.certFile));
+  const skip = tls?.insecureSkipVerify === true ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {};
+  return grpc.credentials.createSsl(await read(tls?.caFile), await read(tls?.keyFile), await read(tls?.certFile), skip);
+}
+
+/** Auth.Authenticate on the same channel: the token etcd expects in the `token` metadata of later calls. */
+async function authenticate(address: string, creds: grpc.ChannelCredentials, user: EndpointUser): Promise<grpc.Metadata> {
+  const Auth = grpc.makeGenericClientConstructor(serviceDefinition('etcdserverpb.Auth'), 'Auth');
+  const client = new Auth(address, creds) as unknown as grpc.Client & {
+    Authenticate(req: Wire, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Wire) => void): void;
+  };
+  try {
+    const res = await new Promise<Wire>((resolve, reject) =>
+      client.Authenticate({ name: user.name, password: user.password }, { deadline: Date.now() + 15_000 }, (err, r) => (err !== null ? reject(err) : resolve(r))),
+    );
+    const metadata = new grpc.Metadata();
+    metadata.set('token', String(res.token ?? ''));
+    return metadata;
+  } finally {
+    client.close();
+  }
 }
 
 function toNumber(n: unknown): number {
@@ -44,12 +72,18 @@ function toNumber(n: unknown): number {
 export async function fetchSnapshot(endpoint: string, path: string, options: FetchOptions = {}): Promise<{ sizeBytes: number }> {
   const { address, secure } = target(endpoint);
   const Client = grpc.makeGenericClientConstructor(serviceDefinition('etcdserverpb.Maintenance'), 'Maintenance');
-  const client = new Client(address, await credentials(secure, options.tls), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  const creds = await credentials(secure, options.tls);
+  const metadata = options.user !== undefined
+    ? await authenticate(address, creds, options.user).catch((err: unknown) => {
+      throw new RestoreError(`authentication at ${endpoint} failed: ${err instanceof Error ? err.message : String(err)}`);
+    })
+    : new grpc.Metadata();
+  const client = new Client(address, creds, { 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   const part = `${path}.part`;
   const file = await open(part, 'w', 0o600);
   let received = 0;
   try {
-    const call = (client as unknown as { Snapshot(req: Wire): grpc.ClientReadableStream<Wire> }).Snapshot({});
+    const call = (client as unknown as { Snapshot(req: Wire, metadata: grpc.Metadata): grpc.ClientReadableStream<Wire> }).Snapshot({}, metadata);
     const idleMs = options.idleTimeoutMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
     const arm = (): void => {

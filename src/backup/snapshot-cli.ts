@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { BboltFormatError } from '../bbolt/format.js';
 import { ConfigError } from '../config/config.js';
 import { parseInitialCluster } from '../config/config-validate.js';
-import { fetchSnapshot, type EndpointTls } from './fetch-snapshot.js';
+import { fetchSnapshot, type EndpointTls, type EndpointUser } from './fetch-snapshot.js';
 import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
 import { humanBytes, Progress, type ProgressOutput } from './progress.js';
 import { restoreSnapshotFile, snapshotStatus } from './etcd-db-file.js';
@@ -27,7 +27,8 @@ export interface CliStreams {
 }
 
 const snapshotUsage = `Usage:
-  etcetera snapshot save FILE [--endpoints HOST:PORT] [--cacert F] [--cert F] [--key F]
+  etcetera snapshot save FILE [--endpoints HOST:PORT] [--cacert F] [--cert F] [--key F] [--insecure-skip-tls-verify]
+           [--user NAME[:PASSWORD]] [--password P]     (etcdctl's ETCDCTL_* environment works too)
   etcetera snapshot status FILE [-w table|json]
   etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
            [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--wal-dir DIR] [--skip-hash-check]
@@ -39,9 +40,9 @@ Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads o
 
 const valueFlags = new Set([
   'endpoints', 'cacert', 'cert', 'key', 'write-out', 'data-dir', 'name', 'initial-cluster', 'initial-cluster-token',
-  'initial-advertise-peer-urls', 'from-etcd', 'from-kine', 'wal-dir',
+  'initial-advertise-peer-urls', 'from-etcd', 'from-kine', 'user', 'password', 'wal-dir',
 ]);
-const boolFlags = new Set(['skip-hash-check']);
+const boolFlags = new Set(['skip-hash-check', 'insecure-skip-tls-verify']);
 
 interface Args {
   positional: string[];
@@ -88,12 +89,40 @@ function restoreCluster(a: Args): RestoreCluster {
   };
 }
 
-function tlsOf(a: Args): EndpointTls {
+/**
+ * etcdctl's connection flags, each with its ETCDCTL_* environment variable as etcdctl reads them (a flag wins):
+ * --cacert, --cert, --key, --insecure-skip-tls-verify, --user NAME[:PASSWORD], --password.
+ */
+function tlsOf(a: Args, env: NodeJS.ProcessEnv = process.env): EndpointTls {
+  const ca = a.flags.get('cacert') ?? env.ETCDCTL_CACERT;
+  const cert = a.flags.get('cert') ?? env.ETCDCTL_CERT;
+  const key = a.flags.get('key') ?? env.ETCDCTL_KEY;
+  const skip = a.flags.get('insecure-skip-tls-verify') ?? env.ETCDCTL_INSECURE_SKIP_TLS_VERIFY;
   return {
-    ...(a.flags.has('cacert') ? { caFile: a.flags.get('cacert')! } : {}),
-    ...(a.flags.has('cert') ? { certFile: a.flags.get('cert')! } : {}),
-    ...(a.flags.has('key') ? { keyFile: a.flags.get('key')! } : {}),
+    ...(ca !== undefined && ca !== '' ? { caFile: ca } : {}),
+    ...(cert !== undefined && cert !== '' ? { certFile: cert } : {}),
+    ...(key !== undefined && key !== '' ? { keyFile: key } : {}),
+    ...(skip === 'true' ? { insecureSkipVerify: true } : {}),
   };
+}
+
+function userOf(a: Args, env: NodeJS.ProcessEnv = process.env): EndpointUser | undefined {
+  const user = a.flags.get('user') ?? env.ETCDCTL_USER;
+  if (user === undefined || user === '') return undefined;
+  const password = a.flags.get('password') ?? env.ETCDCTL_PASSWORD;
+  if (password !== undefined) return { name: user, password };
+  const colon = user.indexOf(':');
+  if (colon < 0) throw new ConfigError('--user needs NAME:PASSWORD, or --password (etcdctl would prompt; we do not)');
+  return { name: user.slice(0, colon), password: user.slice(colon + 1) };
+}
+
+function endpointOf(a: Args, env: NodeJS.ProcessEnv = process.env): string {
+  return (a.flags.get('endpoints') ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379').split(',')[0]!;
+}
+
+function connectionOf(a: Args): { tls: EndpointTls; user?: EndpointUser } {
+  const user = userOf(a);
+  return { tls: tlsOf(a), ...(user !== undefined ? { user } : {}) };
 }
 
 function oneFile(a: Args, verb: string): string {
@@ -152,8 +181,7 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
     switch (verb) {
       case 'save': {
         const file = oneFile(a, 'save');
-        const endpoint = (a.flags.get('endpoints') ?? '127.0.0.1:2379').split(',')[0]!;
-        const { sizeBytes } = await fetchSnapshot(endpoint, file, { tls: tlsOf(a), progress: new Progress('snapshot save', io.stderr) });
+        const { sizeBytes } = await fetchSnapshot(endpointOf(a), file, { ...connectionOf(a), progress: new Progress('snapshot save', io.stderr) });
         io.stdout.write(`Snapshot saved at ${file} (${humanBytes(sizeBytes)})\n`);
         return 0;
       }
@@ -194,7 +222,7 @@ export async function migrateCommand(argv: string[], io: CliStreams): Promise<nu
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const file = join(resolve(dataDir), 'migrate-from-etcd.db');
     try {
-      await fetchSnapshot(from.split(',')[0]!, file, { tls: tlsOf(a), progress: new Progress('fetch snapshot', io.stderr) });
+      await fetchSnapshot(from.split(',')[0]!, file, { ...connectionOf(a), progress: new Progress('fetch snapshot', io.stderr) });
       const r = await restore(file, a, io, false);
       io.stdout.write(restored(r, dataDir, a));
     } finally {

@@ -18,6 +18,7 @@ import { etcdVersion } from '../node/etcd-server.js';
 import { createLogger } from '../config/log.js';
 import { openLogOutputs } from '../config/log-outputs.js';
 import { startMember } from './member.js';
+import { dataDirModeWarning, privateUmask } from './file-modes.js';
 import { finishClusterReset } from '../backup/cluster-reset.js';
 import { restoreForClusterReset } from '../backup/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
@@ -81,6 +82,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (parsed.kind === 'version') return printVersion();
   const { config, warnings } = parsed;
+  // Everything this process creates is private to its user, as etcd's 0700 directories and 0600 files.
+  process.umask(privateUmask);
   let sinks;
   try {
     sinks = openLogOutputs(config.logOutputs);
@@ -106,6 +109,10 @@ async function main(argv: string[]): Promise<number> {
       logger.error('cluster reset: could not restore the snapshot', { path: config.clusterResetRestorePath, error: error instanceof Error ? error.message : String(error) });
       return 1;
     }
+  }
+  for (const dir of [config.dataDir, ...(config.walDir !== undefined ? [config.walDir] : [])]) {
+    const warning = await dataDirModeWarning(dir);
+    if (warning !== undefined) logger.warn(warning);
   }
   let member;
   try {

@@ -41,6 +41,7 @@ import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
 import { startDiskWatch, type DiskWatch } from './disk-watch.js';
+import { isSecretToken, joinsRefusedMessage, openDoorWarnings } from '../peer/join-secret.js';
 
 export interface RunningMember {
   readonly memberId: bigint;
@@ -97,6 +98,12 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       tickIntervalMs: o.heartbeatIntervalMs,
       unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
     });
+    for (const warning of openDoorWarnings(o, token)) log.warn(warning);
+    // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
+    // while the token is public.
+    const joinsAccepted = isSecretToken(token);
+    const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
+      !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
 
     const metrics = createServerMetrics();
     const grpcMetrics = instrumentMember(metrics.registry, backend);
@@ -114,7 +121,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       onMessages: (msgs: Message[]) => driver.step(msgs),
       onRequest: async (req) => {
         try {
-          return { ok: true, payload: await server.handlePeerRequest(req.method, req.payload) };
+          return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
         } catch (error) {
           return { ok: false, ...describePeerError(error) };
         }
@@ -223,7 +230,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       http: clientPortHttp(server, metrics.registry),
       services: [{
         definition: joinServiceDefinition,
-        implementation: joinService({ token, handle: (method, payload) => server.handlePeerRequest(method, payload), describeError: describePeerError }),
+        implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
       }],
     });
     const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));

@@ -41,11 +41,14 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
   // record is then not a torn write, and the log is left untouched).
   const dbDir = join(memberDir, 'db');
   const backend = await LevelBackend.open(dbDir, { diskBytes: () => directoryBytes(dbDir) }).catch(async (error: unknown) => {
-    if ((error as { code?: unknown }).code === 'LEVEL_LOCKED' || /lock/i.test(String((error as { cause?: unknown }).cause))) {
-      throw new Error(`${memberDir} is in use by another process; is another etcetera running on it?`);
-    }
+    const inUse = new Error(`${memberDir} is in use by another process; is another etcetera running on it?`);
+    if ((error as { code?: unknown }).code === 'LEVEL_LOCKED') throw inUse;
+    // Before the looser lock test: on a full disk the failing file may well be LOCK.
     const fs = new NodeFsPort();
-    throw (await fullDiskError(dbDir, error, (dir) => fs.freeBytes(dir), spaceAdvice(o.dataDir, walDirOf(o.dataDir, o.walDir)))) ?? error;
+    const full = await fullDiskError(dbDir, error, (dir) => fs.freeBytes(dir), spaceAdvice(o.dataDir, walDirOf(o.dataDir, o.walDir)));
+    if (full !== undefined) throw full;
+    if (/lock/i.test(String((error as { cause?: unknown }).cause))) throw inUse;
+    throw error;
   });
   const stateOptions: StateOptions = {
     quotaBackendBytes: o.quotaBackendBytes,

@@ -14,6 +14,7 @@ import { pack, unpack } from '../node/entry-codec.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors } from '../node/errors.js';
 import { joinServiceDefinition, replyMacParts, type JoinReply } from './join-service.js';
 import type { Logger } from '../config/log.js';
+import { joinsRefusedMessage } from './join-secret.js';
 import type { TlsFiles } from '../config/member-options.js';
 import { macEquals, tokenMac } from './handshake.js';
 import { PeerTransport } from './transport.js';
@@ -117,6 +118,7 @@ async function callJoinService(o: AskOptions, url: string, method: string, paylo
     if (!signed && !reply.ok && !(reply.mac instanceof Uint8Array && reply.mac.length > 0)) throw new Error(String(reply.error));
     if (!signed) throw new FinalError(tokenAdvice(url, 'the member could not prove it knows the join token'));
     if (reply.ok) return unpack(reply.body);
+    if (String(reply.error).startsWith(joinsRefusedMessage.slice(0, 40))) throw new FinalError(String(reply.error));
     if (reply.code !== undefined && reply.code in etcdErrors) throw new EtcdError(reply.code as EtcdErrorCode);
     throw new Error(reply.error);
   } catch (error) {

@@ -3,7 +3,21 @@
  * synced form the next one, capped at the profile's batchBytesMax; with a commit delay a batch waits at most
  * that long for the writers of the last sync to be back beside those already waiting.
  */
+import type { TimerHandle } from '../base/scheduler.js';
 import type { SaveRequest } from './save-request.js';
+
+/** The one timer the log needs: the commit-delay window (the simulator passes its seeded scheduler's). */
+export interface WindowTimer {
+  after(ms: number, fn: () => void): TimerHandle;
+}
+
+/** Node's timer, for a log opened without a scheduler. */
+export const nodeWindowTimer: WindowTimer = {
+  after(ms, fn) {
+    const t = setTimeout(fn, ms);
+    return { cancel: () => clearTimeout(t) };
+  },
+};
 
 export interface PendingSave {
   request: SaveRequest;
@@ -35,9 +49,12 @@ export class SaveQueue {
   /** Ends the commit-delay window in progress early (the batch is full). */
   #endWindow: (() => void) | undefined;
 
-  constructor(tuning: { batchBytesMax: number; commitDelayMs: number }) {
+  readonly #timer: WindowTimer;
+
+  constructor(tuning: { batchBytesMax: number; commitDelayMs: number }, timer: WindowTimer = nodeWindowTimer) {
     this.#batchBytesMax = tuning.batchBytesMax;
     this.#commitDelayMs = tuning.commitDelayMs;
+    this.#timer = timer;
   }
 
   get length(): number {
@@ -79,11 +96,11 @@ export class SaveQueue {
   #commitWindow(): Promise<void> {
     return new Promise((resolve) => {
       const end = (): void => {
-        clearTimeout(timer);
+        timer.cancel();
         this.#endWindow = undefined;
         resolve();
       };
-      const timer = setTimeout(end, this.#commitDelayMs);
+      const timer = this.#timer.after(this.#commitDelayMs, end);
       this.#endWindow = end;
     });
   }

@@ -131,7 +131,7 @@ export interface ScanOptions {
  * the length field that stretches the last record into the zeroed tail, looks torn. In a **recycled**
  * segment the sectors a torn write missed hold its previous life's bytes, not zeros, so there no mark can be
  * seen: a bad frame in its last batch is taken as torn (or as the end of this life's data) by the batch rule
- * alone.
+ * alone, unless it lies in one sector with this life's batch sequence (writtenInOneSector): then it is damage.
  *
  * The end of data is an all-zero header in a zero-filled segment, and the first frame that does not
  * validate in a recycled one (what follows is the previous life's data).
@@ -151,6 +151,12 @@ export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): Scan
       offset = frame.next;
       continue;
     }
+    // The batch the damaged spot belongs to: the last good record's, unless that record ended its batch.
+    const prev = lastBatchSeq ?? o.prevBatchSeq;
+    const damagedSeq = lastEndedBatch ? (prev === undefined ? undefined : (prev + 1) >>> 0) : prev;
+    if (frame.kind === 'bad' && o.recycled && writtenInOneSector(buf, frame, damagedSeq)) {
+      throw new WalCorruptError(file, offset, `${writtenWhole(frame)} (it lies in one sector, and its header is of this life of the recycled segment)`);
+    }
     const later = validRecordsAfter(buf, offset + 8, salt);
     if (later.seqs.length === 0) {
       // Nothing of this life follows. In a recycled segment the rest is the previous life: harmless.
@@ -160,16 +166,15 @@ export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): Scan
     const mark = frame.kind === 'zero' ? 'an all-zero record header with data after it' : tornMark(buf, frame);
     const what = frame.kind === 'zero' ? (later.seqs.length === 0 ? 'junk after the last record' : 'valid records after the end-of-data marker') : frame.reason;
     if (frame.kind === 'bad' && mark === undefined && !o.recycled) throw new WalCorruptError(file, offset, writtenWhole(frame));
-    const reason = mark === undefined ? what : `${what}; torn write: ${mark}`;
+    const reason = mark === undefined ? `${what}; torn write: in a recycled segment, by the batch rule alone` : `${what}; torn write: ${mark}`;
+    const notLast = `${what}; not a torn write: the segment is not the last one (only the last batch can be unsynced)`;
     if (later.seqs.length === 0) {
-      if (!o.isLast) throw new WalCorruptError(file, offset, reason);
+      if (!o.isLast) throw new WalCorruptError(file, offset, notLast);
       return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo: dataExtent(buf, offset) } };
     }
-    // The damaged spot belongs to the batch of the last good record unless that record ended its batch.
-    const prev = lastBatchSeq ?? o.prevBatchSeq;
-    const damagedSeq = lastEndedBatch ? (prev === undefined ? undefined : (prev + 1) >>> 0) : prev;
     const onlyThatBatch = later.seqs.every((s) => s === (damagedSeq ?? later.seqs[0]));
-    if (!o.isLast || !onlyThatBatch) throw new WalCorruptError(file, offset, reason);
+    if (!o.isLast) throw new WalCorruptError(file, offset, notLast);
+    if (!onlyThatBatch) throw new WalCorruptError(file, offset, `${what}; not a torn write: records of a later batch follow, so its batch was synced`);
     const clearTo = o.recycled ? later.end : dataExtent(buf, offset);
     return { file, records, end: offset, lastBatchSeq, tornAt: { offset, reason, clearTo } };
   }
@@ -182,6 +187,19 @@ export function tornMark(buf: Uint8Array, frame: BadFrame): string | undefined {
   if (frame.shape === 'cut') return 'the file ends inside the record';
   const zero = zeroSectorPart(buf, frame.start, frame.frameEnd);
   return zero === undefined ? undefined : `its part in the sector at offset ${zero} is all zeros (never written)`;
+}
+
+/**
+ * In a recycled segment a sector a torn write missed holds the previous life's bytes, so no zero marks it.
+ * But a record that lies in one sector was written by one sector write, whole or not at all: if its header
+ * carries the batch sequence this life expects there (the previous life's sequences are all older), that
+ * sector was written in this life, with the whole record, and a CRC mismatch is damage.
+ */
+function writtenInOneSector(buf: Uint8Array, frame: BadFrame, expectedSeq: number | undefined): boolean {
+  if (frame.shape !== 'crc' || expectedSeq === undefined) return false;
+  if (Math.floor(frame.start / sectorBytes) !== Math.floor((frame.frameEnd - 1) / sectorBytes)) return false;
+  const seq = (buf[frame.start + 8]! | (buf[frame.start + 9]! << 8) | (buf[frame.start + 10]! << 16) | (buf[frame.start + 11]! << 24)) >>> 0;
+  return seq === expectedSeq;
 }
 
 /** The first 512-byte sector whose part inside [start, end) is all zeros (etcd's chunks), or undefined. */

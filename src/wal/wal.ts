@@ -38,7 +38,7 @@ import { chooseProfile } from './profile-choice.js';
 import { validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
 import { recover } from './recover.js';
 import { emptySnapshotMeta } from './replay.js';
-import { SaveQueue, type PendingSave } from './save-queue.js';
+import { SaveQueue, type PendingSave, type WindowTimer } from './save-queue.js';
 import { bytesBound, SaveValidator, type SaveRequest } from './save-request.js';
 import { SegmentLog } from './segment-log.js';
 import { loadSnapshotFile, removeOldSnapshotFiles, writeSnapshotFile } from './snapshot-file.js';
@@ -56,6 +56,8 @@ export interface WalOptions {
   tuning?: Partial<WalTuning>;
   /** An index the state machine already applied (the backend's consistent index): the log must reach it. */
   appliedIndex?: number;
+  /** The commit-delay window's timer (default Node's; the simulator passes its scheduler, so a seed replays). */
+  timer?: WindowTimer;
 }
 
 export interface WalState {
@@ -111,7 +113,7 @@ export class Wal {
     this.#options = init.options;
     this.#profile = init.profile;
     this.#measuredSyncLatencyMs = init.measuredSyncLatencyMs;
-    this.#queue = new SaveQueue(init.tuning);
+    this.#queue = new SaveQueue(init.tuning, init.options.timer);
   }
 
   static async open(dir: string, options: WalOptions = {}): Promise<{ wal: Wal; state: WalState }> {

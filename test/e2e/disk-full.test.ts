@@ -38,6 +38,15 @@ async function once<T>(sp: ServerProcess, fn: (c: Etcd3) => Promise<T>): Promise
   }
 }
 
+/** On failure, the server's last lines with the error. */
+async function withOutput(sp: ServerProcess, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (error) {
+    throw new Error(`${String(error)}\n--- ${sp.name}:\n${sp.output.slice(-20).join('\n')}`, { cause: error });
+  }
+}
+
 const freeBytes = (): number => {
   const s = statfsSync(mnt);
   return s.bavail * s.bsize;
@@ -50,38 +59,48 @@ function fill(file: string, leaveBytes: number): void {
   expect(r.status, String(r.stderr)).toBe(0);
 }
 
+/** Free space settled: whatever the member writes at start (a segment being prepared, LevelDB's files) is done. */
+async function settled(): Promise<void> {
+  let last = -1;
+  let stable = 0;
+  await waitFor('free space settled', async () => {
+    const now = freeBytes();
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+    await sleep(500);
+    return stable >= 3 || undefined;
+  }, 30_000);
+}
+
+/** Filled below the reserve: writes refused, reads served; filler removed: writes accepted again. */
+async function fillAndFree(sp: ServerProcess, filler: string): Promise<void> {
+  const c = clientOf(sp);
+  await waitFor('a leader', async () => ((await c.maintenance.status()).leader !== '0' ? true : undefined));
+  await c.put('k').value('v');
+  await settled();
+  fill(filler, 2 * MiB); // below the reserve (2 MiB of log + one compaction of a small database + 2 MiB), not full
+
+  // A fresh client per call: etcd3's circuit breaker opens after a refusal and would hide the next answer.
+  const refused = await waitFor('a write refused for space', async () => {
+    const err = await once(sp, (w) => w.put('k2').value('x').exec()).then(() => undefined, (e: unknown) => e as Error);
+    return err !== undefined && /database space exceeded/.test(err.message) ? err : undefined;
+  }, 15_000);
+  expect(refused.message).toContain('etcdserver: mvcc: database space exceeded');
+  expect(await once(sp, (r) => r.get('k').string())).toBe('v');
+  expect(sp.output.join('\n')).toMatch(/disk nearly full; raising NOSPACE/);
+  expect(freeBytes()).toBeGreaterThan(1 * MiB);
+
+  rmSync(filler);
+  await waitFor('writes accepted again', async () => once(sp, (w) => w.put('k3').value('y').exec()).then(() => true, () => undefined), 15_000);
+  expect(await once(sp, (r) => r.get('k3').string())).toBe('y');
+}
+
 describe.skipIf(!mounted)('a disk filling up', () => {
   it('raises NOSPACE before it is full, serves reads, clears when space returns; a start on a full disk says what to delete', async () => {
     const dataDir = join(mnt, 'd');
-    const sp = await startServer({ name: 'df', dataDir });
-    const c = clientOf(sp);
-    await waitFor('a leader', async () => ((await c.maintenance.status()).leader !== '0' ? true : undefined));
-    await c.put('k').value('v');
-    // The log prepares its next (64 MiB) segment in the background after start: let it settle.
-    let last = -1;
-    await waitFor('the next segment prepared', async () => {
-      const now = freeBytes();
-      const settled = now === last;
-      last = now;
-      await sleep(500);
-      return settled || undefined;
-    });
     const filler = join(mnt, 'filler');
-    fill(filler, 2 * MiB); // below the reserve (2 MiB of log + one compaction of a small database + 2 MiB), not full
-
-    // A fresh client per call: etcd3's circuit breaker opens after a refusal and would hide the next answer.
-    const refused = await waitFor('a write refused for space', async () => {
-      const err = await once(sp, (w) => w.put('k2').value('x').exec()).then(() => undefined, (e: unknown) => e as Error);
-      return err !== undefined && /database space exceeded/.test(err.message) ? err : undefined;
-    }, 15_000);
-    expect(refused.message).toContain('etcdserver: mvcc: database space exceeded');
-    expect(await once(sp, (r) => r.get('k').string())).toBe('v');
-    expect(sp.output.join('\n')).toMatch(/disk nearly full; raising NOSPACE/);
-    expect(freeBytes()).toBeGreaterThan(1 * MiB);
-
-    rmSync(filler);
-    await waitFor('writes accepted again', async () => once(sp, (w) => w.put('k3').value('y').exec()).then(() => true, () => undefined), 15_000);
-    expect(await once(sp, (r) => r.get('k3').string())).toBe('y');
+    const sp = await startServer({ name: 'df', dataDir });
+    await withOutput(sp, () => fillAndFree(sp, filler));
 
     await sp.kill('SIGKILL');
     fill(filler, 0);

@@ -95,7 +95,7 @@ describe('restart with the shortest command line (O2)', () => {
     const clientPort = await freePort();
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     const dataDir = join(work, 'r');
-    const out = await runCli(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'r', '--initial-cluster', `r=${peerUrl}`, '--initial-advertise-peer-urls', peerUrl], 60_000);
+    const out = await runCli(['snapshot', 'restore', file, '--data-dir', dataDir, '--name', 'r', '--initial-cluster', `r=${peerUrl}`, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster-token', 'restored-secret'], 60_000);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain(`start it with: npx etcetera server --name r --data-dir ${dataDir} --listen-peer-urls ${peerUrl} --initial-advertise-peer-urls ${peerUrl}`);
     const clientUrl = `http://127.0.0.1:${clientPort}`;
@@ -106,7 +106,7 @@ describe('restart with the shortest command line (O2)', () => {
       });
       expect(served).toBe('yes');
       // Its peer port is the registered one: a join through it reaches the member.
-      const joiner = await startServer({ name: 'j', args: ['--server', peerUrl, '--token', 'etcd-cluster'] });
+      const joiner = await startServer({ name: 'j', args: ['--server', peerUrl, '--token', 'restored-secret'] });
       expect(await waitFor('the joiner serving the data', async () => linearizableGet(joiner.clientUrl, 'restored'), 60_000)).toBe('yes');
     } finally {
       r.stop();

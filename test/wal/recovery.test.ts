@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/raft/types.js';
 import { WalCorruptError } from '../../src/wal/errors.js';
-import { checkSegmentHeader, parseSegmentName, segmentHeaderBytes } from '../../src/wal/segment.js';
+import { checkSegmentHeader, parseSegmentName, scanSegment, segmentHeaderBytes } from '../../src/wal/segment.js';
 import { Wal, type WalOptions } from '../../src/wal/wal.js';
 import { SimFs } from './sim-fs.js';
 import { runWorkload } from './workload.js';
@@ -190,6 +190,7 @@ describe('absurd lengths (W4)', () => {
     const err = await openError(fs);
     expect(err.file).toBe(`${dir}/${first}`);
     expect(err.reason).toContain('past the end');
+    expect(err.reason).toContain('not a torn write: the segment is not the last one');
   });
 
   it('a length past the end in the last batch is a torn tail', async () => {
@@ -219,6 +220,7 @@ describe('mid-log corruption (W5)', () => {
     fs.bytes(path).fill(0, page, page + 4096);
     const err = await openError(fs);
     expect(err.file).toBe(path);
+    expect(err.reason).toContain('not a torn write: records of a later batch follow, so its batch was synced');
   });
 
   it('a missing middle segment is corruption', async () => {
@@ -353,6 +355,23 @@ describe('recycled segments', () => {
     expect(state.entries.map((e) => e.index)).toEqual(Array.from({ length: lastIndex - 30 }, (_, k) => 31 + k));
     expect(logs.some((l) => l.includes('torn'))).toBe(false);
     await wal.close();
+  });
+
+  it('a bit flip in the last record of a recycled segment, lying in one sector, is corruption (its sector was written whole)', async () => {
+    const { fs, path } = await recycledLog();
+    const bytes = fs.bytes(path);
+    const seq = parseSegmentName(path.split('/').pop()!)!.seq;
+    const { records } = scanSegment(bytes, path, { seq, recycled: true, isLast: true, prevBatchSeq: undefined });
+    const last = records[records.length - 1]!;
+    const end = last.offset + 16 + last.payload.length;
+    expect(Math.floor(last.offset / 512)).toBe(Math.floor((end - 1) / 512)); // one sector
+    bytes[last.offset + 16 + 1]! ^= 0x04;
+    const before = bytes.slice();
+    const err = await openError(fs);
+    expect(err.offset).toBe(last.offset);
+    expect(err.reason).toContain('walpb: crc mismatch');
+    expect(err.reason).toContain('it lies in one sector, and its header is of this life of the recycled segment');
+    expect(Buffer.from(fs.bytes(path)).equals(Buffer.from(before))).toBe(true);
   });
 
   it('a CRC mismatch in the middle of a recycled segment is still corruption', async () => {

@@ -86,7 +86,7 @@ async function takeBackup(n: ServerNode): Promise<Backup> {
 
 export async function runRestoreSeed(o: { seed: number; trace?: (line: string) => void }): Promise<RestoreSeedResult> {
   const rng = new Prng(o.seed ^ 0x7e5_702e);
-  const tuning = tuningOf(rng, new Set());
+  const tuning = tuningOf(rng, new Set(), o.seed);
   const sourceNodes = 1 + rng.int(3);
   const stats: RestoreSeedResult['stats'] = { sourceNodes, records: 0, writes: 0, snapshots: 0, crashes: 0 };
   const source = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters: sourceNodes, tuning });

@@ -52,6 +52,8 @@ export interface NodeTuning {
   preVote: boolean;
   maxMsgBytes: number;
   maxInflightMsgs: number;
+  /** The log's commit-delay window (the emmc and sd profiles wait 1 and 4 ms), on the simulator's timers. */
+  walCommitDelayMs: number;
   faults: Set<TestFault>;
 }
 
@@ -140,7 +142,8 @@ export class ServerNode {
     const { wal, state: walState } = await Wal.open(walDir, {
       fs: disk.fs,
       profile: 'ssd',
-      tuning: walTuning,
+      tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs },
+      timer: scheduler,
       appliedIndex: state.store.consistentIndex,
       onFatal: (error) => owner.alive && env.onFatal(this, error),
     });
