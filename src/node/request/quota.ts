@@ -18,7 +18,7 @@ export interface QuotaHost {
  * compacts its tables), so rewriting compacted keys never fills the quota.
  */
 export async function checkQuota(h: QuotaHost, bytes: number): Promise<void> {
-  // With NOSPACE raised (the quota, or a disk nearly full: member/disk-watch.ts), the apply path would refuse
+  // With NOSPACE raised (the quota, or a disk nearly full: main/disk-watch.ts), the apply path would refuse
   // this write anyway; refused here, it takes no room in the log of a disk that has little left.
   if (bytes > 0 && h.state().alarms.list().some((a) => a.alarm === 'NOSPACE')) throw new EtcdError('noSpace');
   if (!h.state().store.overQuota(bytes)) return;
