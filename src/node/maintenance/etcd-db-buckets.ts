@@ -1,10 +1,9 @@
 /**
  * The buckets of an etcd snapshot and where their entries come from in our backend. Extensible: a new
  * bucket is one more entry in `snapshotBuckets` with its `entries` (export) and, when it must survive a
- * restore, its `restore` (import). Not exported yet: auth's 'auth', 'authUsers' and 'authRoles' buckets, so a
- * snapshot carries no users or roles (src/auth keeps them there as etcd's authpb bytes, src/auth/authpb.ts:
- * each is one more entry here). Buckets are written in name order (bbolt's root bucket is a sorted tree),
- * whatever the order here.
+ * restore, its `restore` (import); the auth buckets are entries like any other (src/auth keeps users and
+ * roles as etcd's authpb bytes, src/auth/authpb.ts). Buckets are written in name order (bbolt's root bucket is
+ * a sorted tree), whatever the order here.
  */
 import { utf8 } from '../../base/bytes.js';
 import type { BackendView, Bucket } from '../../mvcc/backend.js';
