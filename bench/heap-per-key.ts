@@ -1,6 +1,6 @@
 /**
  * JS heap bytes per key of a real server (issue 10: the 512 MiB cgroup run died of a V8 heap OOM, not of the
- * cgroup). Starts `dist/src/server/cli.js` on a temporary data dir, loads keys the way bench:compare does
+ * cgroup). Starts `dist/src/main/cli.js` on a temporary data dir, loads keys the way bench:compare does
  * (Txns of 100 puts, 8 in flight), takes a V8 heap snapshot (which runs a full GC first) before and after, and
  * reports the difference per key, in total and by constructor. The memory rule says memory holds indexes and
  * bounded caches only, so the number should be a small constant per key, independent of the value size.
@@ -18,7 +18,7 @@ import { RawClient } from './compare/client.js';
 import { encodePut } from './compare/wire.js';
 import { freePort } from '../test/e2e/harness.js';
 
-const cli = resolve(import.meta.dirname, '../dist/src/server/cli.js');
+const cli = resolve(import.meta.dirname, '../dist/src/main/cli.js');
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { freePort } from '../test/e2e/harness.js';
 
-const cli = resolve(import.meta.dirname, '../dist/src/server/cli.js');
+const cli = resolve(import.meta.dirname, '../dist/src/main/cli.js');
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1] || 5);
 
 async function timeToServe(kind: 'etcd' | 'etcetera', dataDir: string): Promise<number> {

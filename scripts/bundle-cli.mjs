@@ -1,6 +1,6 @@
 /**
  * Second build step (after tsc): bundles the `etcetera` command into one file, written over tsc's
- * dist/src/server/cli.js, so the bin, `npm start` and the e2e tests all run the bundle.
+ * dist/src/main/cli.js, so the bin, `npm start` and the e2e tests all run the bundle.
  *
  * Why (issue 15, start-to-serving): the unbundled command loads ~430 ES and CommonJS modules; resolving,
  * reading and compiling them one by one cost ~120 ms of CPU before the first line of etcetera ran
@@ -16,10 +16,10 @@ import { chmodSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const outfile = `${root}dist/src/server/cli.js`;
+const outfile = `${root}dist/src/main/cli.js`;
 
 await build({
-  entryPoints: [`${root}src/server/cli.ts`],
+  entryPoints: [`${root}src/main/cli.ts`],
   outfile,
   bundle: true,
   platform: 'node',

@@ -10,15 +10,15 @@
  * ```
  * The same member serves gRPC on its client URLs, so etcdctl or kube-apiserver can use it at the same time.
  */
-import { createLogger } from './server/log.js';
-import { EmbeddedClient } from './server/embedded-client.js';
-import { startMember, type RunningMember } from './server/member.js';
-import { withMemberDefaults, type MemberOptionsInput } from './server/config/member-options.js';
+import { createLogger } from './config/log.js';
+import { EmbeddedClient } from './api/embedded-client.js';
+import { startMember, type RunningMember } from './main/member.js';
+import { withMemberDefaults, type MemberOptionsInput } from './config/member-options.js';
 
-export type { MemberOptions, MemberOptionsInput, ClusterBootstrap, TlsFiles } from './server/config/member-options.js';
-export type { EtcdApi } from './server/api.js';
-export { EmbeddedClient } from './server/embedded-client.js';
-export { EtcdError } from './server/errors.js';
+export type { MemberOptions, MemberOptionsInput, ClusterBootstrap, TlsFiles } from './config/member-options.js';
+export type { EtcdApi } from './node/server-api.js';
+export { EmbeddedClient } from './api/embedded-client.js';
+export { EtcdError } from './node/errors.js';
 export * from './mvcc/types.js';
 export * from './backup/index.js';
 

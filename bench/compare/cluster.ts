@@ -19,7 +19,7 @@ const execFileP = promisify(execFile);
 
 export type System = 'etcd' | 'etcetera';
 export const repoRoot = resolve(import.meta.dirname, '../..');
-export const etcetraCli = join(repoRoot, 'dist/src/server/cli.js');
+export const etcetraCli = join(repoRoot, 'dist/src/main/cli.js');
 export const etcdBin = '/usr/bin/etcd';
 
 export interface ClusterOptions {

@@ -11,7 +11,7 @@
 import { assert } from '../base/assert.js';
 import { compareBytes, equalBytes, utf8 } from '../base/bytes.js';
 import type { Backend, WriteBuffer } from '../mvcc/backend.js';
-import { decodeRole, decodeUser, encodeRole, encodeUser } from './codec.js';
+import { decodeRole, decodeUser, encodeRole, encodeUser } from './authpb.js';
 import { isValidPermissionRange, RangePerms } from './range-perms.js';
 import { AuthError, PermType, rootRole, rootUser, type AuthInfo, type Permission, type Role, type User } from './types.js';
 

@@ -40,7 +40,7 @@ export interface AuthInfo {
 export const rootUser = 'root';
 export const rootRole = 'root';
 
-/** Expected refusals of the auth store; the names are rows of src/server/errors.ts's table. */
+/** Expected refusals of the auth store; the names are rows of src/node/errors.ts's table. */
 export type AuthErrorCode =
   | 'rootUserNotExist'
   | 'rootRoleNotExist'

@@ -5,9 +5,9 @@
  */
 import { readFile, rename, rm, open } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { serviceDefinition, type Wire } from '../server/grpc/proto.js';
+import { serviceDefinition, type Wire } from '../api/grpc/proto.js';
 import type { Progress } from './progress.js';
-import { hasHashTrailer, verifySnapshotHash } from './snapshot-file.js';
+import { hasHashTrailer, verifySnapshotHash } from './etcd-db-file.js';
 import { RestoreError } from './import.js';
 
 export interface EndpointTls {

@@ -2,7 +2,7 @@
  * Build a fresh data directory from revision records, like `etcdctl snapshot restore`: the store holds every
  * record at its own revision (lease ids and the compaction kept), and the member belongs to a new cluster
  * made from `--initial-cluster` (ids derived as a static bootstrap derives them, so every member restored
- * with the same flags agrees). As etcd's restore does, the store is at a restore point (src/server/apply/
+ * with the same flags agrees). As etcd's restore does, the store is at a restore point (src/node/apply/
  * restore-point.ts): the member list and consistent index = member count are in the backend, and the log
  * starts with a snapshot record at that index, so a member that joins later receives the store as a
  * snapshot instead of replaying a log that never held the data. Started with `etcetera server --data-dir D`.
@@ -16,16 +16,16 @@ import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { Backend, BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
-import { LevelBackend } from '../mvcc/level-backend.js';
+import { LevelBackend } from '../node/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
-import { staticCluster, writeIdentity } from '../server/member.js';
-import { restorePointMeta, restorePointOps } from '../server/apply/restore-point.js';
-import { syncDir } from '../server/snapshot/snapshot-data.js';
-import { walDirInsideMember, walDirWhileBuilding } from '../server/member/wal-dir.js';
+import { staticCluster, writeIdentity } from '../node/identity.js';
+import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
+import { syncDir } from '../node/snapshot-data.js';
+import { walDirInsideMember, walDirWhileBuilding } from '../node/wal-dir.js';
 import { Wal, type SaveRequest } from '../wal/wal.js';
-import type { Member } from '../server/api.js';
+import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
-import { metaKeys } from './etcd-schema.js';
+import { metaKeys } from '../node/maintenance/etcd-schema.js';
 import { recordToEntry, type RevisionRecord } from './revision-record.js';
 
 /** Backend ops per batch while importing. */

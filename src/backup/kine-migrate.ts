@@ -6,7 +6,7 @@
 import { importRevisions, type ImportResult, type RestoreCluster } from './import.js';
 import { KineMapper } from './kine.js';
 import type { RevisionRecord } from './revision-record.js';
-import { readKineMeta, readKineRows } from './kine-sqlite.js';
+import { loadSqlite, readKineMeta, readKineRows } from './kine-sqlite.js';
 
 export interface KineMigrateResult extends ImportResult {
   /** The source's current revision (the largest row id). */
@@ -19,10 +19,11 @@ export async function migrateFromKine(
   dataDir: string,
   options: { cluster: RestoreCluster; onProgress?: (records: number) => void; walDir?: string },
 ): Promise<KineMigrateResult> {
-  const meta = readKineMeta(source);
+  const sqlite = await loadSqlite();
+  const meta = readKineMeta(sqlite, source);
   const mapper = new KineMapper();
   function* records(): Generator<RevisionRecord> {
-    for (const row of readKineRows(source)) {
+    for (const row of readKineRows(sqlite, source)) {
       const r = mapper.map(row);
       if (r !== undefined) yield r;
     }

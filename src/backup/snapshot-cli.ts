@@ -13,12 +13,12 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { BboltFormatError } from '../bbolt/format.js';
-import { ConfigError } from '../server/config/config.js';
-import { parseInitialCluster } from '../server/config/config-validate.js';
+import { ConfigError } from '../config/config.js';
+import { parseInitialCluster } from '../config/config-validate.js';
 import { fetchSnapshot, type EndpointTls, type EndpointUser } from './fetch-snapshot.js';
 import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
 import { humanBytes, Progress, type ProgressOutput } from './progress.js';
-import { restoreSnapshotFile, snapshotStatus } from './snapshot-file.js';
+import { restoreSnapshotFile, snapshotStatus } from './etcd-db-file.js';
 import { migrateFromKine } from './kine-migrate.js';
 
 export interface CliStreams {
@@ -161,7 +161,7 @@ function restored(r: ImportResult, dataDir: string, a: Args): string {
 
 /**
  * The exact command that starts a restored member where its cluster knows it (its peer URLs from
- * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (member/registered-urls.ts).
+ * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (main/registered-urls.ts).
  */
 function startCommand(dataDir: string, c: RestoreCluster, walDir: string | undefined): string {
   const peers = c.initialCluster.find((m) => m.name === c.name)?.peerUrls.join(',') ?? '';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { scheduledSnapshotWakeMsMax } from '../base/limits.js';
-import type { CronSchedule } from './cron.js';
+import type { CronSchedule } from '../config/cron.js';
 import { partialSuffix, pruneSnapshots, publishFile, scheduledSnapshotName } from './snapshot-dir.js';
 
 export interface SchedulerTimers {

@@ -1,7 +1,7 @@
 /**
  * A fixed-bucket histogram: counts per upper bound (Prometheus `le`, inclusive) plus an implicit +Inf
  * bucket, with sum and count. One implementation for every histogram we keep: the WAL's (snapshotted by the
- * server at scrape time) and each label set of a registry histogram (src/server/metrics/metrics.ts).
+ * server at scrape time) and each label set of a registry histogram (src/metrics/metrics.ts).
  */
 import { assert } from './assert.js';
 

@@ -4,7 +4,7 @@
  * lease ids are bigint (int64 on the wire). Response headers are filled by the server, not here: results
  * report the store revision they observed or produced.
  *
- * This file is the contract between src/mvcc and src/server. Change it only with care.
+ * This file is the contract between src/mvcc and src/node. Change it only with care.
  */
 
 export interface KeyValue {
@@ -149,7 +149,7 @@ export type MvccErrorCode =
   | 'leaseTtlTooLarge' // etcdserver: too large lease TTL
   | 'noSpace'; // etcdserver: mvcc: database space exceeded
 // Malformed requests (empty key, too many txn ops, ...) are refused before they reach the store, by the
-// server's validator (src/server/request/validate.ts), with EtcdError.
+// server's validator (src/node/request/validate.ts), with EtcdError.
 
 export class MvccError extends Error {
   override name = 'MvccError';

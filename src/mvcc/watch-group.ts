@@ -1,35 +1,12 @@
 /**
- * A watcher and the set of watchers the hub feeds live (etcd's watcher_group.go): single-key watchers are
- * found by a map lookup, range watchers by a scan (ranges are few in practice; 1,000 prefix watchers cost
- * ~1,000 byte comparisons per event, measured in bench/watch.bench.ts).
+ * The set of watchers the hub feeds live (etcd's watcher_group.go; a Watcher itself: watch-stream.ts):
+ * single-key watchers are found by a map lookup, range watchers by a scan (ranges are few in practice; 1,000
+ * prefix watchers cost ~1,000 byte comparisons per event, measured in bench/watch.bench.ts).
  */
 import { assert, compareBytes } from '../base/index.js';
-import type { WatchStream } from './watch-stream.js';
+import type { Watcher, WatcherState } from './watch-stream.js';
 
-export type WatcherState = 'synced' | 'unsynced' | 'closed';
-
-export interface Watcher {
-  readonly id: number;
-  readonly stream: WatchStream;
-  readonly key: Uint8Array;
-  /** null: the single key. Empty: every key ≥ key. Otherwise the exclusive end. */
-  readonly end: Uint8Array | null;
-  readonly startRevision: number;
-  readonly prevKv: boolean;
-  readonly fragment: boolean;
-  readonly progressNotify: boolean;
-  readonly noPut: boolean;
-  readonly noDelete: boolean;
-  /**
-   * The next revision this watcher needs. Every event with a smaller revision has been delivered (or
-   * filtered out). While synced it may lag the store (only matching writes move it); it is exact whenever the
-   * watcher leaves the synced group.
-   */
-  minRevision: number;
-  state: WatcherState;
-  /** etcd's sws.progress[id]: no event was sent since the last periodic progress tick. */
-  progressDue: boolean;
-}
+export type { Watcher, WatcherState };
 
 export function watcherMatches(w: Watcher, key: Uint8Array): boolean {
   if (w.end === null) return compareBytes(key, w.key) === 0;

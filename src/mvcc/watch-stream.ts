@@ -12,7 +12,6 @@
  *     requests while `queuedResponses` is large (etcd's recvLoop blocks on its 128-slot control channel).
  */
 import { assert, compareBytes } from '../base/index.js';
-import type { Watcher } from './watch-group.js';
 import {
   autoWatchId,
   invalidWatchId,
@@ -23,6 +22,32 @@ import {
   type WatchResponse,
   type WatchSend,
 } from './watch-types.js';
+
+/** A watcher belongs to one stream (its `stream`); the hub keeps it in the synced or unsynced group (watch-group.ts). */
+export type WatcherState = 'synced' | 'unsynced' | 'closed';
+
+export interface Watcher {
+  readonly id: number;
+  readonly stream: WatchStream;
+  readonly key: Uint8Array;
+  /** null: the single key. Empty: every key ≥ key. Otherwise the exclusive end. */
+  readonly end: Uint8Array | null;
+  readonly startRevision: number;
+  readonly prevKv: boolean;
+  readonly fragment: boolean;
+  readonly progressNotify: boolean;
+  readonly noPut: boolean;
+  readonly noDelete: boolean;
+  /**
+   * The next revision this watcher needs. Every event with a smaller revision has been delivered (or
+   * filtered out). While synced it may lag the store (only matching writes move it); it is exact whenever the
+   * watcher leaves the synced group.
+   */
+  minRevision: number;
+  state: WatcherState;
+  /** etcd's sws.progress[id]: no event was sent since the last periodic progress tick. */
+  progressDue: boolean;
+}
 
 /** What a stream needs from its hub; the hub hands a private implementation to each stream. */
 export interface WatchStreamHost {

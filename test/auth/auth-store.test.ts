@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AuthStore, type AuthHooks } from '../../src/auth/auth-store.js';
-import { decodeRole, decodeUser, encodeRole, encodeUser } from '../../src/auth/codec.js';
+import { decodeRole, decodeUser, encodeRole, encodeUser } from '../../src/auth/authpb.js';
 import { applyAuthRequest, type AuthRequest } from '../../src/auth/requests.js';
 import { AuthError, PermType } from '../../src/auth/types.js';
 import { WriteBuffer } from '../../src/mvcc/backend.js';

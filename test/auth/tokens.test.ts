@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/base/clock.js';
-import { JwtTokens } from '../../src/server/auth/jwt-tokens.js';
-import { SimpleTokens } from '../../src/server/auth/simple-tokens.js';
-import { createTokenProvider, parseGoDurationMs } from '../../src/server/auth/token-provider.js';
+import { JwtTokens } from '../../src/node/access/jwt-tokens.js';
+import { SimpleTokens } from '../../src/node/access/simple-tokens.js';
+import { createTokenProvider } from '../../src/node/access/token-provider.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'etcetera-jwt-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -105,10 +105,10 @@ describe('--auth-token', () => {
     }
   });
 
-  it('reads Go durations', () => {
-    expect(parseGoDurationMs('5m')).toBe(300_000);
-    expect(parseGoDurationMs('1h30m')).toBe(5_400_000);
-    expect(parseGoDurationMs('1.5s')).toBe(1500);
-    for (const bad of ['', '5', 'm', '5x', '-1s']) expect(() => parseGoDurationMs(bad), bad).toThrow();
+  it('refuses a jwt ttl that is not a positive Go duration (the grammar: test/config/duration.test.ts)', () => {
+    const k = keyFiles('ttl', 'rsa');
+    for (const bad of ['', '5', 'm', '5x', '-1s', '0']) {
+      expect(() => createTokenProvider(`jwt,priv-key=${k.priv},pub-key=${k.pub},sign-method=RS256,ttl=${bad}`, o), bad).toThrow(/auth-token: invalid duration/);
+    }
   });
 });

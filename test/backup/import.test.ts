@@ -11,12 +11,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { utf8, fromUtf8 } from '../../src/base/bytes.js';
 import { importRevisions, RestoreError, type RestoreCluster } from '../../src/backup/import.js';
 import type { RevisionRecord } from '../../src/backup/revision-record.js';
-import { restoreSnapshotFile } from '../../src/backup/snapshot-file.js';
-import { saveSnapshotFile } from '../../src/backup/export.js';
+import { restoreSnapshotFile } from '../../src/backup/etcd-db-file.js';
+import { saveSnapshotFile } from '../../src/node/maintenance/etcd-db-export.js';
 import { humanBytes, Progress } from '../../src/backup/progress.js';
-import { LevelBackend } from '../../src/mvcc/level-backend.js';
-import { ServerState } from '../../src/server/apply/server-state.js';
-import { staticCluster } from '../../src/server/member.js';
+import { LevelBackend } from '../../src/node/level-backend.js';
+import { ServerState } from '../../src/node/apply/server-state.js';
+import { staticCluster } from '../../src/node/identity.js';
 import { Wal } from '../../src/wal/wal.js';
 import { SortOrder, SortTarget, type RangeRequest } from '../../src/mvcc/types.js';
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KineMapper } from '../../src/backup/kine.js';
 import type { RevisionRecord } from '../../src/backup/revision-record.js';
+import Database from 'better-sqlite3';
 import { readKineMeta, readKineRows } from '../../src/backup/kine-sqlite.js';
 import { KineFixture } from './kine-fixture.js';
 
@@ -21,7 +22,7 @@ const show = (r: RevisionRecord): string =>
 function migrate(path: string): { records: string[]; mapper: KineMapper } {
   const mapper = new KineMapper();
   const records: string[] = [];
-  for (const row of readKineRows(path)) {
+  for (const row of readKineRows(Database, path)) {
     const r = mapper.map(row);
     if (r !== undefined) records.push(show(r));
   }
@@ -53,7 +54,7 @@ describe('kine state.db → revision records', () => {
     expect(mapper.compactRevision).toBe(0);
     // Only leases of live keys: b's was released with its deletion.
     expect(mapper.leases()).toEqual([{ id: 60n, ttlSeconds: 60, remainingTtlSeconds: 0 }]);
-    expect(readKineMeta(path)).toEqual({ compactRevision: 0, currentRevision: 8, rows: 8 });
+    expect(readKineMeta(Database, path)).toEqual({ compactRevision: 0, currentRevision: 8, rows: 8 });
   });
 
   it('starts from the compacted revision: superseded and deleted rows are gone, versions count from what is left', () => {
@@ -71,7 +72,7 @@ describe('kine state.db → revision records', () => {
     expect(records).toEqual(['3 /r/x =x2 create 2 v1', '6 /r/x =x3 create 2 v2', '7 /r/x =x4 create 2 v3']);
     expect(mapper.compactRevision).toBe(5);
     expect(mapper.currentRevision).toBe(7);
-    expect(readKineMeta(path).compactRevision).toBe(5);
+    expect(readKineMeta(Database, path).compactRevision).toBe(5);
   });
 
   it('refuses a file that is not a kine database, saying so', () => {
@@ -79,7 +80,7 @@ describe('kine state.db → revision records', () => {
     const k = new KineFixture(path);
     k.db.exec('DROP TABLE kine');
     k.close();
-    expect(() => [...readKineRows(path)]).toThrow(`${path} is not a kine database: table kine is missing`);
-    expect(() => [...readKineRows(join(dir, 'absent.db'))]).toThrow('cannot open kine database');
+    expect(() => [...readKineRows(Database, path)]).toThrow(`${path} is not a kine database: table kine is missing`);
+    expect(() => [...readKineRows(Database, join(dir, 'absent.db'))]).toThrow('cannot open kine database');
   });
 });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseCron } from '../../src/backup/cron.js';
+import { parseCron } from '../../src/config/cron.js';
 import { deleteSnapshots, listSnapshots, pruneSnapshots } from '../../src/backup/snapshot-dir.js';
 import { SnapshotScheduler, type SnapshotResult } from '../../src/backup/snapshot-scheduler.js';
 

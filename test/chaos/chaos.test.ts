@@ -8,7 +8,7 @@ import { killAll } from '../e2e/harness.js';
 import type { History } from './history.js';
 import { runOnce, type RunResult } from './run.js';
 import { selfTest } from './self-test.js';
-import { testFaultsEnv, type TestFault } from '../../src/server/test-faults.js';
+import { testFaultsEnv, type TestFault } from '../../src/config/test-faults.js';
 
 const fixed: { seed: number; fault: string }[] = [
   { seed: 11, fault: 'C2-kill-leader' },
@@ -50,7 +50,7 @@ describe('chaos: fixed faults on real clusters', () => {
 });
 
 /**
- * L11 with the server itself broken on purpose (src/server/test-faults.ts, switched on through the
+ * L11 with the server itself broken on purpose (src/config/test-faults.ts, switched on through the
  * environment the members inherit): the checkers must fail these runs, with the right checker.
  */
 describe('chaos: the checkers catch a server broken on purpose', () => {

@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, type ServerConfig, parseConfig } from '../../src/server/config/config.js';
-import { optionSpecs, envName } from '../../src/server/config/config-options.js';
+import { ConfigError, type ServerConfig, parseConfig } from '../../src/config/config.js';
+import { optionSpecs, envName } from '../../src/config/config-options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'etcetera-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -96,6 +96,7 @@ describe('server configuration', () => {
   it('derives periodic retention, the default initial cluster and advertised URLs', () => {
     expect(config(['--auto-compaction-retention', '1']).autoCompactionRetentionMs).toBe(3_600_000);
     expect(config(['--auto-compaction-retention', '5m']).autoCompactionRetentionMs).toBe(300_000);
+    expect(config(['--auto-compaction-retention', '1h30m']).autoCompactionRetentionMs).toBe(5_400_000);
     const c = config(['--name', 'a', '--listen-peer-urls', 'http://127.0.0.1:3380', '--initial-cluster-state', 'new']);
     expect(c.bootstrap).toEqual({ kind: 'static', state: 'new', clusterToken: 'etcd-cluster', initialCluster: [{ name: 'a', peerUrls: ['http://127.0.0.1:3380'] }] });
     const d = config(['--listen-client-urls', 'http://0.0.0.0:2379', '--advertise-client-urls', 'http://10.1.1.1:2379']);

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, type ServerConfig, parseConfig } from '../../src/server/config/config.js';
-import { optionSpecs } from '../../src/server/config/config-options.js';
+import { ConfigError, type ServerConfig, parseConfig } from '../../src/config/config.js';
+import { optionSpecs } from '../../src/config/config-options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'etcetera-etcd-flags-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

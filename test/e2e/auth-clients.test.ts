@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { serviceDefinition, type Wire } from '../../src/server/grpc/proto.js';
+import { serviceDefinition, type Wire } from '../../src/api/grpc/proto.js';
 import { freePort, killAll, removeDir, repoRoot, startServer, tempDir } from './harness.js';
 
 const clients: Etcd3[] = [];
@@ -144,7 +144,7 @@ describe('auth with the etcd3 client and raw gRPC', () => {
   }, 120_000);
 
   it('takes the common name of a verified client certificate as the user under --client-cert-auth', async () => {
-    const fixtures = join(repoRoot, 'test/transport/fixtures');
+    const fixtures = join(repoRoot, 'test/peer/fixtures');
     const [ca, cert, key] = ['ca.pem', 'peer.pem', 'peer.key'].map((f) => join(fixtures, f)) as [string, string, string];
     const port = await freePort();
     const url = `https://127.0.0.1:${port}`;

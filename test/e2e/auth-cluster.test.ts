@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { serviceDefinition, type Wire } from '../../src/server/grpc/proto.js';
+import { serviceDefinition, type Wire } from '../../src/api/grpc/proto.js';
 import { killAll, removeDir, startServer, waitFor } from './harness.js';
 
 const clients: Etcd3[] = [];

@@ -145,7 +145,7 @@ describe.runIf(enabled)('etcd command lines and config files', () => {
   }, 90_000);
 
   // The CRL in DER, as etcd's own fixture (integration/fixtures/revoke.crl) is: it failed to start with
-  // "Failed to parse CRL" before (issue 21, item 4); PEM reads the same (test/server/tls/tls-policy.test.ts).
+  // "Failed to parse CRL" before (issue 21, item 4); PEM reads the same (test/tls/tls-policy.test.ts).
   it('refuses a revoked client certificate (--client-crl-file, a DER CRL), logs the refusal, and serves the others', async () => {
     const dataDir = tempDir('crl');
     const [client, peer] = await Promise.all([freePort(), freePort()]);

@@ -1,5 +1,5 @@
 /**
- * Real etcetera processes for end-to-end tests: the built CLI (`dist/src/server/cli.js`), on 127.0.0.1 ports
+ * Real etcetera processes for end-to-end tests: the built CLI (`dist/src/main/cli.js`), on 127.0.0.1 ports
  * picked free, in temporary data directories; every process is killed when the test file ends.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { Etcd3 } from 'etcd3';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');
-export const cliPath = join(repoRoot, 'dist/src/server/cli.js');
+export const cliPath = join(repoRoot, 'dist/src/main/cli.js');
 const execFileP = promisify(execFile);
 
 export function ensureBuilt(): void {

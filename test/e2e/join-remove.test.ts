@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { pack } from '../../src/server/codec.js';
-import { joinServiceDefinition, type JoinReply } from '../../src/server/grpc/join-service.js';
-import { tokenMac } from '../../src/server/transport/handshake.js';
+import { pack } from '../../src/node/entry-codec.js';
+import { joinServiceDefinition, type JoinReply } from '../../src/peer/join-service.js';
+import { tokenMac } from '../../src/peer/handshake.js';
 import { clientOf, killAll, memberList, startServer, waitFor } from './harness.js';
 
 /** One authenticated Join call, as a token holder would make it. */

@@ -55,7 +55,7 @@ describe('errors while joining', () => {
   }, 60_000);
 
   it('a member that requires peer TLS: a joiner without the CA gets a sentence naming the flags, at once', async () => {
-    const fixtures = join(repoRoot, 'test/transport/fixtures');
+    const fixtures = join(repoRoot, 'test/peer/fixtures');
     const [ca, cert, key] = ['ca.pem', 'peer.pem', 'peer.key'].map((f) => join(fixtures, f));
     const pp = await freePort();
     const peerUrl = `https://127.0.0.1:${pp}`;

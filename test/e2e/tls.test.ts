@@ -1,7 +1,7 @@
 /**
  * TLS as etcd configures it: https client URLs with --cert-file/--key-file/--trusted-ca-file and
  * --client-cert-auth, and TLS between members with the --peer-* set; a client without a certificate is
- * refused. Certificates: test/transport/fixtures (test-only CA; SAN 127.0.0.1).
+ * refused. Certificates: test/peer/fixtures (test-only CA; SAN 127.0.0.1).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import { freePort, killAll, repoRoot, startServer, waitFor } from './harness.js';
 
-const fixtures = join(repoRoot, 'test/transport/fixtures');
+const fixtures = join(repoRoot, 'test/peer/fixtures');
 const ca = join(fixtures, 'ca.pem');
 const cert = join(fixtures, 'peer.pem');
 const key = join(fixtures, 'peer.key');

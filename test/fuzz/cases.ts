@@ -5,9 +5,9 @@
  * revoke or change membership: what a case may legitimately do must not look like lost data.
  */
 import { Prng } from '../../src/base/prng.js';
-import { pack } from '../../src/server/codec.js';
-import { messageType } from '../../src/server/grpc/proto.js';
-import { FrameType } from '../../src/server/transport/frame.js';
+import { pack } from '../../src/node/entry-codec.js';
+import { messageType } from '../../src/api/grpc/proto.js';
+import { FrameType } from '../../src/peer/frame.js';
 import { mutate, pick, randomBytes } from './mutate.js';
 import { h2ConnectionCase, http1PipelineCase } from './stream-cases.js';
 import { chunked, grpcCall, grpcMessage, h2Flag, h2Frame, h2Preface, h2Type, hpackBlock, grpcHeaders, http1Request, peerFrame } from './wire.js';

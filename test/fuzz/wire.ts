@@ -3,7 +3,7 @@
  * block of plain literals, DATA with the gRPC length prefix), and peer-transport frames. Built by hand, not
  * by a client library, so a case can break any field of any layer.
  */
-import { encodeFrame } from '../../src/server/transport/frame.js';
+import { encodeFrame } from '../../src/peer/frame.js';
 
 export const h2Preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Registry, etcdDurationBuckets, registerProcessMetrics } from '../../src/server/metrics/metrics.js';
+import { Registry, etcdDurationBuckets, registerProcessMetrics } from '../../src/metrics/metrics.js';
 
 interface Sample { name: string; labels: Record<string, string>; value: number }
 interface Parsed { help: Map<string, string>; type: Map<string, string>; samples: Sample[] }

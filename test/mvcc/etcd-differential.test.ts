@@ -16,8 +16,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Prng } from '../../src/base/prng.js';
 import { KvStore } from '../../src/mvcc/kv-store.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
-import { EtcdError, type EtcdErrorCode } from '../../src/server/errors.js';
-import { validateRequest } from '../../src/server/request/validate.js';
+import { EtcdError, type EtcdErrorCode } from '../../src/node/errors.js';
+import { validateRequest } from '../../src/node/request/validate.js';
 import {
   MvccError, type Compare, type DeleteRangeRequest, type KeyValue, type MvccErrorCode, type PutRequest, type RangeRequest,
   type RequestOp, type ResponseOp, type TxnRequest, type TxnResponse,
@@ -25,7 +25,7 @@ import {
 import { Gen } from './gen.js';
 import { FakeLeases } from './helpers.js';
 import { Model } from './model.js';
-import { validationCases } from '../server/request/validation-cases.js';
+import { validationCases } from '../node/request/validation-cases.js';
 
 const etcdPath = '/usr/bin/etcd';
 const haveEtcd = existsSync(etcdPath);

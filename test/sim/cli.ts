@@ -50,11 +50,11 @@
  * (trace), --messages (trace every delivery), --known-bugs (scenarios and checks of open FINDINGS.md entries),
  * --fault <voteBeforePersist|commitEarlierTermByCount|learnersVote> (break the core on purpose),
  * --node-seeds K, --node-fault <skip-read-index|ack-before-persist|drop-watch-event> (break the server on
- * purpose: src/server/test-faults.ts). SIM_TRACE_APPLY=1 with --verbose also traces the production members'
+ * purpose: src/config/test-faults.ts). SIM_TRACE_APPLY=1 with --verbose also traces the production members'
  * soft state, stable index, applied revisions, lease entries and lease RPCs.
  */
 import type { RaftConfig } from '../../src/raft/types.js';
-import { parseTestFaults, type TestFault } from '../../src/server/test-faults.js';
+import { parseTestFaults, type TestFault } from '../../src/config/test-faults.js';
 import { runNodeSeed, type NodeSeedResult } from './node/run-node-seed.js';
 import { runRestoreSeed } from './node/run-restore-seed.js';
 import { runSeed, type SeedResult } from './run-seed.js';

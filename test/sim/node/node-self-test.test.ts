@@ -1,10 +1,10 @@
 /**
  * The production-node simulator proves it can fail (TESTING.md L11): each planted server bug of
- * src/server/test-faults.ts is caught by the random seeds within caughtWithinSeeds, in two separate windows,
+ * src/config/test-faults.ts is caught by the random seeds within caughtWithinSeeds, in two separate windows,
  * by the check that should see it — and the same seeds pass without the bug.
  */
 import { describe, expect, it } from 'vitest';
-import type { TestFault } from '../../../src/server/test-faults.js';
+import type { TestFault } from '../../../src/config/test-faults.js';
 import { runNodeSeed } from './run-node-seed.js';
 
 /**

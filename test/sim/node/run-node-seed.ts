@@ -9,7 +9,7 @@
  * (an assertion, a WAL failure) fails the seed too.
  */
 import { Prng } from '../../../src/base/prng.js';
-import type { TestFault } from '../../../src/server/test-faults.js';
+import type { TestFault } from '../../../src/config/test-faults.js';
 import { checkHistory } from '../../chaos/check.js';
 import { describeOp } from '../../chaos/check-l1.js';
 import { ServerCluster } from './server-cluster.js';

@@ -22,7 +22,7 @@ import { Prng } from '../../../src/base/prng.js';
 import { entryToRecord, type RevisionRecord } from '../../../src/backup/revision-record.js';
 import type { LeaseRecord } from '../../../src/mvcc/lease-codec.js';
 import { decodeLeaseRecord } from '../../../src/mvcc/lease-codec.js';
-import type { Member, RequestContext } from '../../../src/server/api.js';
+import type { Member, RequestContext } from '../../../src/node/server-api.js';
 import { ServerCluster } from './server-cluster.js';
 import type { ServerNode } from './server-node.js';
 import { tuningOf } from './run-node-seed.js';

@@ -6,12 +6,12 @@
  *
  * Like the real transport: a sender learns a peer is unreachable (down or cut off) one tick later
  * (reportUnreachable), and how a snapshot stream ended (reportSnapshot); losses on a lossy link go unnoticed.
- * A MsgSnap leaves as member.ts sends it: the leader streams its backend, the data lands in the follower's
+ * A MsgSnap leaves as main/member.ts sends it: the leader streams its backend, the data lands in the follower's
  * snapshot store, then the message arrives.
  */
 import { Prng } from '../../../src/base/prng.js';
 import { MessageType, type Message } from '../../../src/raft/types.js';
-import type { Member } from '../../../src/server/api.js';
+import type { Member } from '../../../src/node/server-api.js';
 import { ServerNode, type NodeEnv, type NodeTuning } from './server-node.js';
 import { SimLoop } from './sim-loop.js';
 

@@ -1,9 +1,9 @@
 /**
- * One production member under the simulator, composed as src/server/member.ts composes it, from the same
+ * One production member under the simulator, composed as src/main/member.ts composes it, from the same
  * classes: RawNode + RaftDriver + EtcdServer (apply, ReadIndex batcher, leader loops, proposer, watch hub) +
  * Wal on the simulated file system (test/wal/sim-fs.ts) + ServerState/KvStore on the memory backend, with the
  * simulator's Scheduler and an in-memory peer network in place of timers and TCP. Left out: gRPC, HTTP,
- * bootstrap files and the join protocol (the initial members are written to the log as member.ts's static
+ * bootstrap files and the join protocol (the initial members are written to the log as main/member.ts's static
  * bootstrap does).
  *
  * What survives a crash (NodeDisk): the file system as its last syncs left it (SimFs.crashImage), the backend
@@ -16,17 +16,17 @@ import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
 import { MvccError } from '../../../src/mvcc/types.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
 import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../../../src/raft/types.js';
-import { decodeRequest } from '../../../src/server/driver/raft-request.js';
-import type { PeerResults } from '../../../src/server/cluster/peer-rpc.js';
-import type { Member } from '../../../src/server/api.js';
-import { bootstrapEntries } from '../../../src/server/member/bootstrap.js';
-import { fromMvccError } from '../../../src/server/errors.js';
-import { EtcdServer, electionTicksOf } from '../../../src/server/etcd-server.js';
-import { silentLogger } from '../../../src/server/log.js';
-import { RaftDriver } from '../../../src/server/driver/raft-driver.js';
-import { createServerMetrics } from '../../../src/server/metrics/server-metrics.js';
-import { ServerState, type StateOptions } from '../../../src/server/apply/server-state.js';
-import type { TestFault } from '../../../src/server/test-faults.js';
+import { decodeRequest } from '../../../src/node/driver/raft-request.js';
+import type { PeerResults } from '../../../src/node/peer-rpc.js';
+import type { Member } from '../../../src/node/server-api.js';
+import { bootstrapEntries } from '../../../src/node/identity.js';
+import { fromMvccError } from '../../../src/node/errors.js';
+import { EtcdServer, electionTicksOf } from '../../../src/node/etcd-server.js';
+import { silentLogger } from '../../../src/config/log.js';
+import { RaftDriver } from '../../../src/node/driver/raft-driver.js';
+import { createServerMetrics } from '../../../src/metrics/server-metrics.js';
+import { ServerState, type StateOptions } from '../../../src/node/apply/server-state.js';
+import type { TestFault } from '../../../src/config/test-faults.js';
 import { Wal } from '../../../src/wal/wal.js';
 import { restoreInto, type ImportExtras } from '../../../src/backup/import.js';
 import type { RevisionRecord } from '../../../src/backup/revision-record.js';
@@ -156,7 +156,7 @@ export class ServerNode {
       walState.entries = entries;
     }
     if (walState.snapshot.index > state.store.consistentIndex) {
-      // A crash before a received snapshot's restore finished: its data is still kept (member.ts does the same).
+      // A crash before a received snapshot's restore finished: its data is still kept (main/member.ts does the same).
       const got = disk.received.get(snapKey(walState.snapshot));
       if (got === undefined) throw new Error(`n${this.id}: backend behind the log's snapshot and its data gone`);
       state = await ServerState.restore(backend, () => iterate(got.chunks), stateOptions);
@@ -179,6 +179,11 @@ export class ServerNode {
     const node = new RawNode(config, { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied });
     if (walState.snapshot.index > 0) node.compact({ meta: walState.snapshot, data: new Uint8Array(0) }, 0);
     const ackBeforePersist = t.faults.has('ack-before-persist');
+    const driver = new RaftDriver(
+      node,
+      { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
+      { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
+    );
     const server = new EtcdServer({
       memberId: this.id,
       clusterId: env.clusterId,
@@ -213,18 +218,16 @@ export class ServerNode {
       onRemoved: () => env.trace(`n${this.id} removed`),
       notifyRemoved: () => {},
       onFatal: (error) => owner.alive && env.onFatal(this, error),
-    });
-    const driver = new RaftDriver(
-      node,
-      { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
-      { send: (messages) => owner.alive && env.send(this, messages) },
-      this.#observed(server),
-      { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
-    );
+    }, driver);
     if (!owner.alive) return;
     this.server = server;
     this.driver = driver;
-    server.start(driver, applied, walState.snapshot.index);
+    server.start({
+      appliedIndex: applied,
+      snapshotIndex: walState.snapshot.index,
+      peers: { send: (messages) => owner.alive && env.send(this, messages) },
+      app: this.#observed(server),
+    });
     env.trace(`n${this.id} serving (incarnation ${this.incarnation}, applied ${applied}, log ${walState.snapshot.index}+${walState.entries.length})`);
   }
 
@@ -270,7 +273,7 @@ export class ServerNode {
     this.disk.fs = this.disk.fs.crashImage();
   }
 
-  /** A leader's MsgSnap: stream the backend, as member.ts's snapshotStreamingTransport does. */
+  /** A leader's MsgSnap: stream the backend, as main/member.ts's snapshotStreamingTransport does. */
   async exportSnapshot(): Promise<{ meta: SnapshotMeta; chunks: Uint8Array[] } | undefined> {
     const server = this.server;
     if (server === undefined) return undefined;

@@ -15,7 +15,7 @@
  */
 import { utf8, fromUtf8 } from '../../../src/base/bytes.js';
 import type { Prng } from '../../../src/base/prng.js';
-import type { RequestContext, WatchStream } from '../../../src/server/api.js';
+import type { RequestContext, WatchStream } from '../../../src/node/server-api.js';
 import { CompareResult, CompareTarget, SortOrder, SortTarget, type KeyValue, type RangeRequest } from '../../../src/mvcc/types.js';
 import { watchCreateRequest, type WatchResponse } from '../../../src/mvcc/watch-types.js';
 import { Recorder, type Kv, type OpInput, type OpOutput, type WatchSession } from '../../chaos/history.js';

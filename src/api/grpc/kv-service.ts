@@ -1,0 +1,51 @@
+/**
+ * etcdserverpb.KV: Range, Put, DeleteRange, Txn, Compact (etcd's api/v3rpc/key.go). Requests are validated
+ * behind the EtcdApi (src/node/request/validate.ts), for every front end alike.
+ */
+import type { UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { EtcdApi } from '../../node/server-api.js';
+import { EtcdError } from '../../node/errors.js';
+import { unary } from './call.js';
+import {
+  decodeDeleteRange,
+  decodePut,
+  decodeRange,
+  decodeTxn,
+  encodeDeleteRange,
+  encodeHeader,
+  encodePut,
+  encodeTxn,
+  num,
+} from './messages.js';
+import { encodeRangeResponse } from './fast-encode.js';
+import { isTooDeep } from './proto.js';
+
+export function kvService(api: EtcdApi): UntypedServiceImplementation {
+  return {
+    Range: unary(api, async (m, ctx) => {
+      const r = await api.range(decodeRange(m), ctx);
+      return encodeRangeResponse(r, api.header(r.revision));
+    }, (m) => m.serializable === true),
+    Put: unary(api, async (m, ctx) => {
+      const r = await api.put(decodePut(m), ctx);
+      return encodePut(r, encodeHeader(api.header(r.revision)));
+    }),
+    DeleteRange: unary(api, async (m, ctx) => {
+      const r = await api.deleteRange(decodeDeleteRange(m), ctx);
+      return encodeDeleteRange(r, encodeHeader(api.header(r.revision)));
+    }),
+    Txn: unary(api, async (m, ctx) => {
+      // Nested past what protobufjs decodes: far past any op budget (see protobufDepthMax).
+      if (isTooDeep(m)) throw new EtcdError('tooManyOps');
+      const r = await api.txn(decodeTxn(m), ctx);
+      return encodeTxn(r, encodeHeader(api.header(r.revision)));
+    }),
+    Compact: unary(api, async (m, ctx) => {
+      const revision = num(m.revision);
+      // Below every possible compaction point; the core only ever sees a valid revision.
+      if (revision < 0) throw new EtcdError('compacted');
+      const r = await api.compact({ revision, physical: m.physical }, ctx);
+      return { header: encodeHeader(api.header(r.revision)) };
+    }),
+  };
+}

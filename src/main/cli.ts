@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+/**
+ * The `etcetera` command: a thin layer over the embedding API.
+ *
+ *   etcetera server [flags]     run a member (etcd's flag names; k3s's --cluster-init/--server/--token)
+ *   etcetera snapshot ls|delete|prune   the scheduled snapshot directory (src/backup/snapshot-dir-cli.ts)
+ *   etcetera version            print versions
+ *   etcetera snapshot ...       save/status/restore etcd-format snapshots (src/backup/snapshot-cli.ts)
+ *   etcetera migrate ...        restore a live etcd's data into a new data directory
+ *
+ * Signals: SIGTERM/SIGINT stop gracefully (a leader hands leadership over first, everything is flushed); a
+ * second signal exits at once. A member removed from the cluster stops and says so.
+ */
+import { readFileSync } from 'node:fs';
+import { migrateCommand, snapshotCommand } from '../backup/snapshot-cli.js';
+import { ConfigError, parseConfig } from '../config/config.js';
+import { etcdVersion } from '../node/etcd-server.js';
+import { createLogger } from '../config/log.js';
+import { openLogOutputs } from '../config/log-outputs.js';
+import { startMember } from './member.js';
+import { finishClusterReset } from '../backup/cluster-reset.js';
+import { restoreForClusterReset } from '../backup/cluster-reset-restore.js';
+import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
+import { parseTestFaults, testFaultsEnv } from '../config/test-faults.js';
+import { makeNewFilesPrivate, warnIfShared } from './private-files.js';
+
+const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
+
+Usage:
+  etcetera server [flags]    run a member (see \`etcetera server --help\`)
+  etcetera version           print the version
+  etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
+  etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
+  etcetera migrate --from-etcd URL --data-dir DIR     a live etcd's data into a new member (see \`etcetera migrate --help\`)
+  etcetera migrate --from-kine state.db --data-dir DIR   kine's SQLite database into a new member
+`;
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+    return pkg.version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function printVersion(): number {
+  process.stdout.write(`etcetera ${packageVersion()}\netcd API ${etcdVersion}\nnode ${process.version}\n`);
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(usage);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === 'version' || command === '--version') return printVersion();
+  if (command === 'snapshot' || command === 'etcd-snapshot') {
+    // ls/delete/prune (the scheduled snapshot directory) here, save/status/restore in snapshot-cli.ts.
+    const out = { stdout: (t: string) => process.stdout.write(t), stderr: (t: string) => process.stderr.write(t) };
+    return (await runSnapshotDirCommand(rest, out)) ?? snapshotCommand(rest, process);
+  }
+  if (command === 'migrate') return migrateCommand(rest, process);
+  if (command !== 'server') {
+    process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);
+    return 2;
+  }
+  let parsed;
+  try {
+    parsed = parseConfig({ argv: rest, env: process.env });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`etcetera: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  if (parsed.kind === 'help') {
+    process.stdout.write(parsed.text);
+    return 0;
+  }
+  if (parsed.kind === 'version') return printVersion();
+  const { config, warnings } = parsed;
+  let sinks;
+  try {
+    sinks = openLogOutputs(config.logOutputs);
+  } catch (error) {
+    process.stderr.write(`etcetera: cannot open --log-outputs: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const logger = createLogger({ level: config.logLevel, sink: sinks.sink, sinkSync: sinks.sinkSync });
+  for (const w of warnings) logger.warn(w);
+  makeNewFilesPrivate();
+  for (const dir of [config.dataDir, ...(config.walDir !== undefined ? [config.walDir] : [])]) await warnIfShared(dir, logger);
+  const unsafeTestFaults = parseTestFaults(process.env[testFaultsEnv]);
+  if (unsafeTestFaults.size > 0) {
+    logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });
+  }
+  if (config.clusterResetRestorePath !== undefined) {
+    try {
+      await restoreForClusterReset({
+        dataDir: config.dataDir, name: config.name, initialAdvertisePeerUrls: config.initialAdvertisePeerUrls,
+        path: config.clusterResetRestorePath, logger, nowSeconds: Math.floor(Date.now() / 1000),
+        ...(config.token !== undefined ? { token: config.token } : {}),
+        ...(config.walDir !== undefined ? { walDir: config.walDir } : {}),
+      });
+    } catch (error) {
+      logger.error('cluster reset: could not restore the snapshot', { path: config.clusterResetRestorePath, error: error instanceof Error ? error.message : String(error) });
+      return 1;
+    }
+  }
+  let member;
+  try {
+    member = await startMember({ ...config, logger, unsafeTestFaults });
+  } catch (error) {
+    logger.error('could not start', { error: error instanceof Error ? error.message : String(error) });
+    return 1;
+  }
+  logger.info('etcetera member started', { name: config.name, member: member.memberId.toString(16), clientUrls: member.clientUrls });
+  if (config.clusterReset) return finishClusterReset(member, logger);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string): void => {
+      if (stopping) {
+        logger.warn('second signal: exiting now', { signal });
+        resolve(1);
+        return;
+      }
+      stopping = true;
+      logger.info('stopping', { signal });
+      member.close().then(
+        () => resolve(0),
+        (error: unknown) => {
+          logger.error('error while stopping', { error: String(error) });
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    void member.stopped.then(({ reason }) => {
+      if (stopping) return;
+      const removed = reason.startsWith('removed');
+      if (removed) logger.warn(`stopping: this member was ${reason}`);
+      else logger.error(`stopping: ${reason}`);
+      void member.close().finally(() => resolve(removed ? 0 : 1));
+    });
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`etcetera: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

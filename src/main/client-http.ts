@@ -1,0 +1,37 @@
+/** What a member serves on HTTP/1.1 besides gRPC (etcd's /health, /version, /metrics) and its gauges. */
+import type { EtcdServer } from '../node/etcd-server.js';
+import { createMetricsHandler, createVersionHandler, type HealthResult, type MetricsRequestHandler } from '../metrics/metrics-http.js';
+import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
+
+/** What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics. */
+export function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry']): MetricsRequestHandler {
+  const routes = [createMetricsHandler({ registry, health: () => health(server) }), createVersionHandler(etcdVersion)];
+  return (req, res) => routes.some((route) => route(req, res));
+}
+
+/**
+ * etcd's /health: healthy when there is a leader, no alarm is raised, and a linearizable read succeeds
+ * (the read proves the member can reach a quorum now, not just that it saw a leader once).
+ */
+export async function health(server: EtcdServer): Promise<HealthResult> {
+  if (!server.hasLeader()) return { health: false, reason: 'RAFT NO LEADER' };
+  const alarms = server.state.alarms.list();
+  if (alarms.length > 0) return { health: false, reason: `ALARM ${alarms.map((a) => a.alarm).join(',')}` };
+  try {
+    await server.linearizableBarrier({ requireLeader: true, signal: AbortSignal.timeout(5000) });
+  } catch (error) {
+    return { health: false, reason: `QGET ERROR: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  return { health: true, reason: '' };
+}
+
+export function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {
+  m.hasLeader.set(server.hasLeader() ? 1 : 0);
+  m.isLeader.set(server.isLeader ? 1 : 0);
+  const status = server.driver.status();
+  m.proposalsCommitted.set(status.commit);
+  m.proposalsApplied.set(server.applied);
+  m.proposalsPending.set(server.pendingProposals);
+  m.dbTotalSize.set(server.state.store.dbSizeBytes());
+}

@@ -1,0 +1,168 @@
+/**
+ * Disk full (W9, O4; issue 25, item 4). A member whose disk fills exits on the first failed write (an
+ * fsync or write error is fatal, and must be), and on a small SD card that is one busy afternoon. So the
+ * member watches the free space (statfs) of the file systems of its log and its backend, and raises
+ * NOSPACE *before* they fill, while a reserve is left (diskReserveBytes):
+ *
+ *   reserve = the log's next segments: when space is short the log prepares each next segment at half the
+ *             free space, down to walSegmentBytesMin (segment-log.ts), so two of those (the one prepared
+ *             ahead and the one after it) keep it appending
+ *           + one LevelDB compaction (levelCompactionBytesMax: it writes its output, at most its inputs,
+ *             before deleting them)
+ *
+ * With NOSPACE raised, writes are refused with etcd's "etcdserver: mvcc: database space exceeded" (the apply
+ * path's capped applier, as for the quota), reads, deletes, compaction and alarms still work. The watch
+ * clears the alarm once every watched file system has the reserve plus a margin again (no flapping at the
+ * edge) and the store is within its quota, but only an alarm it raised, or found while the disk was short
+ * (after a restart): a NOSPACE the quota raised stays until `etcdctl alarm disarm`, as in etcd.
+ *
+ * Polled every diskWatchIntervalMs: a burst of writes between two polls must fit in the reserve, which at
+ * the 1.5 MiB request limit takes more than a second of the fastest device's writes.
+ */
+import { join } from 'node:path';
+import { walSegmentBytesMin } from '../base/limits.js';
+import { levelCompactionBytesMax } from '../node/level-backend.js';
+import type { AlarmMember } from '../mvcc/types.js';
+import { NodeFsPort } from '../wal/fs-port.js';
+import type { MemberOptions } from '../config/member-options.js';
+import type { EtcdServer } from '../node/etcd-server.js';
+import type { Logger } from '../config/log.js';
+import { walDirOf } from '../node/wal-dir.js';
+
+export const diskWatchIntervalMs = 1000;
+/** The log's share of the reserve (see above). */
+export const walReserveBytes = 2 * walSegmentBytesMin;
+
+export function diskReserveBytes(dbBytes: number): number {
+  return walReserveBytes + levelCompactionBytesMax(dbBytes);
+}
+/** Space above the reserve before the alarm is cleared. */
+export const diskClearMarginBytes = 8 * 1024 * 1024;
+
+export interface DiskWatchHost {
+  memberId: bigint;
+  /** The directories whose file systems are watched: the log's and the backend's. */
+  dirs: readonly string[];
+  /** The free space to keep (diskReserveBytes of the backend's current size). */
+  reserveBytes(): number;
+  /** statfs: bytes free for this process; undefined when unknown. */
+  freeBytes(dir: string): Promise<number | undefined>;
+  alarms(): AlarmMember[];
+  overQuota(): boolean;
+  setNoSpace(action: 'activate' | 'deactivate'): Promise<void>;
+  logger: Logger;
+  /** What an operator can delete to make room (named in the log). */
+  advice: string;
+}
+
+export class DiskWatch {
+  readonly #h: DiskWatchHost;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  /** This member's NOSPACE is the disk's: raised here, or present while the disk was short. */
+  #ours = false;
+
+  constructor(host: DiskWatchHost) {
+    this.#h = host;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => {
+      this.#running ??= this.check()
+        .catch((error: unknown) => this.#h.logger.warn('disk watch: check failed', { error: error instanceof Error ? error.message : String(error) }))
+        .finally(() => (this.#running = undefined));
+    }, diskWatchIntervalMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    await this.#running;
+  }
+
+  /** One look at the disks: raise or clear this member's NOSPACE. */
+  async check(): Promise<void> {
+    const h = this.#h;
+    const low = await this.#lowest();
+    if (low === undefined) return;
+    const raised = h.alarms().some((a) => a.alarm === 'NOSPACE' && a.memberId === h.memberId);
+    const reserveBytes = h.reserveBytes();
+    if (low.freeBytes < reserveBytes) {
+      if (raised) {
+        this.#ours = true;
+        return;
+      }
+      h.logger.warn('disk nearly full; raising NOSPACE (writes are refused, reads still served, cleared when space returns)', {
+        dir: low.dir, freeBytes: low.freeBytes, reserveBytes, advice: h.advice,
+      });
+      await h.setNoSpace('activate');
+      this.#ours = true;
+    } else if (raised && this.#ours && low.freeBytes >= reserveBytes + diskClearMarginBytes && !h.overQuota()) {
+      h.logger.info('disk space is back; clearing NOSPACE', { dir: low.dir, freeBytes: low.freeBytes, reserveBytes });
+      await h.setNoSpace('deactivate');
+      this.#ours = false;
+    } else if (!raised) {
+      this.#ours = false; // disarmed by an operator meanwhile
+    }
+  }
+
+  async #lowest(): Promise<{ dir: string; freeBytes: number } | undefined> {
+    let low: { dir: string; freeBytes: number } | undefined;
+    for (const dir of this.#h.dirs) {
+      const free = await this.#h.freeBytes(dir);
+      if (free !== undefined && (low === undefined || free < low.freeBytes)) low = { dir, freeBytes: free };
+    }
+    return low;
+  }
+}
+
+/** What an operator of this data directory can delete to make room. */
+export function spaceAdvice(dataDir: string, walDir: string): string {
+  return `delete old scheduled snapshots (etcetera snapshot ls|delete|prune, in ${dataDir}/snapshots), ` +
+    `member-old-* directories a cluster reset left in ${dataDir}, spare log segments (*.wal.spare in ${walDir}), ` +
+    'or other files on that disk; or move the data directory to a larger disk';
+}
+
+/**
+ * A backend that cannot open on a full disk says only "Database failed to open": name the disk, its free
+ * bytes and what to delete instead. Returns undefined when the disk is not the cause.
+ */
+export async function fullDiskError(
+  dir: string,
+  error: unknown,
+  freeBytes: (dir: string) => Promise<number | undefined>,
+  advice: string,
+): Promise<Error | undefined> {
+  const text = `${String(error)} ${String((error as { cause?: unknown }).cause ?? '')}`;
+  const free = await freeBytes(dir);
+  const noSpace = /ENOSPC|No space left/i.test(text) || (free !== undefined && free < fullDiskBytesMax);
+  if (!noSpace) return undefined;
+  return new Error(
+    `the disk of ${dir} is full (${free ?? 'unknown'} bytes free): the backend cannot open. To make room, ${advice}`,
+    { cause: error },
+  );
+}
+
+/** Below this many free bytes a failed open is blamed on the disk (LevelDB opens by writing a new log and manifest). */
+export const fullDiskBytesMax = 4 * 1024 * 1024;
+
+/** The member's watch over its log's and backend's disks, started (stop it before closing the server). */
+export function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer): DiskWatch {
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  const fs = new NodeFsPort();
+  const watch = new DiskWatch({
+    memberId,
+    dirs: [walDir, join(o.dataDir, 'member', 'db')],
+    reserveBytes: () => diskReserveBytes(server.state.store.dbSizeBytes()),
+    freeBytes: (dir) => fs.freeBytes(dir),
+    alarms: () => server.state.alarms.list(),
+    overQuota: () => server.state.store.overQuota(0),
+    setNoSpace: async (action) => {
+      await server.alarm({ action, memberId, alarm: 'NOSPACE' }, { requireLeader: false, signal: AbortSignal.timeout(o.electionTimeoutMs * 5) });
+    },
+    logger: o.logger,
+    advice: spaceAdvice(o.dataDir, walDir),
+  });
+  watch.start();
+  return watch;
+}

@@ -1,0 +1,300 @@
+/**
+ * Starting and stopping one etcetera member: the composition root. Bootstrap (bootstrap.ts) decides between
+ * restart, new cluster, k3s-style join and etcd static bootstrap; storage.ts opens the WAL and the backend;
+ * this file builds, in dependency order, the Raft driver, the peer transport (peers.ts), the node
+ * (src/node/etcd-server.ts) and the gRPC server, and starts them.
+ *
+ * Data directory layout:
+ *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
+ *   <data-dir>/member/identity    member id, cluster id and name, written once at bootstrap
+ *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal); or --wal-dir (node/wal-dir.ts)
+ *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
+ */
+import { join } from 'node:path';
+import { hex } from '../base/hex.js';
+import { quotaBackendBytesDefault } from '../base/limits.js';
+import type { Message } from '../raft/types.js';
+import type { Wal } from '../wal/wal.js';
+import { EtcdServer } from '../node/etcd-server.js';
+import { startGrpcServer, type GrpcServerHandle } from '../api/grpc/server.js';
+import type { MemberOptions } from '../config/member-options.js';
+import { withAutoTls } from '../tls/auto-tls.js';
+import { grpcOptionsOf, initialCheckHost, instrumentMember, peerTlsOf } from './member-etcd-options.js';
+import { registerMemberMetrics } from '../metrics/member-metrics.js';
+import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
+import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
+import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
+import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
+import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
+import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
+import { PeerTransport } from '../peer/transport.js';
+import { registerTransportMetrics } from '../peer/transport-metrics.js';
+import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
+import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
+import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
+import { writeIdentity, type Identity } from '../node/identity.js';
+import type { Member } from '../node/api-types.js';
+import { joinService, joinServiceDefinition } from '../peer/join-service.js';
+import { clientPortHttp, collectServerMetrics, health } from './client-http.js';
+import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './peers.js';
+import { createRawNode } from './raft-node.js';
+import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
+import { openMemberStorage } from './storage.js';
+import { startDiskWatch, type DiskWatch } from './disk-watch.js';
+import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
+import { openPeerPortWarning } from './open-peer-port.js';
+import { registerClientTraffic } from '../metrics/client-traffic.js';
+
+export interface RunningMember {
+  readonly memberId: bigint;
+  readonly clusterId: bigint;
+  readonly server: EtcdServer;
+  /** Client URLs with the ports actually bound (port 0 resolved). */
+  readonly clientUrls: string[];
+  readonly peerUrl: string;
+  readonly metrics: ServerMetrics;
+  readonly wal: Wal;
+  /** Resolves when the member stops by itself (removed from the cluster, or a fatal error). */
+  readonly stopped: Promise<{ reason: string }>;
+  close(): Promise<void>;
+}
+
+export async function startMember(options: MemberOptions): Promise<RunningMember> {
+  const o = await withAutoTls(options);
+  const log = o.logger;
+  const boot = await openOrBootstrap(o);
+  const { identity, token } = boot;
+  log.info(boot.created ? 'bootstrapped member' : 'restarting member from its data directory', {
+    member: hex(identity.memberId),
+    cluster: hex(identity.clusterId),
+    ...(boot.created ? { mode: o.bootstrap.kind } : {}),
+  });
+  const openPeerPort = openPeerPortWarning(o, token);
+  if (openPeerPort !== undefined) log.warn(openPeerPort);
+  try {
+    // A bootstrap that was asked to measure the disk just did (and remembered it).
+    const storageProfile = boot.created && o.storageProfile === 'remeasure' ? 'auto' : o.storageProfile;
+    return await runMember({ ...o, storageProfile }, identity, token, boot.created);
+  } catch (error) {
+    // A member added for this start that cannot run must not stay in the cluster as an orphan learner.
+    if (boot.created && o.bootstrap.kind === 'join') await leaveAfterFailedJoin(o, identity, token, o.bootstrap.serverUrl);
+    throw error;
+  }
+}
+
+async function runMember(o: MemberOptions, identity: Identity, token: string, fresh: boolean): Promise<RunningMember> {
+  const log = o.logger;
+  const memberDir = join(o.dataDir, 'member');
+  // Until the server runs, a WAL failure also rejects the open or save that met it: nothing more to do.
+  let fatal: (error: unknown) => void = () => {};
+  const storage = await openMemberStorage(o, identity, fresh, (error) => fatal(error));
+  const { backend, state, stateOptions, wal, walState, snapshotData, applied } = storage;
+  // What a start that fails half-way must close again (the lock, the backend, listeners), in reverse order.
+  const toClose: Array<() => Promise<unknown>> = [...storage.closers];
+  try {
+    if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
+    const node = createRawNode(o, identity.memberId, storage);
+    // Built first: the transport feeds it and the server proposes through it; it does nothing until started.
+    const driver = new RaftDriver(node, {
+      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
+      saveSnapshot: (s) => wal.saveSnapshot(s),
+    }, {
+      tickIntervalMs: o.heartbeatIntervalMs,
+      unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
+    });
+    const refused = joinsRefusedWarning(token);
+    if (refused !== undefined) log.warn(refused);
+    // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
+    // while the token is public.
+    const joinsAccepted = isSecretToken(token);
+    const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
+      !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
+
+    const metrics = createServerMetrics();
+    const grpcMetrics = instrumentMember(metrics.registry, backend);
+    let resolveStopped!: (v: { reason: string }) => void;
+    const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
+    let server!: EtcdServer;
+    const transport = new PeerTransport({
+      selfId: identity.memberId,
+      clusterId: identity.clusterId,
+      token,
+      listenUrl: o.listenPeerUrls[0]!,
+      alsoListenUrls: o.listenPeerUrls.slice(1),
+      tls: peerTlsOf(o),
+      logger: log.child({ component: 'transport' }),
+      onMessages: (msgs: Message[]) => driver.step(msgs),
+      onRequest: async (req) => {
+        try {
+          return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
+        } catch (error) {
+          return { ok: false, ...describePeerError(error) };
+        }
+      },
+      onUnreachable: (id) => driver.reportUnreachable(id),
+      onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
+      snapshotSink: snapshotData,
+      onPeerRefused: (_id, refusal) => {
+        // A peer refuses us because the cluster removed this member while it was away.
+        if (refusal.code === 'removed') {
+          log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason: refusal.reason });
+          resolveStopped({ reason: 'removed from the cluster' });
+          void close();
+        }
+      },
+      authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
+    });
+    toClose.push(() => transport.close());
+    const { port: peerPort } = await transport.start();
+    if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
+    const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
+
+    const peerRequest = peerRequestOf(transport);
+    const peers = new PeerSync(transport, identity.memberId);
+
+    let grpc: GrpcServerHandle | undefined;
+    let metricsHttp: MetricsHttp | undefined;
+    let scheduledSnapshots: SnapshotScheduler | undefined;
+    let diskWatch: DiskWatch | undefined;
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        // Each stage's time is logged: a stop must fit a service manager's timeout (etcd: under 2 s).
+        const stages: Record<string, number> = {};
+        const stage = async (name: string, step: () => Promise<unknown> | undefined): Promise<void> => {
+          const t0 = performance.now();
+          await step();
+          stages[name] = Math.round(performance.now() - t0);
+        };
+        await stage('snapshots', () => scheduledSnapshots?.stop());
+        await stage('disk watch', () => diskWatch?.stop());
+        await stage('server', () => server.stop());
+        await stage('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
+        await stage('grpc', () => grpc?.close(500));
+        await stage('metrics', () => metricsHttp?.close());
+        await stage('transport', () => transport.close());
+        await stage('wal', () => wal.close());
+        await stage('backend', () => backend.close());
+        log.info('stopped', { ms: stages });
+      })());
+
+    server = new EtcdServer({
+      memberId: identity.memberId,
+      clusterId: identity.clusterId,
+      name: o.name,
+      clientUrls: o.advertiseClientUrls,
+      peerUrls: [peerUrl],
+      backend,
+      state,
+      stateOptions,
+      logger: log,
+      metrics,
+      heartbeatMs: o.heartbeatIntervalMs,
+      electionMs: o.electionTimeoutMs,
+      snapshotCount: o.snapshotCount,
+      ...(o.grpcLimits !== undefined ? { requestLimits: o.grpcLimits } : {}),
+      ...(o.watchProgressNotifyIntervalMs !== undefined ? { watchProgressIntervalMs: o.watchProgressNotifyIntervalMs } : {}),
+      ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
+      ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
+      snapshotData,
+      snapshotTempDir: snapshotData.dir,
+      // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
+      saveSnapshot: (s) =>
+        o.unsafeTestFaults?.has('ack-before-persist') === true
+          ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
+          : wal.saveSnapshot(s),
+      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
+      peerRequest,
+      syncPeers: (members) => peers.sync(members.length > 0 ? members : identity.joinPeers),
+      onRemoved: () => {
+        resolveStopped({ reason: 'removed from the cluster' });
+        void close();
+      },
+      notifyRemoved: (member) => void notifyRemoved(transport, member, log),
+      onFatal: (error) => fatal(error),
+      auth: {
+        ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
+        clientCertAuth: o.clientTls?.clientCertAuth === true,
+      },
+    }, driver);
+    fatal = (error) => {
+      log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
+      resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
+      void close().catch(() => {});
+    };
+    server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
+    toClose.push(() => close());
+
+    grpc = await startGrpcServer({
+      api: server,
+      listenUrls: o.listenClientUrls,
+      leaderCheckIntervalMs: o.electionTimeoutMs,
+      ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
+      ...grpcOptionsOf(o),
+      metrics: grpcMetrics,
+      http: clientPortHttp(server, metrics.registry),
+      services: [{
+        definition: joinServiceDefinition,
+        implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
+      }],
+    });
+    const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
+    metrics.walFsync = () => wal.metrics.syncSeconds;
+    const grpcHandle = grpc;
+    registerClientTraffic(metrics.registry, () => grpcHandle.trafficBytes());
+    metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
+    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
+    registerTransportMetrics(metrics.registry, transport, identity.memberId);
+    if (o.listenMetricsUrls.length > 0) {
+      metricsHttp = await startMetricsHttp({
+        listenUrls: o.listenMetricsUrls,
+        registry: metrics.registry,
+        health: () => health(server),
+        ready: () => health(server),
+        logger: log,
+      });
+    }
+    if (o.scheduledSnapshots !== undefined) {
+      scheduledSnapshots = startScheduledSnapshots({
+        options: o.scheduledSnapshots, nodeName: o.name, store: { exportSnapshot: () => server.state.store.exportSnapshot() },
+        serverVersion: etcdVersion, registry: metrics.registry, logger: log,
+      });
+    }
+    diskWatch = startDiskWatch(o, identity.memberId, server);
+    log.info('serving client requests', { clientUrls, peerUrl });
+
+    return {
+      memberId: identity.memberId,
+      clusterId: identity.clusterId,
+      server,
+      clientUrls,
+      peerUrl,
+      metrics,
+      wal,
+      stopped,
+      close,
+    };
+  } catch (error) {
+    for (const closeOne of toClose.reverse()) await closeOne().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** A restart listens where the member registered unless told otherwise, and says so loudly when it is told otherwise. */
+async function restartUrls(o: MemberOptions, identity: Identity, known: Member | undefined): Promise<MemberOptions> {
+  const { options, adopted } = withRegisteredUrls(o, identity.urls, known);
+  if (adopted.length > 0) {
+    o.logger.info('restarting with the URLs this member registered', Object.fromEntries(adopted.map((k) => [k, options[k]])));
+  }
+  const mismatch = peerUrlMismatch(options, known);
+  if (mismatch !== undefined) options.logger.warn(mismatch);
+  const urls = urlsOf(options);
+  if (JSON.stringify(urls) !== JSON.stringify(identity.urls)) await writeIdentity(join(o.dataDir, 'member'), { ...identity, urls });
+  return options;
+}
+
+function withPort(url: string, port: number): string {
+  const u = new URL(url.includes('://') ? url : `http://${url}`);
+  if (u.port === '0' || u.port === '') u.port = String(port);
+  return `${u.protocol}//${u.host}`;
+}

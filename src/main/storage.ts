@@ -1,0 +1,123 @@
+/**
+ * Opening a member's storage at start: the backend (and its lock), the replicated state over it, the WAL,
+ * a --force-new-cluster reset, and a backend that crashed behind a received snapshot caught up from it.
+ */
+import { join } from 'node:path';
+import { LevelBackend } from '../node/level-backend.js';
+import type { Snapshot } from '../raft/types.js';
+import { Wal } from '../wal/wal.js';
+import type { Member } from '../node/server-api.js';
+import type { Identity } from '../node/identity.js';
+import { resetToSingleMember } from '../backup/cluster-reset.js';
+import { directoryBytes } from './dir-bytes.js';
+import { openIndexCheckpoint, removeIndexCheckpoint } from '../node/index-checkpoint-file.js';
+import { noFsyncPort } from './member-etcd-options.js';
+import type { MemberOptions } from '../config/member-options.js';
+import { ServerState, type StateOptions } from '../node/apply/server-state.js';
+import { SnapshotDataDir } from '../node/snapshot-data.js';
+import { refuseMisplacedLog, walDirOf } from '../node/wal-dir.js';
+import { fullDiskError, spaceAdvice } from './disk-watch.js';
+import { NodeFsPort } from '../wal/fs-port.js';
+
+export interface MemberStorage {
+  backend: LevelBackend;
+  state: ServerState;
+  stateOptions: StateOptions;
+  wal: Wal;
+  walState: Awaited<ReturnType<typeof Wal.open>>['state'];
+  snapshotData: SnapshotDataDir;
+  /** The log's latest snapshot as a marker (no data), for the Raft core. */
+  snapshot: Snapshot | undefined;
+  /** Where apply resumes: the backend's consistent index, or the snapshot's when that is ahead. */
+  applied: number;
+  /** Close what was opened, last first (the WAL and its lock, then the backend). */
+  closers: Array<() => Promise<unknown>>;
+}
+
+export async function openMemberStorage(o: MemberOptions, identity: Identity, fresh: boolean, onFatal: (error: unknown) => void): Promise<MemberStorage> {
+  const log = o.logger;
+  const memberDir = join(o.dataDir, 'member');
+  // The backend first: its consistent index is committed, and the log must still reach it (a damaged last
+  // record is then not a torn write, and the log is left untouched).
+  const dbDir = join(memberDir, 'db');
+  const backend = await LevelBackend.open(dbDir, { diskBytes: () => directoryBytes(dbDir) }).catch(async (error: unknown) => {
+    const inUse = new Error(`${memberDir} is in use by another process; is another etcetera running on it?`);
+    if ((error as { code?: unknown }).code === 'LEVEL_LOCKED') throw inUse;
+    // Before the looser lock test: on a full disk the failing file may well be LOCK.
+    const fs = new NodeFsPort();
+    const full = await fullDiskError(dbDir, error, (dir) => fs.freeBytes(dir), spaceAdvice(o.dataDir, walDirOf(o.dataDir, o.walDir)));
+    if (full !== undefined) throw full;
+    if (/lock/i.test(String((error as { cause?: unknown }).cause))) throw inUse;
+    throw error;
+  });
+  const stateOptions: StateOptions = {
+    quotaBackendBytes: o.quotaBackendBytes,
+    minLeaseTtlSeconds: Math.ceil((3 * o.electionTimeoutMs) / 2 / 1000),
+  };
+  let state: ServerState;
+  let opened: Awaited<ReturnType<typeof Wal.open>>;
+  try {
+    state = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
+    await removeIndexCheckpoint(memberDir);
+    log.info('loaded the key index', { keys: state.store.keyCount, ...state.store.loadedFrom });
+    if (!fresh) await refuseMisplacedLog(o.dataDir, o.walDir, state.store.consistentIndex);
+    opened = await Wal.open(walDirOf(o.dataDir, o.walDir), {
+      profile: o.storageProfile,
+      ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
+      logger: (line) => log.info(line),
+      onFatal,
+      appliedIndex: state.store.consistentIndex,
+    });
+  } catch (error) {
+    await backend.close();
+    throw error;
+  }
+  const { wal, state: walState } = opened;
+  if (!fresh && o.forceNewCluster === true) {
+    const self: Member = { id: identity.memberId, name: o.name, peerUrls: o.initialAdvertisePeerUrls, clientUrls: o.advertiseClientUrls, isLearner: false };
+    Object.assign(walState, await resetToSingleMember(wal, walState, self, log));
+  }
+  if (fresh && o.forceNewCluster === true) log.warn('--force-new-cluster on a new data directory: nothing to reset');
+  log.info('storage profile chosen', { profile: wal.profile, syncLatencyMs: wal.metrics.measuredSyncLatencyMs });
+  const closers: Array<() => Promise<unknown>> = [() => wal.close(), () => backend.close()];
+  try {
+    const snapshotData = new SnapshotDataDir(join(memberDir, 'snap'));
+    await snapshotData.init();
+    state = await catchUpFromSnapshot(o, memberDir, { backend, state, stateOptions, walState, snapshotData });
+    await snapshotData.removeAll(); // what the backend holds, or a snapshot Raft never took
+    const snapshot: Snapshot | undefined = walState.snapshot.index > 0 ? { meta: walState.snapshot, data: new Uint8Array(0) } : undefined;
+    const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
+    return { backend, state, stateOptions, wal, walState, snapshotData, snapshot, applied, closers };
+  } catch (error) {
+    for (const closeOne of [...closers].reverse()) await closeOne().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * The snapshot's data is read only when the backend is behind it (a crash before the backend caught up);
+ * otherwise the metadata is enough, and a large key space is not read at every start.
+ */
+async function catchUpFromSnapshot(
+  o: MemberOptions,
+  memberDir: string,
+  s: Pick<MemberStorage, 'backend' | 'state' | 'stateOptions' | 'walState' | 'snapshotData'>,
+): Promise<ServerState> {
+  if (s.walState.snapshot.index <= s.state.store.consistentIndex) return s.state;
+  // Only a snapshot received from the leader can be ahead of the backend (a crash before its restore
+  // finished): its data is in the snap directory, or (written by an older version) in the snapshot file.
+  const meta = s.walState.snapshot;
+  const received = await s.snapshotData.source(meta);
+  const legacy = received === undefined ? await s.walState.loadSnapshot() : undefined;
+  const source = received ?? (legacy !== undefined && legacy.data.length > 0 ? legacy.data : undefined);
+  if (source === undefined) {
+    throw new Error(
+      `${memberDir}: the backend is at index ${s.state.store.consistentIndex}, behind the log's snapshot at ${meta.index}, ` +
+      'and the snapshot data is gone; this member cannot recover on its own: remove it from the cluster, wipe its data directory and join again, or restore a backup',
+    );
+  }
+  o.logger.info('backend behind the latest snapshot; restoring it', { snapshotIndex: meta.index, consistentIndex: s.state.store.consistentIndex });
+  const state = await ServerState.restore(s.backend, source, s.stateOptions);
+  await state.store.flushDurable();
+  return state;
+}

@@ -1,0 +1,40 @@
+/**
+ * The member's Prometheus metrics: etcd's names where we measure the same thing (dashboards and alerts
+ * written for etcd keep working), our own under `etcetera_`. Values owned by other modules (the WAL's
+ * counters and fsync histogram, the store's size) are read at collect time, not pushed per event.
+ */
+import type { HistogramSnapshot } from '../wal/metrics.js';
+import { Registry, registerProcessMetrics, type Counter, type Gauge } from './metrics.js';
+
+export interface ServerMetrics {
+  registry: Registry;
+  leaderChanges: Counter;
+  hasLeader: Gauge;
+  isLeader: Gauge;
+  proposalsCommitted: Gauge;
+  proposalsApplied: Gauge;
+  proposalsPending: Gauge;
+  proposalsFailed: Counter;
+  dbTotalSize: Gauge;
+  /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
+  walFsync?: () => HistogramSnapshot;
+}
+
+
+export function createServerMetrics(): ServerMetrics {
+  const registry = new Registry();
+  registerProcessMetrics(registry);
+  const m: ServerMetrics = {
+    registry,
+    leaderChanges: registry.counter({ name: 'etcd_server_leader_changes_seen_total', help: 'The number of leader changes seen.' }),
+    hasLeader: registry.gauge({ name: 'etcd_server_has_leader', help: 'Whether or not a leader exists. 1 is existence, 0 is not.' }),
+    isLeader: registry.gauge({ name: 'etcd_server_is_leader', help: 'Whether or not this member is a leader. 1 if is, 0 otherwise.' }),
+    proposalsCommitted: registry.gauge({ name: 'etcd_server_proposals_committed_total', help: 'The total number of consensus proposals committed.' }),
+    proposalsApplied: registry.gauge({ name: 'etcd_server_proposals_applied_total', help: 'The total number of consensus proposals applied.' }),
+    proposalsPending: registry.gauge({ name: 'etcd_server_proposals_pending', help: 'The current number of pending proposals to commit.' }),
+    proposalsFailed: registry.counter({ name: 'etcd_server_proposals_failed_total', help: 'The total number of failed proposals seen.' }),
+    dbTotalSize: registry.gauge({ name: 'etcd_mvcc_db_total_size_in_bytes', help: 'Total size of the underlying database physically allocated in bytes.' }),
+  };
+  registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());
+  return m;
+}

@@ -1,0 +1,149 @@
+/**
+ * The Auth service's core (etcd's v3_server.go auth methods): every change is proposed through Raft with the
+ * caller's auth info and judged in apply (root needed, see src/auth/requests.ts). What must not enter the log
+ * happens here first: passwords are bcrypt-hashed (UserAdd, UserChangePassword) or compared (Authenticate)
+ * off the event loop and bounded (password-checks.ts),
+ * and the random part of a simple token is drawn here.
+ */
+import { authenticateAttemptsMax } from '../../base/limits.js';
+import type { AuthStore } from '../../auth/auth-store.js';
+import type { AuthRequest } from '../../auth/requests.js';
+import { AuthError, type Permission } from '../../auth/types.js';
+import type { RequestContext } from '../api-types.js';
+import type { RaftRequest } from '../driver/raft-request.js';
+import type { ProposeResult } from '../request/propose-results.js';
+import type { AuthGate } from './auth-gate.js';
+import { SimpleTokens } from './simple-tokens.js';
+import { PasswordChecks } from './password-checks.js';
+
+export interface AuthApiHost {
+  auth(): AuthStore;
+  gate: AuthGate;
+  awaitLeader(ctx: RequestContext): Promise<void>;
+  linearizableBarrier(ctx: RequestContext): Promise<void>;
+  propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>>;
+  bcryptCost: number;
+}
+
+export interface UserAddRequest {
+  name: string;
+  password: string;
+  /** A bcrypt hash computed by the client (etcd 3.6 clients); used when `password` is empty. */
+  hashedPassword: string;
+  noPassword: boolean;
+}
+
+/** What the gRPC Auth service calls; each method rejects with AuthError / EtcdError as etcd's. */
+export class AuthApi {
+  readonly #h: AuthApiHost;
+  readonly #passwords = new PasswordChecks();
+
+  constructor(host: AuthApiHost) {
+    this.#h = host;
+  }
+
+  async #propose<R extends AuthRequest>(req: R, ctx: RequestContext): Promise<ProposeResult<R>> {
+    await this.#h.awaitLeader(ctx);
+    const auth = await this.#h.gate.info(ctx);
+    return this.#h.propose(auth === undefined ? req : { ...req, auth }, ctx.signal);
+  }
+
+  async authEnable(ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'authEnable' }, ctx);
+  }
+
+  async authDisable(ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'authDisable' }, ctx);
+  }
+
+  async authStatus(ctx: RequestContext): Promise<{ enabled: boolean; authRevision: number }> {
+    await this.#h.linearizableBarrier(ctx);
+    const store = this.#h.auth();
+    return { enabled: store.enabled, authRevision: store.revision };
+  }
+
+  /**
+   * etcd's Authenticate: check the password against the applied state, propose the login, and retry if the
+   * auth state moved in between (the password may have changed). The entry carries no password.
+   */
+  async authenticate(name: string, password: string, ctx: RequestContext): Promise<string> {
+    await this.#h.linearizableBarrier(ctx);
+    for (let attempt = 0; attempt < authenticateAttemptsMax; attempt++) {
+      const checkedRevision = await this.#checkPassword(name, password);
+      const simpleTokenPrefix = SimpleTokens.genPrefix();
+      const r = await this.#h.propose({ kind: 'authenticate', name, simpleTokenPrefix }, ctx.signal);
+      if (checkedRevision === this.#h.auth().revision) return this.#h.gate.tokens.issue(name, simpleTokenPrefix, r.index, r.revision);
+    }
+    throw new AuthError('authOldRevision');
+  }
+
+  async #checkPassword(name: string, password: string): Promise<number> {
+    const store = this.#h.auth();
+    if (!store.enabled) throw new AuthError('authNotEnabled');
+    const revision = store.revision;
+    const u = store.user(name);
+    if (u === undefined) throw new AuthError('authFailed');
+    if (u.noPassword) throw new AuthError('noPasswordUser');
+    if (!(await this.#passwords.verify(name, password, u.password))) throw new AuthError('authFailed');
+    return revision;
+  }
+
+  async #hash(password: string, hashedPassword: string): Promise<string> {
+    if (password === '' && hashedPassword !== '') return hashedPassword;
+    return this.#passwords.hash(password, this.#h.bcryptCost);
+  }
+
+  async userAdd(r: UserAddRequest, ctx: RequestContext): Promise<void> {
+    const hashedPassword = r.noPassword ? '' : await this.#hash(r.password, r.hashedPassword);
+    await this.#propose({ kind: 'userAdd', name: r.name, hashedPassword, noPassword: r.noPassword }, ctx);
+  }
+
+  async userGet(name: string, ctx: RequestContext): Promise<string[]> {
+    return (await this.#propose({ kind: 'userGet', name }, ctx)).roles;
+  }
+
+  async userList(ctx: RequestContext): Promise<string[]> {
+    return (await this.#propose({ kind: 'userList' }, ctx)).users;
+  }
+
+  async userDelete(name: string, ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'userDelete', name }, ctx);
+  }
+
+  async userChangePassword(r: { name: string; password: string; hashedPassword: string }, ctx: RequestContext): Promise<void> {
+    const hashedPassword = await this.#hash(r.password, r.hashedPassword);
+    await this.#propose({ kind: 'userChangePassword', name: r.name, hashedPassword }, ctx);
+  }
+
+  async userGrantRole(user: string, role: string, ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'userGrantRole', user, role }, ctx);
+  }
+
+  async userRevokeRole(name: string, role: string, ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'userRevokeRole', name, role }, ctx);
+  }
+
+  async roleAdd(name: string, ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'roleAdd', name }, ctx);
+  }
+
+  async roleGet(role: string, ctx: RequestContext): Promise<Permission[]> {
+    return (await this.#propose({ kind: 'roleGet', role }, ctx)).perm;
+  }
+
+  async roleList(ctx: RequestContext): Promise<string[]> {
+    return (await this.#propose({ kind: 'roleList' }, ctx)).roles;
+  }
+
+  async roleDelete(role: string, ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'roleDelete', role }, ctx);
+  }
+
+  async roleGrantPermission(name: string, perm: Permission | undefined, ctx: RequestContext): Promise<void> {
+    await this.#propose(perm === undefined ? { kind: 'roleGrantPermission', name } : { kind: 'roleGrantPermission', name, perm }, ctx);
+  }
+
+  async roleRevokePermission(role: string, key: Uint8Array, rangeEnd: Uint8Array, ctx: RequestContext): Promise<void> {
+    await this.#propose({ kind: 'roleRevokePermission', role, key, rangeEnd }, ctx);
+  }
+}

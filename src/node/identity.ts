@@ -1,0 +1,98 @@
+/**
+ * Who this member is, kept in its data directory: `<data-dir>/member/identity` (member id, cluster id, name,
+ * join token, first peers; JSON, written once, durably), and the ids and first log entries of a cluster
+ * bootstrapped from a static `--initial-cluster`. Used by main's bootstrap (a new or restarting member) and by
+ * backup's restore and migration, which build a data directory a member then starts from.
+ */
+import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { encodeConfChange } from '../raft/conf.js';
+import { EntryType, type Entry } from '../raft/types.js';
+import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
+import { encodeConfChangeContext } from './driver/raft-request.js';
+import { staticClusterIds } from './membership/etcd-ids.js';
+import type { MemberUrlKey } from '../config/member-options.js';
+import type { Member } from './api-types.js';
+
+const nodeFs = new NodeFsPort();
+
+export interface Identity {
+  memberId: bigint;
+  clusterId: bigint;
+  name: string;
+  /** The cluster's join token (absent in data directories written before it was stored here). */
+  token?: string;
+  /**
+   * The members known when this one joined: the peers to talk to until the replicated member list has
+   * caught up (a new member learns it from the leader's log or snapshot, which needs a working transport).
+   */
+  joinPeers: Array<{ id: bigint; peerUrls: string[] }>;
+  /** The URLs the member last ran with: a restart that names none of them uses these (main/registered-urls.ts). */
+  urls?: MemberUrls;
+}
+
+/** A member's URL options, as kept in its identity. */
+export type MemberUrls = Record<MemberUrlKey, string[]>;
+
+/** Member and cluster ids of a static bootstrap (`--initial-cluster`, `--initial-cluster-token`); also used by restore. */
+export function staticCluster(initialCluster: Array<{ name: string; peerUrls: string[] }>, clusterToken: string): { members: Member[]; clusterId: bigint } {
+  const ids = staticClusterIds(initialCluster, clusterToken);
+  const members: Member[] = initialCluster.map((m) => ({
+    id: ids.memberIds.get(m.name)!,
+    name: m.name,
+    peerUrls: m.peerUrls,
+    clientUrls: [],
+    isLearner: false,
+  }));
+  return { members, clusterId: ids.clusterId };
+}
+
+/** The log of a new cluster: one committed addVoter entry per initial member, carrying its attributes. */
+export function bootstrapEntries(members: Member[]): Entry[] {
+  return members.map((member, i) => ({
+    term: 1,
+    index: i + 1,
+    type: EntryType.ConfChange,
+    data: encodeConfChange({ type: 'addVoter', nodeId: member.id, context: encodeConfChangeContext({ id: 0n, member }) }),
+  }));
+}
+
+export async function readIdentity(memberDir: string): Promise<Identity | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(memberDir, 'identity'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const j = JSON.parse(text) as {
+    memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }>; urls?: MemberUrls;
+  };
+  return {
+    ...(j.urls !== undefined ? { urls: j.urls } : {}),
+    memberId: BigInt(`0x${j.memberId}`),
+    clusterId: BigInt(`0x${j.clusterId}`),
+    name: j.name,
+    ...(j.token !== undefined ? { token: j.token } : {}),
+    joinPeers: (j.joinPeers ?? []).map((p) => ({ id: BigInt(`0x${p.id}`), peerUrls: p.peerUrls })),
+  };
+}
+
+export async function writeIdentity(memberDir: string, id: Identity): Promise<void> {
+  const text = JSON.stringify({
+    memberId: id.memberId.toString(16),
+    clusterId: id.clusterId.toString(16),
+    name: id.name,
+    token: id.token,
+    joinPeers: id.joinPeers.map((p) => ({ id: p.id.toString(16), peerUrls: p.peerUrls })),
+    urls: id.urls,
+  });
+  await writeFileDurably(memberDir, 'identity', `${text}\n`);
+}
+
+export /**
+ * temp file, fsync, rename, directory fsync: never a name without its contents (the WAL's own helper; its
+ * files are created 0600, which the token and the identity need).
+ */
+function writeFileDurably(dir: string, name: string, text: string): Promise<void> {
+  return writeFileAtomically(nodeFs, dir, name, new TextEncoder().encode(text));
+}

@@ -1,0 +1,192 @@
+/**
+ * The LevelDB Backend adapter (classic-level). Buckets are a 1-byte key prefix (their index in `buckets`),
+ * so one atomic LevelDB batch can span buckets. Writes are not synced: the Raft WAL is what makes applied
+ * entries durable, and the consistent index in each batch tells a restart where to resume. Iterators read
+ * LevelDB's implicit snapshot, so a scan is a point-in-time view.
+ * The one file under src/mvcc allowed to import a package.
+ */
+import { ClassicLevel } from 'classic-level';
+import { assert } from '../base/assert.js';
+import { buckets, type Backend, type BackendView, type BatchOp, type Bucket, type ScanOptions, type WriteOptions } from '../mvcc/backend.js';
+
+type Db = ClassicLevel<Uint8Array, Uint8Array>;
+type RawOp = { type: 'put'; key: Uint8Array; value: Uint8Array } | { type: 'del'; key: Uint8Array };
+/**
+ * classic-level's own batch hook (what its public `batch` calls after validating). The public method clones
+ * every op, checks and re-encodes its key and value, and runs hooks and events we do not use: measured on
+ * 100,000 puts of 1 KB (a snapshot import), that cost 0.7 s of CPU of the 2.5 s the import took. Our ops are
+ * already Uint8Arrays (the 'view' encoding, which passes them through), so the adapter calls the hook directly.
+ */
+interface RawBatch {
+  _batch(ops: RawOp[], options: { sync: boolean }): Promise<void>;
+}
+type Snapshot = ReturnType<Db['snapshot']>;
+
+/**
+ * LevelDB's memtable size (its default is 4 MiB). Every flush holds the meta bucket's consistent index, so
+ * the level-0 tables overlap one another and LevelDB cannot push them down untouched: every 4 flushes it
+ * rewrites them into level 1, and level 1 into level 2 once past 10 MB. With 4 MiB memtables each such round
+ * rewrote ~22 MB at once, every ~60,000 small puts: a 10,000-put window that caught one wrote 2.9 KiB per
+ * 100 B put, one that did not 0.6 KiB (etcd 3.4: 2.2 KiB, steadily). With 1 MiB the rounds are a quarter of
+ * the size and four times as frequent: six such windows measured 0.63–0.83 KiB, and 1.46 KiB for the one that
+ * compacted the tail a bulk load left (mean 0.83 KiB; 1.0 KiB with 4 MiB). The memtables (one active, one
+ * flushing) also hold 6 MiB less memory.
+ */
+const writeBufferBytes = 1024 * 1024;
+
+/**
+ * LevelDB maps every table file it opens (up to 1000 per process) and keeps it mapped while the file is in
+ * its table cache, which holds maxOpenFiles − 10 tables. Mapped pages that were read count in the RSS: a
+ * snapshot sent to a joining follower reads every table, and with the defaults (1000 files, 2 MiB tables)
+ * the leader kept the whole database mapped afterwards (+100 MB at 100,000 × 1 KB, 1.20–1.31× etcd's leader
+ * during the catch-up). LevelDB's floor, 74 files, with 1 MiB tables bounds what stays mapped to 64 MiB.
+ * The price: once the database has more than 64 tables, a random read of a value that is neither in the
+ * value cache nor in a cached table reopens its table (~32 µs instead of ~5 µs per cold get over 100 MB,
+ * bench/level-table-cache.ts); scans move through the tables in order and are unaffected.
+ */
+const tableCacheFiles = 74;
+const tableBytesMax = 1024 * 1024;
+/**
+ * The most one LevelDB compaction of a database of `dbBytes` writes before it deletes its inputs: its output
+ * is no larger than its inputs, which LevelDB caps at 25 tables of the target size
+ * (kExpandedCompactionByteSizeLimit) and which cannot exceed the database; plus a memtable flush and its new
+ * log. The free space a member keeps in reserve for it (the disk watch raises NOSPACE below the reserve).
+ */
+export function levelCompactionBytesMax(dbBytes: number): number {
+  return Math.min(25 * tableBytesMax, dbBytes) + 2 * writeBufferBytes;
+}
+
+/** A key never written: a sync with nothing else to write deletes it, which LevelDB logs and fsyncs. */
+const syncMarkerKey = new TextEncoder().encode('sync');
+
+function prefixed(bucket: Bucket, key: Uint8Array): Uint8Array {
+  const out = new Uint8Array(key.length + 1);
+  out[0] = buckets.indexOf(bucket);
+  out.set(key, 1);
+  return out;
+}
+
+function bucketStart(bucket: Bucket): Uint8Array {
+  return new Uint8Array([buckets.indexOf(bucket)]);
+}
+
+function bucketEnd(bucket: Bucket): Uint8Array {
+  return new Uint8Array([buckets.indexOf(bucket) + 1]);
+}
+
+/** classic-level hands out Buffers; the port speaks plain Uint8Array (same memory, no copy). */
+function plain(b: Uint8Array): Uint8Array {
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+export interface LevelBackendOptions {
+  /**
+   * The bytes the database occupies on disk, measured by the caller (the server sums the files of the
+   * directory). Without it, LevelDB's own estimate of its tables (the memtable and its log not counted).
+   */
+  diskBytes?: () => Promise<number>;
+}
+
+export class LevelBackend implements Backend {
+  readonly #db: Db;
+  readonly #diskBytes: (() => Promise<number>) | undefined;
+
+  readonly #raw: RawBatch;
+
+  private constructor(db: Db, options: LevelBackendOptions) {
+    this.#db = db;
+    this.#raw = db as unknown as RawBatch;
+    assert(typeof this.#raw._batch === 'function', 'classic-level without its _batch hook');
+    this.#diskBytes = options.diskBytes;
+  }
+
+  /** Open (creating if needed) the database in `location`, a directory. */
+  static async open(location: string, options: LevelBackendOptions = {}): Promise<LevelBackend> {
+    const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(location, {
+      keyEncoding: 'view',
+      valueEncoding: 'view',
+      writeBufferSize: writeBufferBytes,
+      maxOpenFiles: tableCacheFiles,
+      maxFileSize: tableBytesMax,
+    });
+    await db.open();
+    return new LevelBackend(db, options);
+  }
+
+  async write(ops: BatchOp[], options: WriteOptions = {}): Promise<void> {
+    if (ops.length === 0 && options.sync !== true) return;
+    if (ops.length === 0) ops = [{ type: 'del', bucket: 'meta', key: syncMarkerKey }];
+    const raw = new Array<RawOp>(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      raw[i] = op.type === 'put' ? { type: 'put', key: prefixed(op.bucket, op.key), value: op.value } : { type: 'del', key: prefixed(op.bucket, op.key) };
+    }
+    // Not open (closing, closed): the public method, for its errors.
+    if (this.#db.status !== 'open') return this.#db.batch(raw, { sync: options.sync === true });
+    await this.#raw._batch(raw, { sync: options.sync === true });
+  }
+
+  async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
+    const value = await this.#db.get(prefixed(bucket, key));
+    return value === undefined ? undefined : plain(value);
+  }
+
+  /** A read from LevelDB's memtable, block cache or files on this thread (no round trip to the pool). */
+  getSync(bucket: Bucket, key: Uint8Array): Uint8Array | undefined {
+    const value = this.#db.getSync(prefixed(bucket, key));
+    return value === undefined ? undefined : plain(value);
+  }
+
+  scan(bucket: Bucket, options: ScanOptions = {}): AsyncIterable<[Uint8Array, Uint8Array]> {
+    return this.#scan(bucket, options, undefined);
+  }
+
+  async *#scan(bucket: Bucket, options: ScanOptions, snapshot: Snapshot | undefined): AsyncIterable<[Uint8Array, Uint8Array]> {
+    const gte = options.gte === undefined ? bucketStart(bucket) : prefixed(bucket, options.gte);
+    const lt = options.lt === undefined ? bucketEnd(bucket) : prefixed(bucket, options.lt);
+    const it = this.#db.iterator({ gte, lt, snapshot });
+    try {
+      for (;;) {
+        const batch = await it.nextv(1000);
+        if (batch.length === 0) return;
+        for (const [k, v] of batch) {
+          assert(k[0] === buckets.indexOf(bucket), 'scan left its bucket');
+          yield [plain(k.subarray(1)), plain(v)];
+        }
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  view(): BackendView {
+    const snapshot = this.#db.snapshot();
+    return {
+      get: async (bucket, key) => {
+        const value = await this.#db.get(prefixed(bucket, key), { snapshot });
+        return value === undefined ? undefined : plain(value);
+      },
+      scan: (bucket, options = {}) => this.#scan(bucket, options, snapshot),
+      close: () => snapshot.close(),
+    };
+  }
+
+  async clear(): Promise<void> {
+    await this.#db.clear();
+  }
+
+  /** The database's size on disk (see LevelBackendOptions.diskBytes); it counts deleted data until compaction drops it. */
+  async sizeBytes(): Promise<number> {
+    if (this.#diskBytes !== undefined) return this.#diskBytes();
+    return this.#db.approximateSize(new Uint8Array([0]), new Uint8Array([buckets.length]));
+  }
+
+  /** Compact the whole key space, dropping deleted entries and rewriting the files (etcd's Defragment). */
+  async defragment(): Promise<void> {
+    await this.#db.compactRange(new Uint8Array([0]), new Uint8Array([buckets.length]));
+  }
+
+  async close(): Promise<void> {
+    await this.#db.close();
+  }
+}

@@ -1,0 +1,45 @@
+/** The request pipeline's space check before a write is proposed (etcd's quota). */
+import type { TxnRequest } from '../../mvcc/types.js';
+import { EtcdError } from '../errors.js';
+import type { Logger } from '../../config/log.js';
+import type { Proposer } from './proposer.js';
+import type { ServerState } from '../apply/server-state.js';
+
+export interface QuotaHost {
+  memberId: bigint;
+  state(): ServerState;
+  proposer: Proposer;
+  logger: Logger;
+}
+
+/**
+ * etcd's quota check before proposing: over the quota, raise NOSPACE (once) and refuse. First the store
+ * may reclaim what compaction deleted (bbolt reuses freed pages at once; LevelDB frees them when it
+ * compacts its tables), so rewriting compacted keys never fills the quota.
+ */
+export async function checkQuota(h: QuotaHost, bytes: number): Promise<void> {
+  // With NOSPACE raised (the quota, or a disk nearly full: main/disk-watch.ts), the apply path would refuse
+  // this write anyway; refused here, it takes no room in the log of a disk that has little left.
+  if (bytes > 0 && h.state().alarms.list().some((a) => a.alarm === 'NOSPACE')) throw new EtcdError('noSpace');
+  if (!h.state().store.overQuota(bytes)) return;
+  await h.state().store.reclaim();
+  const state = h.state();
+  if (!state.store.overQuota(bytes)) return;
+  if (!state.alarms.list().some((a) => a.alarm === 'NOSPACE' && a.memberId === h.memberId)) {
+    h.logger.warn('backend quota exceeded; raising NOSPACE', { dbSizeBytes: state.store.dbSizeBytes() });
+    void h.proposer
+      .propose({ kind: 'alarm', action: 'activate', memberId: h.memberId, alarm: 'NOSPACE' })
+      .catch(() => {});
+  }
+  throw new EtcdError('noSpace');
+}
+
+/** The bytes a txn would write (keys and values of its puts, nested txns included). */
+export function txnBytes(txn: TxnRequest): number {
+  let n = 0;
+  for (const op of [...txn.success, ...txn.failure]) {
+    if ('put' in op) n += op.put.key.length + op.put.value.length;
+    else if ('txn' in op) n += txnBytes(op.txn);
+  }
+  return n;
+}

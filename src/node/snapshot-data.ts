@@ -1,0 +1,123 @@
+/**
+ * Snapshot data on disk, outside the Raft log. A member's own snapshots carry no data: the backend is made
+ * durable up to the snapshot's index before the log releases anything (a marker, as etcd's backend is the
+ * snapshot). A snapshot received from the leader is streamed into `<data-dir>/member/snap/<term>-<index>.snap.db`
+ * (temp file, fsync, rename, directory fsync) before Raft sees it, restored from there into the backend,
+ * and deleted once the backend holding it is durable. A crash in between restarts the restore from the file.
+ * The stream's framing and checksum are verified as it is written, and a stream that fails them is never
+ * renamed into place: a file under its final name is whole, so the restore reads it once (no check pass).
+ */
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { CheckedSnapshot } from '../mvcc/kv-store.js';
+import { SnapshotDecoder } from '../mvcc/snapshot.js';
+import type { Message, SnapshotMeta } from '../raft/types.js';
+
+const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
+const suffix = '.snap.db';
+/** Reads of a received file for the restore: large enough that per-chunk costs vanish, small beside the memory bound. */
+const readChunkBytes = 1024 * 1024;
+
+/**
+ * Where a received snapshot's bytes go as they arrive (bounded memory: a file, not a buffer). `open` is
+ * called with the MsgSnap's metadata; `commit` makes the bytes durable before the message reaches Raft.
+ */
+export interface SnapshotSink {
+  open(message: Message): Promise<{
+    write(chunk: Uint8Array): Promise<void>;
+    commit(): Promise<void>;
+    abort(): Promise<void>;
+  }>;
+}
+
+export function snapshotDataName(meta: Pick<SnapshotMeta, 'term' | 'index'>): string {
+  return `${hex16(meta.term)}-${hex16(meta.index)}${suffix}`;
+}
+
+export class SnapshotDataDir implements SnapshotSink {
+  readonly dir: string;
+  /** Receives in progress get temp files of their own: a leader may send the same snapshot again while the first send is still arriving. */
+  #receives = 0;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    // Temp files are incomplete receives from before a crash.
+    for (const name of await readdir(this.dir)) if (name.endsWith('.tmp')) await rm(join(this.dir, name), { force: true });
+  }
+
+  #path(meta: Pick<SnapshotMeta, 'term' | 'index'>): string {
+    return join(this.dir, snapshotDataName(meta));
+  }
+
+  async open(message: Message): Promise<{ write(chunk: Uint8Array): Promise<void>; commit(): Promise<void>; abort(): Promise<void> }> {
+    const meta = message.snapshot!.meta;
+    const final = this.#path(meta);
+    const tmp = `${final}.${++this.#receives}.tmp`;
+    const file: FileHandle = await open(tmp, 'wx');
+    const checker = new SnapshotDecoder();
+    let closed = false;
+    const close = async (): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      await file.close();
+    };
+    return {
+      write: async (chunk) => {
+        checker.check(chunk);
+        await file.write(chunk);
+      },
+      commit: async () => {
+        checker.end();
+        await file.sync();
+        await close();
+        await rename(tmp, final);
+        await syncDir(this.dir);
+      },
+      abort: async () => {
+        await close().catch(() => {});
+        await rm(tmp, { force: true });
+      },
+    };
+  }
+
+  /** The received data for this snapshot (checked when it was received); undefined when absent. */
+  async source(meta: Pick<SnapshotMeta, 'term' | 'index'>): Promise<CheckedSnapshot | undefined> {
+    const path = this.#path(meta);
+    const exists = await open(path, 'r').then(async (f) => (await f.close(), true), () => false);
+    if (!exists) return undefined;
+    return { checked: () => createReadStream(path, { highWaterMark: readChunkBytes }) as AsyncIterable<Uint8Array> };
+  }
+
+  /** Delete every received snapshot file (at start, once the backend holds what it needs). */
+  async removeAll(): Promise<void> {
+    await this.removeThrough(Number.MAX_SAFE_INTEGER);
+  }
+
+  /**
+   * Delete the received snapshot files up to `index` (once the backend holding that snapshot is durable). A
+   * newer one may have arrived during the restore and wait behind it: it stays.
+   */
+  async removeThrough(index: number): Promise<void> {
+    for (const name of await readdir(this.dir)) {
+      if (!name.endsWith(suffix)) continue;
+      const at = Number.parseInt(name.slice(17, 33), 16);
+      if (Number.isSafeInteger(at) && at > index) continue;
+      await rm(join(this.dir, name), { force: true });
+    }
+  }
+}
+
+/** fsync a directory, so the names created or renamed in it survive a crash. */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Checks on what arrives from an authenticated peer, and the request/response exchange. A peer that sends
+ * something malformed loses its connection (and reconnects); it never reaches Raft.
+ */
+import { MessageType, type Message, type NodeId } from '../raft/types.js';
+import type { Logger } from '../config/log.js';
+import type { FramedConnection } from './connection.js';
+import { FrameType, decodePayload } from './frame.js';
+import { hex } from '../base/hex.js';
+import type { PeerRequest, PeerResponse, PeerTransportOptions } from './types.js';
+
+const messageTypes = new Set<string>(Object.values(MessageType));
+
+/** The messages of a Messages frame, or undefined if any is malformed or not from `from` to `self`. */
+export function validateMessages(value: unknown, from: NodeId, self: NodeId): Message[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  for (const m of value as Partial<Message>[]) {
+    if (typeof m !== 'object' || m === null) return undefined;
+    if (typeof m.type !== 'string' || !messageTypes.has(m.type)) return undefined;
+    if (m.from !== from || m.to !== self) return undefined;
+    if (typeof m.term !== 'number' || typeof m.index !== 'number' || typeof m.commit !== 'number') return undefined;
+    if (!Array.isArray(m.entries)) return undefined;
+    for (const e of m.entries) {
+      if (typeof e !== 'object' || e === null || !(e.data instanceof Uint8Array)) return undefined;
+    }
+  }
+  return value as Message[];
+}
+
+/** Answers one request on a `request` connection, then closes it. */
+export async function serveRequest(
+  conn: FramedConnection,
+  from: NodeId,
+  onRequest: PeerTransportOptions['onRequest'],
+  timeoutMs: number,
+  logger: Logger,
+): Promise<void> {
+  let req: PeerRequest;
+  try {
+    const frame = await conn.nextFrame(timeoutMs, 'peer request');
+    const body = frame.type === FrameType.Request ? (decodePayload(frame) as PeerRequest) : undefined;
+    if (body === undefined || typeof body !== 'object' || body === null || typeof body.method !== 'string') {
+      throw new Error('malformed peer request');
+    }
+    req = body;
+  } catch (err) {
+    logger.warn('peer request failed', { peer: hex(from), error: (err as Error).message });
+    return conn.destroy();
+  }
+  let response: PeerResponse;
+  if (onRequest === undefined) {
+    response = { ok: false, error: 'this member does not serve peer requests', code: 'unimplemented' };
+  } else {
+    try {
+      response = await onRequest(req, { from, remoteAddress: conn.remoteAddress });
+    } catch (err) {
+      response = { ok: false, error: (err as Error).message };
+    }
+  }
+  conn.send(FrameType.Response, response);
+  conn.socket.end();
+}

@@ -1,0 +1,128 @@
+/**
+ * The disk watch with an injected statfs (issue 25, item 4): NOSPACE is raised below the reserve, never twice,
+ * cleared only once the reserve plus a margin is free again and the store is within its quota; the lowest of
+ * the watched file systems decides. The full-disk start error names the disk, the free bytes and what to delete.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AlarmMember } from '../../src/mvcc/types.js';
+import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice } from '../../src/main/disk-watch.js';
+import type { Logger } from '../../src/config/log.js';
+
+const MiB = 1024 * 1024;
+const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {}, child: () => quiet } as unknown as Logger;
+
+function setup(reserveBytes = 100 * MiB) {
+  const free = new Map<string, number>([['/wal', 500 * MiB], ['/db', 500 * MiB]]);
+  let alarms: AlarmMember[] = [];
+  let overQuota = false;
+  const calls: string[] = [];
+  const watch = new DiskWatch({
+    memberId: 7n,
+    dirs: ['/wal', '/db'],
+    reserveBytes: () => reserveBytes,
+    freeBytes: async (dir) => free.get(dir),
+    alarms: () => alarms,
+    overQuota: () => overQuota,
+    setNoSpace: async (action) => {
+      calls.push(action);
+      alarms = action === 'activate' ? [{ memberId: 7n, alarm: 'NOSPACE' }] : [];
+    },
+    logger: quiet,
+    advice: spaceAdvice('/data', '/wal'),
+  });
+  const setAlarm = async (): Promise<void> => void (alarms = [{ memberId: 7n, alarm: 'NOSPACE' }]);
+  return { watch, free, calls, setOverQuota: (v: boolean) => (overQuota = v), alarms: () => alarms, setAlarm };
+}
+
+describe('disk watch', () => {
+  it('raises NOSPACE once when a watched disk falls below the reserve, and clears it when space returns', async () => {
+    const s = setup();
+    await s.watch.check();
+    expect(s.calls).toEqual([]);
+    s.free.set('/db', 99 * MiB);
+    await s.watch.check();
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate']);
+    s.free.set('/db', 100 * MiB + diskClearMarginBytes - 1); // above the reserve, inside the margin: kept
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate']);
+    s.free.set('/db', 100 * MiB + diskClearMarginBytes);
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate', 'deactivate']);
+  });
+
+  it('the lowest disk decides: a full log disk raises it though the backend disk has room', async () => {
+    const s = setup();
+    s.free.set('/wal', 10 * MiB);
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate']);
+  });
+
+  it('a NOSPACE the quota raised is not cleared while the store is over its quota', async () => {
+    const s = setup();
+    s.free.set('/db', 1 * MiB);
+    await s.watch.check();
+    s.setOverQuota(true);
+    s.free.set('/db', 500 * MiB);
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate']);
+    s.setOverQuota(false);
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate', 'deactivate']);
+  });
+
+  it('a NOSPACE the quota raised while the disk had room is left for the operator to disarm, as in etcd', async () => {
+    const s = setup();
+    await s.setAlarm();
+    await s.watch.check();
+    await s.watch.check();
+    expect(s.calls).toEqual([]);
+    expect(s.alarms()).toHaveLength(1);
+  });
+
+  it('a NOSPACE found while the disk is short (after a restart) is the disk\'s: cleared when space returns', async () => {
+    const s = setup();
+    await s.setAlarm();
+    s.free.set('/wal', 1 * MiB);
+    await s.watch.check();
+    expect(s.calls).toEqual([]);
+    s.free.set('/wal', 500 * MiB);
+    await s.watch.check();
+    expect(s.calls).toEqual(['deactivate']);
+  });
+
+  it('another member\'s NOSPACE is not this watch\'s to clear', async () => {
+    const s = setup();
+    const watch = new DiskWatch({
+      memberId: 7n, dirs: ['/db'], reserveBytes: () => MiB, freeBytes: async () => 500 * MiB,
+      alarms: () => [{ memberId: 8n, alarm: 'NOSPACE' }], overQuota: () => false,
+      setNoSpace: async (a) => void s.calls.push(a), logger: quiet, advice: '',
+    });
+    await watch.check();
+    expect(s.calls).toEqual([]);
+  });
+});
+
+describe('the reserve', () => {
+  it('is two smallest log segments plus one LevelDB compaction, which cannot write more than the database holds', () => {
+    expect(diskReserveBytes(0)).toBe(2 * MiB + 2 * MiB);
+    expect(diskReserveBytes(3 * MiB)).toBe(2 * MiB + 3 * MiB + 2 * MiB);
+    expect(diskReserveBytes(10_000 * MiB)).toBe(2 * MiB + 25 * MiB + 2 * MiB);
+  });
+});
+
+describe('a backend that cannot open on a full disk', () => {
+  it('names the disk, the free bytes and what to delete', async () => {
+    const cause = new Error('IO error: /data/member/db/MANIFEST-000002: No space left on device');
+    const err = await fullDiskError('/data/member/db', Object.assign(new Error('Database failed to open'), { cause }), async () => 4096, spaceAdvice('/data', '/data/member/wal'));
+    expect(err?.message).toBe(
+      'the disk of /data/member/db is full (4096 bytes free): the backend cannot open. To make room, delete old scheduled snapshots ' +
+        '(etcetera snapshot ls|delete|prune, in /data/snapshots), member-old-* directories a cluster reset left in /data, spare log segments ' +
+        '(*.wal.spare in /data/member/wal), or other files on that disk; or move the data directory to a larger disk',
+    );
+  });
+
+  it('is not blamed on the disk when there is room and no ENOSPC', async () => {
+    expect(await fullDiskError('/d', new Error('Corruption: bad block'), async () => 500 * MiB, '')).toBeUndefined();
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * Password checks off the event loop and bounded (issue 20, item 6): a burst of guesses at one user costs
+ * one bcrypt run per backoff, at most passwordChecksMax run at once, a flood past the queue is refused, and
+ * real bcrypt leaves the event loop free.
+ */
+import { describe, expect, it } from 'vitest';
+import { hashSync } from '@node-rs/bcrypt';
+import { passwordBackoffMsMin, passwordChecksMax, passwordChecksQueuedMax, passwordFailuresFree } from '../../../src/base/limits.js';
+import { PasswordChecks } from '../../../src/node/access/password-checks.js';
+
+/** A fake bcrypt: answers `right === password` after `ms`, counting calls and the most at once. */
+function fakeBcrypt(ms: number, right = 'right'): { verifyHash: (p: string) => Promise<boolean>; calls: number; atOnceMax: number } {
+  const f = {
+    calls: 0,
+    atOnceMax: 0,
+    running: 0,
+    verifyHash: async (p: string): Promise<boolean> => {
+      f.calls++;
+      f.running++;
+      f.atOnceMax = Math.max(f.atOnceMax, f.running);
+      await new Promise((r) => setTimeout(r, ms));
+      f.running--;
+      return p === right;
+    },
+  };
+  return f;
+}
+
+describe('password checks', () => {
+  it('answers a burst of 50 wrong passwords for one user with a few bcrypt runs, not 50', async () => {
+    const bcrypt = fakeBcrypt(10);
+    const checks = new PasswordChecks({ verifyHash: bcrypt.verifyHash });
+    const results = await Promise.all(Array.from({ length: 50 }, () => checks.verify('root', 'guess', 'hash')));
+    expect(results.every((r) => r === false)).toBe(true);
+    expect(bcrypt.calls).toBeLessThanOrEqual(passwordFailuresFree + passwordChecksMax);
+  });
+
+  it('answers a mistyped password and then the right one at once, as etcd does', async () => {
+    const checks = new PasswordChecks({ verifyHash: fakeBcrypt(0).verifyHash });
+    for (let i = 0; i < passwordFailuresFree - 1; i++) expect(await checks.verify('u', 'wrong', 'h')).toBe(false);
+    expect(await checks.verify('u', 'right', 'h')).toBe(true);
+  });
+
+  it('fails at once inside the backoff, checks again after it, and the right password clears it', async () => {
+    let now = 1_000_000;
+    const bcrypt = fakeBcrypt(0);
+    const checks = new PasswordChecks({ now: () => now, verifyHash: bcrypt.verifyHash });
+    for (let i = 0; i <= passwordFailuresFree; i++) expect(await checks.verify('u', 'wrong', 'h')).toBe(false);
+    expect(await checks.verify('u', 'right', 'h')).toBe(false); // inside the backoff: not even checked
+    expect(bcrypt.calls).toBe(passwordFailuresFree + 1);
+    expect(await checks.verify('other', 'right', 'h')).toBe(true); // another user is not held back
+    now += passwordBackoffMsMin;
+    expect(await checks.verify('u', 'right', 'h')).toBe(true);
+    for (let i = 0; i < passwordFailuresFree; i++) expect(await checks.verify('u', 'wrong', 'h')).toBe(false);
+    expect(await checks.verify('u', 'right', 'h')).toBe(true); // cleared: the free failures again
+  });
+
+  it('doubles the backoff per failure', async () => {
+    let now = 0;
+    const bcrypt = fakeBcrypt(0);
+    const checks = new PasswordChecks({ now: () => now, verifyHash: bcrypt.verifyHash });
+    for (let i = 0; i <= passwordFailuresFree; i++) await checks.verify('u', 'wrong', 'h');
+    now += passwordBackoffMsMin;
+    await checks.verify('u', 'wrong', 'h');
+    now += passwordBackoffMsMin;
+    expect(await checks.verify('u', 'right', 'h')).toBe(false); // second wait is twice as long
+    now += passwordBackoffMsMin;
+    expect(await checks.verify('u', 'right', 'h')).toBe(true);
+  });
+
+  it(`runs at most ${passwordChecksMax} at once, queues ${passwordChecksQueuedMax}, and refuses more as too many requests`, async () => {
+    const bcrypt = fakeBcrypt(20);
+    const checks = new PasswordChecks({ verifyHash: bcrypt.verifyHash });
+    const n = passwordChecksMax + passwordChecksQueuedMax;
+    const accepted = Array.from({ length: n }, (_, i) => checks.verify(`user${i}`, 'right', 'h'));
+    await expect(checks.verify('one-too-many', 'right', 'h')).rejects.toThrow('etcdserver: too many requests');
+    expect((await Promise.all(accepted)).every((r) => r)).toBe(true);
+    expect(bcrypt.atOnceMax).toBe(passwordChecksMax);
+  });
+
+  it('checks real bcrypt hashes on the thread pool: the event loop keeps turning', async () => {
+    const hash = hashSync('right', { cost: 10 });
+    const checks = new PasswordChecks();
+    let last = performance.now();
+    let gapMaxMs = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      gapMaxMs = Math.max(gapMaxMs, now - last);
+      last = now;
+    }, 2);
+    try {
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => checks.verify(`u${i}`, i === 0 ? 'right' : 'wrong', hash)));
+      expect(results[0]).toBe(true);
+      expect(results.slice(1).every((r) => !r)).toBe(true);
+    } finally {
+      clearInterval(timer);
+    }
+    // bcryptjs held the loop ~100 ms per slice; on the pool the loop only waits for its own work.
+    expect(gapMaxMs).toBeLessThan(50);
+  });
+});

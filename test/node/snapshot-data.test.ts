@@ -1,0 +1,101 @@
+/**
+ * Received snapshots on disk: a leader may send the same snapshot again while the first send is still
+ * arriving (a retry on a slow or loaded link). Each receive writes a temp file of its own, so the file that
+ * lands is always one whole stream, never two interleaved (which once failed a joiner's restore with
+ * "invalid snapshot: unknown bucket"). A stream is checked as it is written: a damaged one never lands, so
+ * the restore may read a landed file once, without a check pass.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { SnapshotDataDir, snapshotDataName } from '../../src/node/snapshot-data.js';
+import { SnapshotEncoder } from '../../src/mvcc/snapshot.js';
+import { MessageType, type Message } from '../../src/raft/types.js';
+import { removeDir, tempDir } from '../e2e/harness.js';
+
+const meta = { index: 42, term: 3, confState: { voters: [1n], learners: [] } };
+const message = { type: MessageType.Snap, from: 1n, to: 2n, term: 3, snapshot: { meta, data: new Uint8Array(0) } } as unknown as Message;
+
+/** A whole snapshot stream whose values are all `fill`, cut into `pieces` writes. */
+function stream(fill: number, pieces: number): Uint8Array[] {
+  const encoder = new SnapshotEncoder();
+  const parts: Uint8Array[] = [];
+  for (let i = 0; i < 100; i++) {
+    const chunk = encoder.add('key', new Uint8Array([i]), new Uint8Array(1000).fill(fill));
+    if (chunk !== undefined) parts.push(chunk);
+  }
+  parts.push(...encoder.finish());
+  const whole = Buffer.concat(parts);
+  const step = Math.ceil(whole.length / pieces);
+  return Array.from({ length: pieces }, (_, i) => whole.subarray(i * step, (i + 1) * step));
+}
+
+describe('SnapshotDataDir', () => {
+  it('keeps concurrent receives of the same snapshot apart', async () => {
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      const a = await snaps.open(message);
+      const b = await snaps.open(message);
+      const [sa, sb] = [stream(0xaa, 5), stream(0xbb, 5)];
+      for (let i = 0; i < 5; i++) {
+        await a.write(sa[i]!);
+        await b.write(sb[i]!);
+      }
+      await a.commit();
+      await b.commit();
+      const landed = readFileSync(`${dir}/${snapshotDataName(meta)}`);
+      expect(landed.equals(Buffer.concat(sb))).toBe(true);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  it.each([
+    // Inside the last value: the framing holds, only the checksum can tell.
+    ['a flipped value byte', (s: Uint8Array[]) => s.map((p, i) => (i === 4 ? Uint8Array.from(p, (b, j) => (j === p.length - 10 ? b ^ 1 : b)) : p)), /checksum mismatch/],
+    ['a missing tail', (s: Uint8Array[]) => s.slice(0, 4), /invalid snapshot: truncated record/],
+    ['a broken record header', (s: Uint8Array[]) => [s[0]!.map((b, j) => (j === 8 ? 0x7f : b)), ...s.slice(1)], /unknown bucket 127/],
+  ])('refuses a stream with %s before it lands', async (_, damage, error) => {
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      const target = await snaps.open(message);
+      const receive = async (): Promise<void> => {
+        for (const piece of damage(stream(0xaa, 5))) await target.write(piece);
+        await target.commit();
+      };
+      await expect(receive()).rejects.toThrow(error);
+      await target.abort();
+      expect(existsSync(`${dir}/${snapshotDataName(meta)}`)).toBe(false);
+      expect(readdirSync(dir)).toEqual([]);
+      expect(await snaps.source(meta)).toBeUndefined();
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  it('after a restore, removes the data it restored and keeps a newer snapshot received meanwhile', async () => {
+    // The production-node simulator found it: a follower on a slow disk received 2/205 while restoring 2/201,
+    // and the restore's cleanup deleted 2/205's data before its own restore ran (an assertion stopped it).
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      for (const index of [201, 205]) {
+        const m = { ...meta, index, term: 2 };
+        const rx = await snaps.open({ ...message, snapshot: { meta: m, data: new Uint8Array(0) } } as Message);
+        for (const piece of stream(index % 256, 1)) await rx.write(piece);
+        await rx.commit();
+      }
+      await snaps.removeThrough(201);
+      expect(await snaps.source({ term: 2, index: 201 })).toBeUndefined();
+      expect(await snaps.source({ term: 2, index: 205 })).toBeDefined();
+      await snaps.removeAll();
+      expect(await snaps.source({ term: 2, index: 205 })).toBeUndefined();
+    } finally {
+      removeDir(dir);
+    }
+  });
+});
