@@ -92,12 +92,17 @@ describe.skipIf(!strace && !process.env.CI)('bootstrap is atomic', () => {
       const url = (p: number): string => `http://127.0.0.1:${p}`;
       const crashed = spawn('strace', ['-f', '-qq', '-o', '/dev/null', '-P', point, '-e', 'trace=rename,renameat,renameat2',
         '-e', 'inject=rename,renameat,renameat2:signal=SIGKILL', process.execPath, cliPath, 'server', '--name', 'bc', '--data-dir', d,
-        '--listen-client-urls', url(cp), '--listen-peer-urls', url(pp), '--initial-advertise-peer-urls', url(pp), '--storage-profile', 'ssd'], { stdio: 'ignore' });
+        '--listen-client-urls', url(cp), '--listen-peer-urls', url(pp), '--initial-advertise-peer-urls', url(pp), '--storage-profile', 'ssd'], { stdio: 'ignore', detached: true });
       const outcome = await Promise.race([
         new Promise<string>((r) => crashed.once('exit', (code, signal) => r(`exit ${code ?? signal}`))),
         sleep(20_000).then(() => 'running'),
       ]);
-      crashed.kill('SIGKILL');
+      // The whole group: killing strace alone detaches its tracee, which keeps running and holds the data dir.
+      try {
+        process.kill(-crashed.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
       await sleep(200);
       const sp = await startServer({ name: 'bc', dataDir: d, clientPort: cp, peerPort: pp, args: ['--cluster-init'] });
       await waitFor(`started after a crash at ${point} (${outcome})`, () => leaderOf(client(sp)), 30_000);
