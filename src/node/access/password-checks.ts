@@ -62,7 +62,7 @@ export class PasswordChecks {
   async hash(password: string, cost: number): Promise<string> {
     await this.#turn();
     try {
-      return await bcryptHash(password, { cost });
+      return await bcryptHash(password, cost);
     } finally {
       this.#release();
     }
