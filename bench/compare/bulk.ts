@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { RawClient } from './client.js';
-import { encodeTxnPuts } from './wire.js';
+import { encodePut, encodeTxnPuts } from './wire.js';
 
 export interface LoadResult {
   keysPerSec: number;
@@ -49,4 +49,35 @@ export async function bulkLoad(conn: RawClient, prefix: string, count: number, v
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   return { keysPerSec: (loaded / (performance.now() - t0)) * 1000, loaded, error };
+}
+
+/**
+ * Single puts from many concurrent clients, as fast as answers come (the issue-22 shape: an apiserver's
+ * offered load, not a loader pacing itself): keys `${prefix}${i}`, random values, spread over `conns`
+ * (HTTP/2 streams share them). A failed put is counted, not retried; loading goes on, so a server that
+ * pushes back (etcd's "too many requests") is told apart from one that dies.
+ */
+export async function concurrentPuts(conns: RawClient[], prefix: string, count: number, valueBytes: number, clients: number): Promise<LoadResult & { failed: number }> {
+  const t0 = performance.now();
+  let next = 0;
+  let loaded = 0;
+  let failed = 0;
+  let error: string | undefined;
+  const worker = async (c: number): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      try {
+        await conns[c % conns.length]!.put(encodePut(bulkKey(prefix, i), randomBytes(valueBytes)), 60_000);
+        loaded++;
+      } catch (e) {
+        failed++;
+        error ??= e instanceof Error ? e.message : String(e);
+        // A dead server must not turn the loop into a busy spin.
+        if (failed > count / 100) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, (_, c) => worker(c)));
+  return { keysPerSec: (loaded / (performance.now() - t0)) * 1000, loaded, failed, error };
 }

@@ -48,6 +48,7 @@ async function putsRun(ctx: RunContext, cluster: Cluster, clients: number, prefi
     const fsyncsBefore = fsyncs();
     const leaderPid = cluster.pid(leader) ?? -1;
     const procBefore = sampleProc(leaderPid);
+    const membersBefore = perMember(cluster);
     const r = await closedLoop({
       clients,
       durationMs: dur(ctx, 5000, 1000),
@@ -56,18 +57,24 @@ async function putsRun(ctx: RunContext, cluster: Cluster, clients: number, prefi
     });
     const fsyncsPerPut = (fsyncs() - fsyncsBefore) / r.opsAll;
     const procAfter = sampleProc(leaderPid);
+    const membersAfter = perMember(cluster);
+    // Server CPU per acknowledged put, summed over every member (issue 22: what a board's other tenants lose).
+    const cpuUsPerPut = membersAfter.every((a, i) => a && membersBefore[i])
+      ? (membersAfter.reduce((sum, a, i) => sum + a!.cpuMs - membersBefore[i]!.cpuMs, 0) * 1000) / r.opsAll
+      : NaN;
     // Whether the leader is CPU-bound: 100 % is one core (Node's main thread is one; etcd can use both).
     const leaderCpu = procBefore && procAfter ? rates(procBefore, procAfter).cpuPercent : NaN;
     const key = `${prefix}.${cluster.options.size}m.${clients}c`;
     const what = `${cluster.options.size} member${cluster.options.size > 1 ? 's' : ''}, ${clients} client${clients > 1 ? 's' : ''}`;
     ctx.log(`  ${cluster.system} ${what}: ${r.opsPerSec.toFixed(0)} puts/s, p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms, ` +
-      `leader CPU ${leaderCpu.toFixed(0)} %, ${Number.isNaN(fsyncsPerPut) ? '' : `leader fsyncs/put ${fsyncsPerPut.toFixed(2)}, `}${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
+      `leader CPU ${leaderCpu.toFixed(0)} %, CPU/put ${cpuUsPerPut.toFixed(0)} µs, ${Number.isNaN(fsyncsPerPut) ? '' : `leader fsyncs/put ${fsyncsPerPut.toFixed(2)}, `}${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
     const out: Measure[] = [
       { key: `${key}.rate`, label: `${what}: puts/s`, unit: '/s', better: 'higher', value: r.opsPerSec },
       { key: `${key}.p50`, label: `${what}: p50`, unit: 'ms', better: 'lower', value: r.p50Ms },
       { key: `${key}.p99`, label: `${what}: p99`, unit: 'ms', better: 'lower', value: r.p99Ms },
     ];
     out.push({ key: `${key}.cpu`, label: `${what}: leader CPU`, unit: '%', better: 'lower', value: leaderCpu });
+    out.push({ key: `${key}.cpuput`, label: `${what}: server CPU per put (all members)`, unit: 'µs', better: 'lower', value: cpuUsPerPut });
     if (!Number.isNaN(fsyncsPerPut)) out.push({ key: `${key}.fsyncs`, label: `${what}: leader fsyncs per put`, unit: '', better: 'lower', value: fsyncsPerPut });
     if (r.errors > 0) out.push({ key: `${key}.errors`, label: `${what}: errors`, unit: '', better: 'lower', value: r.errors });
     return out;
@@ -140,6 +147,7 @@ export const atRest: Scenario = {
           { key: 'rest.kbps', label: 'KB written/s per member', unit: 'KB/s', better: 'lower', value: mean(rs.map((x) => x!.kbWrittenPerSec)) },
           { key: 'rest.rss', label: 'RSS per member (largest)', unit: 'MB', better: 'lower', value: Math.max(...rs.map((x) => x!.rssMb)) },
           { key: 'rest.cpu', label: 'CPU per member', unit: '%', better: 'lower', value: mean(rs.map((x) => x!.cpuPercent)) },
+          { key: 'rest.cpu.ms', label: 'CPU per member, ms per second', unit: 'ms/s', better: 'lower', value: mean(rs.map((x) => x!.cpuPercent * 10)) },
         ];
       } finally {
         conn.close();

@@ -63,10 +63,17 @@ export const raftUncommittedBytesMax = 64 * 1024 * 1024;
 export const watchResponseBytesMax = requestBytesMax;
 /** Watch: queued responses per watcher before it becomes a victim (slow) and stops being fed live. */
 export const watchQueueResponsesMax = 1024;
+/**
+ * Applied state not yet written to the backend (write buffer plus queued flush batches, as memory) past which
+ * apply waits for the backend, until half of it is written (src/node/apply/apply-loop.ts applyHold). A 20 ms
+ * flush at 20,000 puts/s of 256 B holds about 8 MiB with its ops, so only a backend that falls behind meets it.
+ */
+export const backendBacklogBytesMax = 32 * 1024 * 1024;
 /** Pending proposals per server before "too many requests". */
 export const pendingProposalsMax = 10_000;
 
 assert(grpcMessageBytesMax > requestBytesMax, 'gRPC message limit must exceed the request limit');
+assert(backendBacklogBytesMax > 2 * requestBytesMax, 'one largest request must fit in the backend backlog');
 assert(raftMsgBytesMax >= 64 * 1024, 'raft message size too small to carry one request');
 
 /** Peer transport: messages queued per peer before new ones are dropped and the peer reported unreachable (etcd: streamBufSize 4096). */

@@ -15,8 +15,10 @@ import { etcdDurationBuckets, type Histogram, type Registry } from './metrics.js
 
 /** What the member's gauges read from the replicated node (EtcdServer satisfies it). */
 export interface MemberMetricsNode {
-  readonly state: { readonly store: Pick<KvStore, 'dbSizeBytes' | 'keyCount' | 'revision' | 'compactRevision' | 'onWrite'> };
+  readonly state: { readonly store: Pick<KvStore, 'dbSizeBytes' | 'keyCount' | 'revision' | 'compactRevision' | 'onWrite' | 'backlogBytes'> };
   isLearner(): boolean;
+  /** Times apply waited for a backend that fell behind (ApplyLoop.applyHold). */
+  applyHolds(): number;
 }
 
 export interface MemberMetricsHost {
@@ -58,8 +60,12 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
   const keys = r.gauge({ name: 'etcd_debugging_mvcc_keys_total', help: 'Total number of keys.' });
   const current = r.gauge({ name: 'etcd_debugging_mvcc_current_revision', help: 'The current revision of store.' });
   const compacted = r.gauge({ name: 'etcd_debugging_mvcc_compact_revision', help: 'The revision of the last compaction in store.' });
+  const backlog = r.gauge({ name: 'etcetera_backend_backlog_bytes', help: 'Applied state not yet written to the backend (memory held by the write buffer and queued flushes).' });
+  const holds = r.counter({ name: 'etcetera_apply_holds_total', help: 'Times apply waited for a backend that fell behind the offered load.' });
   r.onCollect(() => {
     const store = h.server.state.store;
+    backlog.set(store.backlogBytes);
+    holds.setTotal(h.server.applyHolds());
     isLearner.set(h.server.isLearner() ? 1 : 0);
     walBytes.set(h.wal.metrics.bytesWritten);
     inUse.set(store.dbSizeBytes());

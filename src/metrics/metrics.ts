@@ -266,6 +266,9 @@ export function escapeHelp(help: string): string {
 export function registerProcessMetrics(registry: Registry, startTimeSeconds = Date.now() / 1000): void {
   const rss = registry.gauge({ name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.' });
   const heap = registry.gauge({ name: 'nodejs_heap_size_used_bytes', help: 'Process heap size used from Node.js in bytes.' });
+  const heapTotal = registry.gauge({ name: 'nodejs_heap_size_total_bytes', help: 'Process heap size from Node.js in bytes.' });
+  // Buffers live outside the V8 heap and its limit (which Node sizes from a memory cgroup): watched apart.
+  const external = registry.gauge({ name: 'nodejs_external_memory_bytes', help: 'Node.js external memory size in bytes.' });
   const start = registry.gauge({ name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.' });
   const cpu = registry.counter({ name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.' });
   start.set(startTimeSeconds);
@@ -273,6 +276,8 @@ export function registerProcessMetrics(registry: Registry, startTimeSeconds = Da
     const memory = process.memoryUsage();
     rss.set(memory.rss);
     heap.set(memory.heapUsed);
+    heapTotal.set(memory.heapTotal);
+    external.set(memory.external);
     const usage = process.cpuUsage();
     cpu.setTotal(Math.max(cpu.get(), (usage.user + usage.system) / 1e6));
   });

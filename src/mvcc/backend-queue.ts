@@ -11,6 +11,8 @@ export class BackendQueue {
   #sizeBytes = 0;
   /** Bytes handed to the backend since #sizeBytes was measured (LevelDB's estimate misses its memtable). */
   #bytesSinceSize = 0;
+  /** Memory held by flush batches queued and not yet written (key and value bytes plus batchOpOverheadBytes an op). */
+  #pendingBytes = 0;
 
   constructor(backend: Backend) {
     this.#backend = backend;
@@ -25,6 +27,26 @@ export class BackendQueue {
     const run = this.#io.then(task);
     this.#io = run.catch(() => {});
     return run;
+  }
+
+  /**
+   * Queue a flush batch holding `memoryBytes`: counted in `pendingBytes` until the backend has
+   * written it, so the store's backlog is known and apply can wait on it instead of queueing without bound.
+   */
+  enqueueBatch(memoryBytes: number, task: () => Promise<void>): Promise<void> {
+    this.#pendingBytes += memoryBytes;
+    return this.enqueue(async () => {
+      try {
+        await task();
+      } finally {
+        this.#pendingBytes -= memoryBytes;
+      }
+    });
+  }
+
+  /** Memory held by queued flush batches not yet written. */
+  get pendingBytes(): number {
+    return this.#pendingBytes;
   }
 
   async measureSize(): Promise<void> {

@@ -59,6 +59,12 @@ export interface Backend extends SyncReader {
 }
 
 /**
+ * What one batched op holds beyond its key and value bytes (the op object, its array slot, the byte arrays'
+ * headers): counted with them, so a backlog of small puts is not under-counted by half or more.
+ */
+export const batchOpOverheadBytes = 160;
+
+/**
  * Collects the writes of one or more applied entries; the owner flushes it as one atomic batch. The store,
  * the lessor, alarms and membership all add to the same buffer during apply, so one entry's effects are
  * never half-persisted.
@@ -84,6 +90,11 @@ export class WriteBuffer {
   /** Key and value bytes collected so far. */
   get bytes(): number {
     return this.#bytes;
+  }
+
+  /** The memory the collected ops hold, about (key and value bytes plus batchOpOverheadBytes an op). */
+  get memoryBytes(): number {
+    return this.#bytes + this.#ops.length * batchOpOverheadBytes;
   }
 
   /** Hand the first `count` collected ops over (all by default), keeping the rest in order. */

@@ -19,7 +19,7 @@
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
 import { quotaBackendBytesDefault, quotaBackendBytesMax, reclaimAtQuotaFraction, reclaimGarbageFraction, valueCacheBytesDefault } from '../base/limits.js';
-import { WriteBuffer, type Backend, type BackendView } from './backend.js';
+import { batchOpOverheadBytes, WriteBuffer, type Backend, type BackendView } from './backend.js';
 import { BackendQueue } from './backend-queue.js';
 import { compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
 import { FlushMarks, type FlushMark } from './flush-marks.js';
@@ -281,11 +281,13 @@ export class KvStore {
     ops.push({ type: 'put', bucket: 'meta', key: consistentIndexKey, value: u64Bytes(mark.index) });
     ops.push({ type: 'put', bucket: 'meta', key: termKey, value: u64Bytes(mark.term) });
     const upTo = mark.lastCode;
-    for (const op of ops) this.#queue.wrote(op.key.length + (op.type === 'put' ? op.value.length : 0));
+    let dataBytes = 0;
+    for (const op of ops) dataBytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
+    this.#queue.wrote(dataBytes);
     // The backend's size estimate is a native call of its own; refreshing it on every flush showed in
     // profiles. Between refreshes the quota adds the bytes written since, so it never under-counts growth.
     const refreshSize = ++this.#flushes % flushesPerSizeRefresh === 0;
-    const done = this.#queue.enqueue(async () => {
+    const done = this.#queue.enqueueBatch(dataBytes + ops.length * batchOpOverheadBytes, async () => {
       await this.#backend.write(ops);
       this.#core.values.flushed(upTo);
       if (refreshSize) await this.#queue.measureSize();
@@ -303,6 +305,15 @@ export class KvStore {
     const index = this.#flushedIndex;
     await this.#queue.enqueue(() => this.#backend.write([], { sync: true }));
     return index;
+  }
+
+  /**
+   * Applied state not yet written to the backend, as the memory it holds: the write buffer plus the flush
+   * batches queued behind a slow backend. Apply waits while it is over a bound (the driver's applyHold), so a
+   * backend that cannot keep up slows the member down instead of growing its memory.
+   */
+  get backlogBytes(): number {
+    return this.#core.buffer.memoryBytes + this.#queue.pendingBytes;
   }
 
   /** Resolves when all backend work queued so far (flushes, started compactions) is done. */

@@ -35,6 +35,8 @@ export interface EtcdServerParts {
   heartbeatMs: number;
   electionMs: number;
   snapshotCount: number;
+  /** Apply waits while this much applied state is not yet in the backend (default backendBacklogBytesMax). */
+  backendBacklogBytesMax?: number;
   autoCompaction?: AutoCompaction;
   unsafeTestFaults?: Set<TestFault>;
   /** Where Maintenance.Snapshot builds its file (default the OS temp dir); `*.tmp` there is removed at start. */

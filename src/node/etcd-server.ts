@@ -216,8 +216,14 @@ export class EtcdServer implements EtcdApi {
 
   // ---- Driver callbacks ----
 
+  /** Times apply waited for the backend (etcetera_apply_holds_total). */
+  applyHolds(): number {
+    return this.#apply.holds;
+  }
+
   driverApp(): DriverApp {
     return {
+      applyHold: () => this.#apply.applyHold(),
       applyEntries: (entries: Parameters<ApplyLoop['applyEntries']>[0]) => this.#apply.applyEntries(entries),
       restoreSnapshot: (snapshot: Parameters<ApplyLoop['restoreSnapshot']>[0]) => this.#apply.restoreSnapshot(snapshot),
       onSoftState: (s: SoftState, previous: SoftState) => this.#leadership.onSoftState(s, previous),

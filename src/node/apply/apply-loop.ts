@@ -5,7 +5,7 @@
  */
 import { assert } from '../../base/assert.js';
 import { hex } from '../../base/hex.js';
-import { raftLogBytesMax } from '../../base/limits.js';
+import { backendBacklogBytesMax, raftLogBytesMax } from '../../base/limits.js';
 import { decodeConfChange } from '../../raft/conf.js';
 import { EntryType, type ConfChange, type ConfState, type Entry, type Snapshot, type SnapshotMeta } from '../../raft/types.js';
 import type { AppliedWait } from '../request/applied-wait.js';
@@ -56,6 +56,10 @@ export class ApplyLoop {
   /** The log is durable up to here (the store flushes no further); waiters for it, e.g. a snapshot. */
   #stableIndex = 0;
   #stableWaiters: { index: number; resolve: () => void }[] = [];
+  /** Set while apply waits for the backend to catch up (applyHold). */
+  #draining: Promise<void> | undefined;
+  /** Times apply waited for the backend (etcetera_server_apply_holds_total). */
+  holds = 0;
 
   constructor(host: ApplyHost) {
     this.#h = host;
@@ -90,6 +94,36 @@ export class ApplyLoop {
   #whenStable(index: number): Promise<void> {
     if (index <= this.#stableIndex) return Promise.resolve();
     return new Promise((resolve) => this.#stableWaiters.push({ index, resolve }));
+  }
+
+  /**
+   * The driver asks before each batch. Past backendBacklogBytesMax of applied state not yet in the backend
+   * (a backend slower than the offered load: LevelDB compacting, a cgroup squeezing the page cache), apply
+   * waits until half of that is written. Without this the flush queue grew with the offered
+   * load until the memory cgroup killed the member (issue 22); with it the apply lag grows instead, and the
+   * proposer turns new requests away with etcd's "too many requests" once it passes applyLagEntriesMax.
+   */
+  applyHold(): Promise<void> | undefined {
+    if (this.#draining !== undefined) return this.#draining;
+    const max = this.#p.backendBacklogBytesMax ?? backendBacklogBytesMax;
+    if (this.#h.state().store.backlogBytes <= max) return undefined;
+    this.holds++;
+    this.#draining = this.#drainBacklog(max / 2).finally(() => {
+      this.#draining = undefined;
+    });
+    return this.#draining;
+  }
+
+  async #drainBacklog(resumeBytes: number): Promise<void> {
+    for (;;) {
+      const store = this.#h.state().store;
+      const before = store.backlogBytes;
+      if (before <= resumeBytes) return;
+      // Writes what the durable log covers and settles once the backend has it (or at once, with nothing to do).
+      await store.flush();
+      // What is left lies beyond the durable index: it waits for the log's next fsync.
+      if (this.#h.state().store.backlogBytes >= before) await this.#whenStable(this.#stableIndex + 1);
+    }
   }
 
   applyEntries(entries: Entry[]): void {

@@ -47,6 +47,12 @@ export interface DriverTransport {
 export interface DriverApp {
   /** Apply entries in order (synchronous and deterministic). */
   applyEntries(entries: Entry[]): void;
+  /**
+   * Before each batch of entries: undefined when the application can apply it now; otherwise a promise that
+   * settles when it can (its backend is behind). Entries wait in the apply queue meanwhile, ticks, votes and
+   * appends go on, and the growing apply lag turns new proposals away ("too many requests").
+   */
+  applyHold(): Promise<void> | undefined;
   /** Restore the state machine from a durable snapshot, before any later entry is applied. */
   restoreSnapshot(snapshot: Snapshot): Promise<void>;
   /** Leader or role changed (`previous`: the soft state handed out before); driver.softState is `state` already. */
@@ -109,6 +115,8 @@ export class RaftDriver {
    */
   #applyQueue: Array<{ entries: Entry[] } | { snapshot: Snapshot; durable: Promise<void> }> = [];
   #restoring = false;
+  /** The application asked apply to wait (applyHold). */
+  #held = false;
 
   constructor(node: RawNode, log: DriverLog, options: DriverOptions) {
     this.#node = node;
@@ -335,13 +343,24 @@ export class RaftDriver {
   }
 
   #runApply(): void {
-    while (!this.#restoring && this.#applyQueue.length > 0 && !this.#stopped) {
-      const work = this.#applyQueue.shift()!;
+    while (!this.#restoring && !this.#held && this.#applyQueue.length > 0 && !this.#stopped) {
+      const work = this.#applyQueue[0]!;
       if ('entries' in work) {
+        const hold = this.#app.applyHold();
+        if (hold !== undefined) {
+          this.#held = true;
+          hold.then(() => {
+            this.#held = false;
+            this.#runApply();
+          }, (error: unknown) => this.#app.onFatal(error));
+          return;
+        }
+        this.#applyQueue.shift();
         this.#app.applyEntries(work.entries);
         this.#node.onApplied(work.entries[work.entries.length - 1]!.index);
         this.#schedule();
       } else {
+        this.#applyQueue.shift();
         this.#restoring = true;
         work.durable.then(() => (this.#stopped ? undefined : this.#app.restoreSnapshot(work.snapshot))).then(() => {
           if (this.#stopped) return;

@@ -45,6 +45,7 @@ function driverOf(node: RawNode): { driver: RaftDriver; seen: Seen[] } {
   const seen: Seen[] = [];
   let driver!: RaftDriver;
   const app: DriverApp = {
+    applyHold: () => undefined,
     applyEntries: () => {},
     restoreSnapshot: async () => {},
     onSoftState: (state, previous) => seen.push({ state, previous, driverSoft: driver.softState, driverTerm: driver.hardState.term }),

@@ -9,6 +9,7 @@
  * (an assertion, a WAL failure) fails the seed too.
  */
 import { Prng } from '../../../src/base/prng.js';
+import { backendBacklogBytesMax } from '../../../src/base/limits.js';
 import type { TestFault } from '../../../src/config/test-faults.js';
 import { checkHistory } from '../../chaos/check.js';
 import { describeOp } from '../../chaos/check-l1.js';
@@ -33,7 +34,7 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; livenessMs: number; simEvents: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; livenessMs: number; simEvents: number };
   trace: string[];
 }
 
@@ -77,9 +78,19 @@ function walCommitDelayMsOf(seed: number): number {
   return [0, 0, 1, 4][(seed >>> 2) % 4]!;
 }
 
+/**
+ * The backend backlog past which apply waits: the production default, or, on a third of the seeds, 256 bytes,
+ * which one put exceeds, so apply holds on most batches (and on the log's fsync, when what is
+ * applied runs ahead of it). Taken from the seed, as walCommitDelayMsOf.
+ */
+function backendBacklogBytesMaxOf(seed: number): number {
+  return (seed >>> 4) % 3 === 0 ? 256 : backendBacklogBytesMax;
+}
+
 export function tuningOf(rng: Prng, faults: Set<TestFault>, seed = 0): NodeTuning {
   return {
     walCommitDelayMs: walCommitDelayMsOf(seed),
+    backendBacklogBytesMax: backendBacklogBytesMaxOf(seed),
     heartbeatMs: 100,
     electionMs: 1000,
     snapshotCount: [8, 25, 10_000][rng.int(3)]!,
@@ -96,7 +107,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   const tuning = tuningOf(rng, o.faults ?? new Set(), o.seed);
   const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
   const w = new Workload(c, rng.fork());
-  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, livenessMs: 0, simEvents: 0 };
+  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, livenessMs: 0, simEvents: 0 };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
     stats.ops = ops.length;
@@ -104,6 +115,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.events = w.recorder.watches.reduce((n, s) => n + s.responses.reduce((m, r) => m + r.events.length, 0), 0);
     stats.crashes = c.crashes;
     stats.snapshots = c.snapshotsSent;
+    stats.applyHolds = c.applyHolds;
     stats.simEvents = c.loop.events;
     return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
   };

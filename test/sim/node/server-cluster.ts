@@ -63,6 +63,8 @@ export class ServerCluster {
   readonly #trace: ((line: string) => void) | undefined;
   crashes = 0;
   snapshotsSent = 0;
+  /** Batches apply held back for a backend behind (the seed's backlog bound, run-node-seed.ts). */
+  applyHolds = 0;
   readonly #env: NodeEnv;
 
   constructor(o: ServerClusterOptions) {
@@ -93,6 +95,7 @@ export class ServerCluster {
       onFatal: (node: ServerNode, error: unknown) => {
         this.fatal.push(`n${node.id}: ${error instanceof Error ? error.message : String(error)}`);
       },
+      onApplyHold: () => void this.applyHolds++,
       trace: (line: string) => this.trace(line),
     };
     this.#env = env;

@@ -52,6 +52,8 @@ export interface NodeTuning {
   preVote: boolean;
   maxMsgBytes: number;
   maxInflightMsgs: number;
+  /** Apply waits for the backend past this backlog (a small one makes the hold happen all the time). */
+  backendBacklogBytesMax: number;
   /** The log's commit-delay window (the emmc and sd profiles wait 1 and 4 ms), on the simulator's timers. */
   walCommitDelayMs: number;
   faults: Set<TestFault>;
@@ -76,6 +78,8 @@ export interface NodeEnv {
   onApplied(node: ServerNode, index: number, revision: number, how: 'apply' | 'restore'): void;
   /** A failure the production member treats as fatal (it would exit): the seed fails. */
   onFatal(node: ServerNode, error: unknown): void;
+  /** Apply waited for the node's backend (ApplyLoop.applyHold). */
+  onApplyHold(node: ServerNode): void;
   trace(line: string): void;
 }
 
@@ -198,6 +202,7 @@ export class ServerNode {
       heartbeatMs: t.heartbeatMs,
       electionMs: t.electionMs,
       snapshotCount: t.snapshotCount,
+      backendBacklogBytesMax: t.backendBacklogBytesMax,
       scheduler,
       randomMemberId: () => (BigInt(this.#ids.int(2 ** 32)) << 32n) | BigInt(this.#ids.int(2 ** 32)),
       ...(t.faults.size > 0 ? { unsafeTestFaults: t.faults } : {}),
@@ -237,6 +242,11 @@ export class ServerNode {
     const env = this.#env;
     return {
       ...app,
+      applyHold: () => {
+        const hold = app.applyHold();
+        if (hold !== undefined) env.onApplyHold(this);
+        return hold;
+      },
       applyEntries: (entries) => {
         if (process.env.SIM_TRACE_APPLY) {
           for (const e of entries) {
