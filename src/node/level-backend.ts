@@ -56,6 +56,9 @@ export function levelCompactionBytesMax(dbBytes: number): number {
   return Math.min(25 * tableBytesMax, dbBytes) + 2 * writeBufferBytes;
 }
 
+/** Entries a scan asks LevelDB for at once. */
+const scanBatchEntries = 1000;
+
 /** A key never written: a sync with nothing else to write deletes it, which LevelDB logs and fsyncs. */
 const syncMarkerKey = new TextEncoder().encode('sync');
 
@@ -145,16 +148,22 @@ export class LevelBackend implements Backend {
     const gte = options.gte === undefined ? bucketStart(bucket) : prefixed(bucket, options.gte);
     const lt = options.lt === undefined ? bucketEnd(bucket) : prefixed(bucket, options.lt);
     const it = this.#db.iterator({ gte, lt, snapshot });
+    // Double-buffered: LevelDB reads the next batch on its thread while the caller works through this one
+    // (a restart's key index scan spent half its time waiting for each batch in turn).
+    let next = it.nextv(scanBatchEntries);
     try {
       for (;;) {
-        const batch = await it.nextv(1000);
+        const batch = await next;
         if (batch.length === 0) return;
+        next = it.nextv(scanBatchEntries);
         for (const [k, v] of batch) {
           assert(k[0] === buckets.indexOf(bucket), 'scan left its bucket');
           yield [plain(k.subarray(1)), plain(v)];
         }
       }
     } finally {
+      // An iterator closes only once its read in flight is done.
+      await next.catch(() => {});
       await it.close();
     }
   }
