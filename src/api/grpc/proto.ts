@@ -43,9 +43,29 @@ export function protoRoot(): protobuf.Root {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => path.join(dir, target);
   root.loadSync(protoFiles);
+  acceptAnyUtf8(root);
   root.resolveAll();
   rootCache = root;
   return root;
+}
+
+/**
+ * etcd's Go decoder (gogo protobuf) takes a string field's bytes as they come; protobufjs refuses invalid
+ * UTF-8 in proto3 strings, which grpc-js turned into INTERNAL "Error deserializing request" (found by the
+ * fuzzer: a user name of bytes 0xff 0xfe). Strings decode leniently instead (an invalid sequence becomes
+ * U+FFFD). protobufjs resolves a field's features while it parses, so the resolved feature is set, before
+ * the first decode generates the coders (test/api/grpc/proto-utf8.test.ts fails if a protobufjs update ignores it).
+ */
+function acceptAnyUtf8(ns: protobuf.NamespaceBase): void {
+  for (const nested of ns.nestedArray) {
+    if (nested instanceof protobuf.Type) {
+      for (const field of nested.fieldsArray) {
+        const features = (field as unknown as { _features?: { utf8_validation?: string } })._features;
+        if (field.type === 'string' && features !== undefined) features.utf8_validation = 'NONE';
+      }
+    }
+    if (nested instanceof protobuf.Namespace) acceptAnyUtf8(nested);
+  }
 }
 
 let keepCaseRoot: protobuf.Root | undefined;
