@@ -123,7 +123,7 @@ async function runNodeSeeds(args: CliArgs, count: number): Promise<[number, numb
   if (count === 0) return [0, 0];
   let passed = 0;
   let failed = 0;
-  const totals = { ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0 };
+  const totals = { ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0 };
   let livenessMsMax = 0;
   const t0 = performance.now();
   for (let s = args.start; s < args.start + count; s++) {
@@ -144,7 +144,7 @@ async function runNodeSeeds(args: CliArgs, count: number): Promise<[number, numb
   const seconds = (performance.now() - t0) / 1000;
   console.log(
     `production node: ${count} seeds in ${seconds.toFixed(1)} s; ${totals.ops} client calls (${totals.acked} answered), ` +
-      `${totals.events} watch events, ${totals.crashes} crashes, ${totals.snapshots} snapshots sent, ${totals.applyHolds} apply holds; liveness took ≤ ${livenessMsMax} ms`,
+      `${totals.events} watch events, ${totals.crashes} crashes (${totals.lostBatches} unsynced backend batches lost), ${totals.snapshots} snapshots sent, ${totals.applyHolds} apply holds; liveness took ≤ ${livenessMsMax} ms`,
   );
   return [passed, failed];
 }

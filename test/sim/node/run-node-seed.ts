@@ -34,7 +34,7 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; livenessMs: number; simEvents: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number };
   trace: string[];
 }
 
@@ -107,7 +107,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   const tuning = tuningOf(rng, o.faults ?? new Set(), o.seed);
   const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
   const w = new Workload(c, rng.fork());
-  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, livenessMs: 0, simEvents: 0 };
+  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0 };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
     stats.ops = ops.length;
@@ -116,6 +116,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.crashes = c.crashes;
     stats.snapshots = c.snapshotsSent;
     stats.applyHolds = c.applyHolds;
+    stats.lostBatches = c.nodes.reduce((n, node) => n + node.disk.backend.lostBatches, 0);
     stats.simEvents = c.loop.events;
     return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
   };

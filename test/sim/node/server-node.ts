@@ -6,13 +6,13 @@
  * bootstrap files and the join protocol (the initial members are written to the log as main/member.ts's static
  * bootstrap does).
  *
- * What survives a crash (NodeDisk): the file system as its last syncs left it (SimFs.crashImage), the backend
- * (every write the store handed it: the store never writes past what the log has made durable), and received
- * snapshot data (production keeps it in <data-dir>/member/snap until the backend holds it durably).
+ * What survives a crash (NodeDisk), which is a power loss: the file system as its last syncs left it
+ * (SimFs.crashImage), the backend as LevelDB would keep it (power-loss-backend.ts: what a synced write covered,
+ * and a prefix of the batches written since), and received snapshot data (production keeps it in
+ * <data-dir>/member/snap until the backend holds it durably).
  */
 import { Prng } from '../../../src/base/prng.js';
 import type { Backend } from '../../../src/mvcc/backend.js';
-import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
 import { MvccError } from '../../../src/mvcc/types.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
 import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../../../src/raft/types.js';
@@ -32,10 +32,11 @@ import { restoreInto, type ImportExtras } from '../../../src/backup/import.js';
 import type { RevisionRecord } from '../../../src/backup/revision-record.js';
 import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';
+import { PowerLossBackend } from './power-loss-backend.js';
 
 export interface NodeDisk {
   fs: SimFs;
-  backend: MemoryBackend;
+  backend: PowerLossBackend;
   /** Snapshot data received from a leader, by `term/index`, until the backend holds it. */
   received: Map<string, { index: number; chunks: Uint8Array[] }>;
   /**
@@ -88,7 +89,7 @@ const walTuning = { segmentBytes: 256 * 1024, preallocate: false };
 
 export class ServerNode {
   readonly member: Member;
-  readonly disk: NodeDisk = { fs: new SimFs(), backend: new MemoryBackend(), received: new Map(), bootstrapped: false };
+  readonly disk: NodeDisk = { fs: new SimFs(), backend: new PowerLossBackend(), received: new Map(), bootstrapped: false };
   readonly #env: NodeEnv;
   readonly #rng: Prng;
   /** Member ids this node picks as a leader answering MemberAdd (its own stream: other draws do not shift them). */
@@ -281,6 +282,10 @@ export class ServerNode {
     this.server = undefined;
     this.driver = undefined;
     this.disk.fs = this.disk.fs.crashImage();
+    // Which unsynced backend batches survive: from a stream of the member id and incarnation, so the draw
+    // shifts no other random choice of the seed (seeds found before power losses keep their trajectories).
+    const unsynced = this.disk.backend.unsyncedBatches;
+    if (unsynced > 0) this.disk.backend.powerLoss(new Prng(Number(this.member.id % 0x7fffffffn) ^ (this.incarnation * 0x9e3779b1)).int(unsynced + 1));
   }
 
   /** A leader's MsgSnap: stream the backend, as main/member.ts's snapshotStreamingTransport does. */
@@ -339,7 +344,7 @@ async function* iterate(chunks: Uint8Array[]): AsyncIterable<Uint8Array> {
  * The backend as one incarnation sees it: once the node crashed, its writes never land (a dead process
  * writes nothing) and never settle, so its pending work stops there.
  */
-function guarded(backend: MemoryBackend, owner: SimOwner): Backend {
+function guarded(backend: PowerLossBackend, owner: SimOwner): Backend {
   return new Proxy(backend, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target) as unknown;
