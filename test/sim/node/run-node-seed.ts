@@ -90,6 +90,8 @@ function backendBacklogBytesMaxOf(seed: number): number {
 export function tuningOf(rng: Prng, faults: Set<TestFault>, seed = 0): NodeTuning {
   return {
     walCommitDelayMs: walCommitDelayMsOf(seed),
+    // Half the seeds zero-fill and recycle segments as production does; taken from the seed, as above.
+    walPreallocate: ((seed >>> 3) & 1) === 0,
     backendBacklogBytesMax: backendBacklogBytesMaxOf(seed),
     heartbeatMs: 100,
     electionMs: 1000,

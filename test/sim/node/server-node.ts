@@ -57,6 +57,8 @@ export interface NodeTuning {
   backendBacklogBytesMax: number;
   /** The log's commit-delay window (the emmc and sd profiles wait 1 and 4 ms), on the simulator's timers. */
   walCommitDelayMs: number;
+  /** Segments zero-filled before use and recycled, as every production profile does. */
+  walPreallocate: boolean;
   faults: Set<TestFault>;
 }
 
@@ -85,7 +87,7 @@ export interface NodeEnv {
 }
 
 const walDir = '/member/wal';
-const walTuning = { segmentBytes: 256 * 1024, preallocate: false };
+const walTuning = { segmentBytes: 256 * 1024, preallocate: false, recycleSegmentsMax: 0 };
 
 export class ServerNode {
   readonly member: Member;
@@ -147,7 +149,7 @@ export class ServerNode {
     const { wal, state: walState } = await Wal.open(walDir, {
       fs: disk.fs,
       profile: 'ssd',
-      tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs },
+      tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs, ...(t.walPreallocate ? { preallocate: true, recycleSegmentsMax: 2 } : {}) },
       timer: scheduler,
       appliedIndex: state.store.consistentIndex,
       onFatal: (error) => owner.alive && env.onFatal(this, error),
@@ -281,11 +283,14 @@ export class ServerNode {
     this.up = false;
     this.server = undefined;
     this.driver = undefined;
-    this.disk.fs = this.disk.fs.crashImage();
-    // Which unsynced backend batches survive: from a stream of the member id and incarnation, so the draw
-    // shifts no other random choice of the seed (seeds found before power losses keep their trajectories).
+    // What the power loss leaves: from a stream of the member id and incarnation, so these draws shift no other
+    // random choice of the seed (seeds found before power losses and torn writes keep their trajectories).
+    const loss = new Prng(Number(this.member.id % 0x7fffffffn) ^ (this.incarnation * 0x9e3779b1));
+    // The log's last write, if no sync covered it, may be torn: a prefix of it or some of its sectors landed.
+    const tear = (['none', 'prefix', 'sectors'] as const)[loss.int(3)]!;
+    this.disk.fs = this.disk.fs.crashImage(tear, () => loss.int(1 << 30) / (1 << 30));
     const unsynced = this.disk.backend.unsyncedBatches;
-    if (unsynced > 0) this.disk.backend.powerLoss(new Prng(Number(this.member.id % 0x7fffffffn) ^ (this.incarnation * 0x9e3779b1)).int(unsynced + 1));
+    if (unsynced > 0) this.disk.backend.powerLoss(loss.int(unsynced + 1));
   }
 
   /** A leader's MsgSnap: stream the backend, as main/member.ts's snapshotStreamingTransport does. */
