@@ -51,6 +51,13 @@ module.exports = {
       to: { dependencyTypesNot: ['local'] },
     },
     {
+      name: 'grpc-only-at-the-api',
+      comment: 'the member and the layers below it know nothing of a gRPC library: the error table names codes as the gRPC specification does, api/grpc maps them (metrics instruments the gRPC server it is given)',
+      severity: 'error',
+      from: { path: '^src/(base|raft|mvcc|bbolt|auth|wal|config|tls|node)/' },
+      to: { path: '@grpc/grpc-js' },
+    },
+    {
       name: 'no-unresolvable',
       comment: 'every import resolves (a moved file must not leave a dangling import behind)',
       severity: 'error',

@@ -6,7 +6,8 @@ import type { EventEmitter } from 'node:events';
 import { status as Status } from '@grpc/grpc-js';
 import type { Metadata, ServerUnaryCall, handleUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { EtcdApi, RequestContext } from '../../node/server-api.js';
-import { EtcdError, toGrpcError } from '../../node/errors.js';
+import { EtcdError } from '../../node/errors.js';
+import { toGrpcError } from './grpc-error.js';
 import type { Wire } from './proto.js';
 
 /** etcd's rpctypes.MetadataRequireLeaderKey / MetadataHasLeader. */

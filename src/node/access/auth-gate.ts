@@ -12,9 +12,8 @@ import { pendingProposalsMax } from '../../base/limits.js';
 import { checkRange, checkTxn, type AuthStore } from '../../auth/index.js';
 import { AuthError, type AuthInfo } from '../../auth/types.js';
 import type { TxnRequest } from '../../mvcc/types.js';
-import { status as Status } from '@grpc/grpc-js';
 import type { RequestContext } from '../api-types.js';
-import { etcdErrors, untranslatedAuthError } from '../errors.js';
+import { etcdErrors, untranslatedAuthError, type GrpcCodeName } from '../errors.js';
 import type { TokenProvider } from './token-provider.js';
 
 export interface AuthGateHost {
@@ -155,10 +154,10 @@ export class AuthGate {
 }
 
 /** gRPC's code names, as Go's status error text spells them. */
-const statusNames: Partial<Record<Status, string>> = {
-  [Status.UNAUTHENTICATED]: 'Unauthenticated',
-  [Status.INVALID_ARGUMENT]: 'InvalidArgument',
-  [Status.PERMISSION_DENIED]: 'PermissionDenied',
+const statusNames: Partial<Record<GrpcCodeName, string>> = {
+  UNAUTHENTICATED: 'Unauthenticated',
+  INVALID_ARGUMENT: 'InvalidArgument',
+  PERMISSION_DENIED: 'PermissionDenied',
 };
 
 /** etcd's recvLoop: the gRPC error text of the refusal (`rpc error: code = … desc = …`). */

@@ -5,7 +5,8 @@ import { AssertionError } from '../../../src/base/assert.js';
 import { Prng } from '../../../src/base/prng.js';
 import { MvccError, type MvccErrorCode } from '../../../src/mvcc/types.js';
 import type { ProposeError } from '../../../src/raft/types.js';
-import { EtcdError, etcdErrorCodeOf, etcdErrors, fromMvccError, fromProposeError, toGrpcError } from '../../../src/node/errors.js';
+import { EtcdError, etcdErrorCodeOf, etcdErrors, fromMvccError, fromProposeError } from '../../../src/node/errors.js';
+import { grpcCode, toGrpcError } from '../../../src/api/grpc/grpc-error.js';
 import { validPeerUrls } from '../../../src/api/grpc/cluster-service.js';
 import { decodePut, encodeKeyValue, id, long, num } from '../../../src/api/grpc/messages.js';
 import { snapshotPaddingBytes } from '../../../src/api/grpc/maintenance-service.js';
@@ -73,7 +74,7 @@ describe('error table', () => {
       ['learnerNotReady', Status.FAILED_PRECONDITION],
       ['corrupt', Status.DATA_LOSS],
     ];
-    for (const [code, status] of want) expect(new EtcdError(code).status, code).toBe(status);
+    for (const [code, status] of want) expect(grpcCode(new EtcdError(code).status), code).toBe(status);
   });
 
   it('maps every MvccError code and every ProposeError', () => {
@@ -81,7 +82,7 @@ describe('error table', () => {
       'noSpace'];
     for (const code of mvcc) {
       const e = fromMvccError(new MvccError(code));
-      expect(toGrpcError(new MvccError(code))).toEqual({ code: e.status, details: e.message });
+      expect(toGrpcError(new MvccError(code))).toEqual({ code: grpcCode(e.status), details: e.message });
     }
     expect(fromMvccError(new MvccError('leaseExists')).message).toBe('etcdserver: lease already exists');
     const propose: [ProposeError, string][] = [
