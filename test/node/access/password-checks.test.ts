@@ -4,7 +4,7 @@
  * real bcrypt leaves the event loop free.
  */
 import { describe, expect, it } from 'vitest';
-import { hashSync } from '@node-rs/bcrypt';
+import { hashSync, verifySync } from '@node-rs/bcrypt';
 import { passwordBackoffMsMin, passwordChecksMax, passwordChecksQueuedMax, passwordFailuresFree } from '../../../src/base/limits.js';
 import { PasswordChecks } from '../../../src/node/access/password-checks.js';
 
@@ -80,6 +80,10 @@ describe('password checks', () => {
 
   it('checks real bcrypt hashes on the thread pool: the event loop keeps turning', async () => {
     const hash = hashSync('right', 10);
+    // One check on the loop's own thread, measured here: on a loaded machine every figure stretches alike.
+    const t0 = performance.now();
+    verifySync('wrong', hash);
+    const onLoopMs = performance.now() - t0;
     const checks = new PasswordChecks();
     let last = performance.now();
     let gapMaxMs = 0;
@@ -95,7 +99,8 @@ describe('password checks', () => {
     } finally {
       clearInterval(timer);
     }
-    // bcryptjs held the loop ~100 ms per slice; on the pool the loop only waits for its own work.
-    expect(gapMaxMs).toBeLessThan(50);
+    // bcryptjs held the loop ~100 ms per slice, and a check on the loop would hold it a whole check at a time;
+    // on the pool the loop only waits for its own work.
+    expect(gapMaxMs).toBeLessThan(Math.max(50, onLoopMs / 2));
   });
 });
