@@ -3,6 +3,8 @@
  * a --force-new-cluster reset, and a backend that crashed behind a received snapshot caught up from it.
  */
 import { join } from 'node:path';
+import { assert } from '../base/assert.js';
+import { KvStore } from '../mvcc/kv-store.js';
 import { LevelBackend } from '../node/level-backend.js';
 import type { Snapshot } from '../raft/types.js';
 import { Wal } from '../wal/wal.js';
@@ -57,17 +59,32 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
   let state: ServerState;
   let opened: Awaited<ReturnType<typeof Wal.open>>;
   try {
-    state = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
-    await removeIndexCheckpoint(memberDir);
-    log.info('loaded the key index', { keys: state.store.keyCount, ...state.store.loadedFrom });
-    if (!fresh) await refuseMisplacedLog(o.dataDir, o.walDir, state.store.consistentIndex);
-    opened = await Wal.open(walDirOf(o.dataDir, o.walDir), {
-      profile: o.storageProfile,
-      ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
-      logger: (line) => log.info(line),
-      onFatal,
-      appliedIndex: state.store.consistentIndex,
-    });
+    const consistentIndex = await KvStore.persistedIndex(backend);
+    if (!fresh) await refuseMisplacedLog(o.dataDir, o.walDir, consistentIndex);
+    // The key index (a scan of every revision after a crash) and the log (read and checked record by record)
+    // load side by side: each waits on its own reads, and a restart after kill -9 waited for both in turn.
+    const [loaded, walOpened] = await Promise.allSettled([
+      (async () => {
+        const s = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
+        await removeIndexCheckpoint(memberDir);
+        log.info('loaded the key index', { keys: s.store.keyCount, ...s.store.loadedFrom });
+        return s;
+      })(),
+      Wal.open(walDirOf(o.dataDir, o.walDir), {
+        profile: o.storageProfile,
+        ...(o.unsafeNoFsync === true ? { fs: noFsyncPort() } : {}),
+        logger: (line) => log.info(line),
+        onFatal,
+        appliedIndex: consistentIndex,
+      }),
+    ]);
+    if (loaded.status === 'rejected' || walOpened.status === 'rejected') {
+      if (walOpened.status === 'fulfilled') await walOpened.value.wal.close().catch(() => undefined);
+      throw loaded.status === 'rejected' ? loaded.reason : (walOpened as PromiseRejectedResult).reason;
+    }
+    state = loaded.value;
+    assert(state.store.consistentIndex === consistentIndex, 'the backend moved while the member loaded it');
+    opened = walOpened.value;
   } catch (error) {
     await backend.close();
     throw error;

@@ -87,6 +87,12 @@ export class KvStore {
     });
   }
 
+  /** The consistent index the backend holds (0 when empty): known before the key index is loaded. */
+  static async persistedIndex(backend: Backend): Promise<number> {
+    const index = await backend.get('meta', consistentIndexKey);
+    return index === undefined ? 0 : readU64(index);
+  }
+
   /**
    * Load the store from the backend: the state exactly as of the persisted consistent index. With an index
    * checkpoint that matches the backend (written at the same consistent index and term), the key index comes
@@ -94,8 +100,7 @@ export class KvStore {
    * says why the checkpoint was not used).
    */
   static async open(backend: Backend, options: KvStoreOptions = {}): Promise<KvStore> {
-    const index = await backend.get('meta', consistentIndexKey);
-    const consistentIndex = index === undefined ? 0 : readU64(index);
+    const consistentIndex = await KvStore.persistedIndex(backend);
     const termBytes = await backend.get('meta', termKey);
     const term = termBytes === undefined ? 0 : readU64(termBytes);
     let store = new KvStore(backend, options);
