@@ -9,12 +9,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { defaultPageBytes } from '../../src/bbolt/index.js';
 import { killAll } from '../e2e/harness.js';
 import { haveEtcd } from './etcd-ref.js';
 import { bigValueBytes, runScale, scaleChecks, type ScaleShape } from './snapshot-scale.js';
 
 const shape: ScaleShape = { keys: 6_000, valueBytesMax: 2_000, leases: 20 };
-const pageBytes = 4096;
 const dirs: string[] = [];
 afterAll(async () => {
   await killAll();
@@ -28,7 +28,7 @@ describe.skipIf(!haveEtcd)('snapshots at scale, restored and served by etcd 3.4 
     const r = await runScale(shape, dir);
     expect(scaleChecks(r, shape).filter((c) => !c.ok)).toEqual([]);
     // The shape this proves: branch pages at two depths, and overflow pages for every big value.
-    const overflowMin = bigValueBytes.reduce((n, b) => n + Math.ceil(b / pageBytes) - 1, 0);
+    const overflowMin = bigValueBytes.reduce((n, b) => n + Math.ceil(b / defaultPageBytes) - 1, 0);
     expect(r.ours.tree).toMatchObject({ depth: 3, inline: false });
     expect(r.ours.tree.branchPages).toBeGreaterThan(10);
     expect(r.ours.tree.overflowPages).toBeGreaterThanOrEqual(overflowMin);

@@ -38,6 +38,10 @@ export const bigValueBytes = [Math.floor(1.4 * 1024 * 1024), 700_000, 100_000, 9
 /** bbolt's MaxKeySize: the longest key bbolt could ever index, as an etcd key (in a KeyValue value here). */
 export const longKeyBytes = 32 * 1024;
 const leaseTtlSeconds = 3600;
+/** A lease restored with its full TTL has (much) more than this left when the dump reads it. */
+const leaseAliveSecondsMin = leaseTtlSeconds - 600;
+/** Any one tool run (etcdctl, the etcetera CLI) at the 200,000-key size; a whole save or HashKV included. */
+const toolSecondsMax = 600;
 const leaseIdFirst = 0x7e57_0000n;
 /** Keys per Range page while dumping: a page holds at most one big value (they are far apart). */
 const dumpPageKeys = 1000;
@@ -144,8 +148,13 @@ async function rangeLines(c: Etcd3, revision: number | undefined): Promise<strin
   }
 }
 
+/** etcdctl with its command timeout and our process timeout both at toolSecondsMax. */
+function tool(args: string[], endpoint?: string): Promise<{ stdout: string }> {
+  return etcdctl([`--command-timeout=${toolSecondsMax}s`, ...args], endpoint, toolSecondsMax * 1000);
+}
+
 async function hashKv(endpoint: string, revision: number): Promise<unknown> {
-  const out = JSON.parse((await etcdctl(['--command-timeout=300s', 'endpoint', 'hashkv', `--rev=${revision}`, '-w', 'json'], endpoint.replace(/^http:\/\//, ''))).stdout) as Array<{ HashKV: { hash: number; compact_revision: number } }>;
+  const out = JSON.parse((await tool(['endpoint', 'hashkv', `--rev=${revision}`, '-w', 'json'], endpoint.replace(/^http:\/\//, ''))).stdout) as Array<{ HashKV: { hash: number; compact_revision: number } }>;
   return { hash: out[0]!.HashKV.hash, compactRevision: out[0]!.HashKV.compact_revision };
 }
 
@@ -165,7 +174,7 @@ export async function dumpScale(endpoint: string, marks: ScaleMarks): Promise<Sc
       kvs,
       history,
       compactedRangeError: /compacted/.test(compacted) ? 'compacted' : compacted,
-      leases: ttls.map((t) => `${t.ID} granted ${t.grantedTTL} alive ${Number(t.TTL) > leaseTtlSeconds - 600} keys ${t.keys.map((k) => k.toString()).sort().join(',')}`).sort(),
+      leases: ttls.map((t) => `${t.ID} granted ${t.grantedTTL} alive ${Number(t.TTL) > leaseAliveSecondsMin} keys ${t.keys.map((k) => k.toString()).sort().join(',')}`).sort(),
       hashKv: { current: await hashKv(endpoint, revision), updated: await hashKv(endpoint, marks.updated) },
     };
   } finally {
@@ -196,8 +205,8 @@ export interface SnapshotStatusJson {
 }
 
 async function statuses(file: string): Promise<{ etcdctl: SnapshotStatusJson; etcetera: SnapshotStatusJson }> {
-  const theirs = JSON.parse((await etcdctl(['snapshot', 'status', file, '-w', 'json'])).stdout) as SnapshotStatusJson;
-  const r = await runCli(['snapshot', 'status', file, '-w', 'json'], 300_000);
+  const theirs = JSON.parse((await tool(['snapshot', 'status', file, '-w', 'json'])).stdout) as SnapshotStatusJson;
+  const r = await runCli(['snapshot', 'status', file, '-w', 'json'], toolSecondsMax * 1000);
   if (r.code !== 0) throw new Error(`etcetera snapshot status ${file}: ${r.stderr}`);
   return { etcdctl: theirs, etcetera: JSON.parse(r.stdout) as SnapshotStatusJson };
 }
@@ -229,7 +238,7 @@ export interface ScaleReport {
 }
 
 async function cli(args: string[]): Promise<string> {
-  const r = await runCli(args, 600_000);
+  const r = await runCli(args, toolSecondsMax * 1000);
   if (r.code !== 0) throw new Error(`etcetera ${args.join(' ')} (exit ${r.code}): ${r.stderr}\n${r.stdout}`);
   return r.stdout;
 }
@@ -277,7 +286,7 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
     step('start, compact, live writes');
     expected = await dumpScale(member.clientUrl, marks);
     step('dump the source member');
-    await etcdctl(['--command-timeout=600s', 'snapshot', 'save', maintenanceFile], `127.0.0.1:${member.clientPort}`);
+    await tool(['snapshot', 'save', maintenanceFile], `127.0.0.1:${member.clientPort}`);
     step('etcdctl snapshot save (Maintenance.Snapshot)');
     await cli(['snapshot', 'save', cliFile, '--endpoints', member.clientUrl]);
     step('etcetera snapshot save');
@@ -290,7 +299,7 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
 
   const restoredEtcd = join(dir, 'etcd-data');
   const ref = await restoreOptions('ref');
-  await etcdctl(['snapshot', 'restore', maintenanceFile, '--data-dir', restoredEtcd, ...ref.args]);
+  await tool(['snapshot', 'restore', maintenanceFile, '--data-dir', restoredEtcd, ...ref.args]);
   step('etcdctl snapshot restore');
   const etcd = await startEtcd({ name: 'ref', dataDir: restoredEtcd, peerPort: ref.peerPort });
   let etcdFromOurs: ScaleDump;
@@ -299,8 +308,8 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
     step('etcd start');
     etcdFromOurs = await dumpScale(etcd.endpoint, marks);
     step('dump etcd');
-    await etcdctl(['--command-timeout=600s', 'defrag'], etcd.endpoint);
-    await etcdctl(['--command-timeout=600s', 'snapshot', 'save', etcdFile], etcd.endpoint);
+    await tool(['defrag'], etcd.endpoint);
+    await tool(['snapshot', 'save', etcdFile], etcd.endpoint);
     step('etcd defrag + snapshot save');
   } finally {
     await etcd.stop();
