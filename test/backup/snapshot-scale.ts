@@ -243,6 +243,24 @@ async function cli(args: string[]): Promise<string> {
   return r.stdout;
 }
 
+/** Starts tried again on a port another test run took between our pick and the bind. */
+const bindAttemptsMax = 3;
+
+/**
+ * A restored data directory names its peer port, so the harness cannot retry its start on a fresh one; the
+ * client and metrics ports it picks can still be taken by a parallel test run before the bind (EADDRINUSE),
+ * and a start that failed there left the directory as it was: start again, on newly picked ports.
+ */
+async function bindRetried<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= bindAttemptsMax || !/EADDRINUSE|address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
 async function restoreOptions(name: string): Promise<{ peerPort: number; args: string[] }> {
   const peerPort = await freePort();
   const peer = `http://127.0.0.1:${peerPort}`;
@@ -268,7 +286,7 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
   });
   step('bulk build (importRevisions)');
 
-  let member: ServerProcess | undefined = await startServer({ name: 'scale', dataDir, peerPort: built.peerPort });
+  let member: ServerProcess | undefined = await bindRetried(() => startServer({ name: 'scale', dataDir, peerPort: built.peerPort }));
   let expected: ScaleDump;
   const maintenanceFile = join(dir, 'ours-maintenance.db');
   const cliFile = join(dir, 'ours-cli.db');
@@ -301,7 +319,7 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
   const ref = await restoreOptions('ref');
   await tool(['snapshot', 'restore', maintenanceFile, '--data-dir', restoredEtcd, ...ref.args]);
   step('etcdctl snapshot restore');
-  const etcd = await startEtcd({ name: 'ref', dataDir: restoredEtcd, peerPort: ref.peerPort });
+  const etcd = await bindRetried(() => startEtcd({ name: 'ref', dataDir: restoredEtcd, peerPort: ref.peerPort }));
   let etcdFromOurs: ScaleDump;
   const etcdFile = join(dir, 'etcd.db');
   try {
@@ -321,7 +339,7 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
   const backDir = join(dir, 'back');
   await cli(['snapshot', 'restore', etcdFile, '--data-dir', backDir, ...back.args]);
   step('etcetera snapshot restore');
-  const restored = await startServer({ name: 'back', dataDir: backDir, peerPort: back.peerPort });
+  const restored = await bindRetried(() => startServer({ name: 'back', dataDir: backDir, peerPort: back.peerPort }));
   let oursFromEtcd: ScaleDump;
   try {
     step('etcetera start');
