@@ -166,7 +166,7 @@ async function writeData(
   for await (const r of records) {
     if (!Number.isSafeInteger(r.modRevision) || r.modRevision < 1) throw new RestoreError(`record with a bad revision ${r.modRevision}`);
     if (r.modRevision < lastMain) throw new RestoreError(`records out of order: revision ${r.modRevision} after ${lastMain}`);
-    sub = r.modRevision === lastMain ? sub + 1 : 0;
+    sub = nextSub(r, r.modRevision === lastMain ? sub : undefined);
     lastMain = r.modRevision;
     const [key, value] = recordToEntry(r, sub);
     await put({ type: 'put', bucket: 'key', key, value });
@@ -188,6 +188,19 @@ async function writeData(
   await inFlight;
   await backend.write(batch);
   return { revision: Math.max(lastMain, compact, 1), records: count, leases };
+}
+
+/**
+ * The record's sub-revision: its own (kept exactly: etcd's HashKV hashes the revision bytes, so a renumbered
+ * sub-revision would make a restored member's hash differ from its source's), or the next after `previous`
+ * (the sub-revision of the record before it in the same revision; undefined: the first of its revision).
+ */
+function nextSub(r: RevisionRecord, previous: number | undefined): number {
+  if (r.sub === undefined) return previous === undefined ? 0 : previous + 1;
+  if (!Number.isSafeInteger(r.sub) || r.sub < 0 || (previous !== undefined && r.sub <= previous)) {
+    throw new RestoreError(`records out of order: revision ${r.modRevision} sub-revision ${r.sub} after ${previous ?? 'none'}`);
+  }
+  return r.sub;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,7 +1,9 @@
 /**
  * One revision of one key, the unit every importer speaks (an etcd snapshot's `key` bucket, kine's rows).
  * A stream of records is ordered by modRevision, then by sub-revision (the order of the changes inside one
- * revision); the sub-revision is the record's position among the records with its modRevision.
+ * revision); the sub-revision is the record's `sub` when it has one (an etcd snapshot's own, which a
+ * compaction leaves with gaps: a txn's first put superseded and compacted away, its second kept as sub 1), and
+ * otherwise its position among the records with its modRevision (kine's rows).
  */
 import { assert } from '../base/assert.js';
 import { decodeKeyValue, encodeKeyValue } from '../mvcc/kv-codec.js';
@@ -15,6 +17,8 @@ export interface RevisionRecord {
   version: number;
   lease: bigint;
   tombstone: boolean;
+  /** The sub-revision as the source stored it; absent: the record's position within its revision. */
+  sub?: number;
 }
 
 /** The `key` bucket entry (etcd's bytes) of a record with its sub-revision. */

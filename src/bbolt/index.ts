@@ -1,3 +1,3 @@
 export { BboltFormatError, defaultPageBytes, type Meta } from './format.js';
-export { BboltReader, type LeafEntry } from './reader.js';
+export { BboltReader, type BucketStats, type LeafEntry } from './reader.js';
 export { BboltWriter, type BboltWriterOptions } from './writer.js';

@@ -23,6 +23,17 @@ export interface LeafEntry {
   bucket: boolean;
 }
 
+export interface BucketStats {
+  /** Levels from the root page to the leaves (1: the root is a leaf). */
+  depth: number;
+  branchPages: number;
+  leafPages: number;
+  /** Extra pages spanned by pages larger than one page (bbolt's BranchOverflowN + LeafOverflowN). */
+  overflowPages: number;
+  /** The bucket is stored inside its parent's leaf (no pages of its own). */
+  inline: boolean;
+}
+
 interface Page extends PageHeader {
   bytes: Uint8Array;
 }
@@ -84,6 +95,36 @@ export class BboltReader {
     return (async function* () {
       yield* leafEntries(page);
     })();
+  }
+
+  /**
+   * bbolt's Bucket.Stats for one bucket's own tree (nested buckets not followed): its depth (1: a single
+   * leaf, inline or not), and its branch, leaf and overflow pages. Tests use it to state the shape of a file.
+   */
+  async bucketStats(header: Uint8Array): Promise<BucketStats> {
+    if (header.length < bucketHeaderBytes) throw new BboltFormatError('truncated bucket header');
+    const root = readPgid(new DataView(header.buffer, header.byteOffset, header.byteLength), 0);
+    const stats: BucketStats = { depth: 1, branchPages: 0, leafPages: 0, overflowPages: 0, inline: root === 0 };
+    if (root === 0) return stats;
+    const pending: Array<{ pgid: number; depth: number }> = [{ pgid: root, depth: 1 }];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      if (next.depth > treeDepthMax) throw new BboltFormatError('bucket tree deeper than any valid file (a cycle?)');
+      const page = await this.#page(next.pgid);
+      stats.depth = Math.max(stats.depth, next.depth);
+      stats.overflowPages += page.overflow;
+      if (page.flags === leafPageFlag) {
+        stats.leafPages++;
+      } else if (page.flags === branchPageFlag) {
+        stats.branchPages++;
+        checkElements(page);
+        const dv = new DataView(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength);
+        // Children pushed last to first, so they are read in file order (the read-ahead window serves them).
+        for (let i = page.count - 1; i >= 0; i--) pending.push({ pgid: readPgid(dv, pageHeaderBytes + i * elementBytes + 8), depth: next.depth + 1 });
+      } else {
+        throw new BboltFormatError(`page ${next.pgid}: expected a branch or leaf page, found flags 0x${page.flags.toString(16)}`);
+      }
+    }
+    return stats;
   }
 
   /** Depth first, with an explicit stack (one generator, however deep the tree). */

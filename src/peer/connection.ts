@@ -8,7 +8,8 @@ import * as tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import { type Frame, FrameReader, FrameType, ProtocolError, encodeFrame, frameHeader } from './frame.js';
 import type { PeerTlsOptions } from './types.js';
-import { tlsPolicyOptions } from '../tls/tls-policy.js';
+import { tlsPolicyOptions, type AllowedIdentities } from '../tls/tls-policy.js';
+import { readRevokedSerials } from '../tls/crl.js';
 
 /** Frames allowed to wait for a handler; more means the remote is not following the protocol. */
 const pendingFramesMax = 64;
@@ -161,19 +162,23 @@ export interface TlsMaterial {
   key: Buffer;
   ca: Buffer | undefined;
   clientCertAuth: boolean;
-  /** Cipher suites, versions and CRL, for both directions. */
+  /** Cipher suites and versions, for both directions. */
   policy: tls.SecureContextOptions;
-  allowed: { allowedCns?: string[]; allowedHostnames?: string[] };
+  /** Checks of an accepted peer's certificate (its CRL is read again per connection, as etcd does). */
+  allowed: AllowedIdentities;
 }
 
 export function loadTls(options: PeerTlsOptions): TlsMaterial {
+  // A CRL is applied after each handshake (acceptVerifiedClient, as etcd does); a bad file stops the start here.
+  if (options.crlFile !== undefined) readRevokedSerials(options.crlFile);
   return {
     cert: readFileSync(options.certFile),
     key: readFileSync(options.keyFile),
     ca: options.trustedCaFile === undefined ? undefined : readFileSync(options.trustedCaFile),
     clientCertAuth: options.clientCertAuth === true,
-    policy: tlsPolicyOptions(options.policy, options.crlFile),
+    policy: tlsPolicyOptions(options.policy),
     allowed: {
+      ...(options.crlFile !== undefined ? { crlFile: options.crlFile } : {}),
       ...(options.allowedCns !== undefined ? { allowedCns: options.allowedCns } : {}),
       ...(options.allowedHostnames !== undefined ? { allowedHostnames: options.allowedHostnames } : {}),
     },

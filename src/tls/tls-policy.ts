@@ -1,31 +1,20 @@
 /**
  * The TLS settings shared by client and peer listeners (etcd --cipher-suites, --tls-min-version,
- * --tls-max-version, and the CRL files), as Node TLS options, plus etcd's log line for a refused handshake.
+ * --tls-max-version) as Node TLS options, etcd's log line for a refused handshake, and the checks of a client
+ * certificate after the handshake (CA, revocation as etcd checks it in crl.ts, allowed CN and hostname).
  */
-import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { checkServerIdentity, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import type { Logger } from '../config/log.js';
 import type { TlsPolicy } from '../config/member-options.js';
+import { revocation, type PresentedCertificate } from './crl.js';
 
-export function tlsPolicyOptions(policy: TlsPolicy | undefined, crlFile: string | undefined): SecureContextOptions {
+export function tlsPolicyOptions(policy: TlsPolicy | undefined): SecureContextOptions {
   return {
     ...(policy?.ciphers !== undefined ? { ciphers: policy.ciphers } : {}),
     ...(policy !== undefined ? { minVersion: policy.minVersion } : {}),
     ...(policy?.maxVersion !== undefined ? { maxVersion: policy.maxVersion } : {}),
-    ...(crlFile !== undefined ? { crl: readCrl(crlFile) } : {}),
   };
-}
-
-/**
- * A CRL file in PEM or DER, as Go's x509.ParseCRL takes either (etcd's own fixture, integration/fixtures/
- * revoke.crl, is DER); OpenSSL's context takes only PEM, so DER is wrapped as PEM ("Failed to parse CRL" before).
- */
-export function readCrl(file: string): Buffer {
-  const bytes = readFileSync(file);
-  if (bytes.subarray(0, 64).toString('latin1').includes('-----BEGIN')) return bytes;
-  const lines = bytes.toString('base64').match(/.{1,64}/g) ?? [];
-  return Buffer.from(`-----BEGIN X509 CRL-----\n${lines.join('\n')}\n-----END X509 CRL-----\n`, 'latin1');
 }
 
 /** etcd (embed/serve.go, transport listener) logs every refused TLS connection with the remote address. */
@@ -55,6 +44,8 @@ export function acceptVerifiedClient(socket: TLSSocket, logger: Logger | undefin
 export interface AllowedIdentities {
   allowedCns?: readonly string[];
   allowedHostnames?: readonly string[];
+  /** etcd --client-crl-file / --peer-crl-file: read again for each connection, as etcd does. */
+  crlFile?: string;
 }
 
 function refusal(socket: TLSSocket, allowed: AllowedIdentities): string | undefined {
@@ -62,7 +53,16 @@ function refusal(socket: TLSSocket, allowed: AllowedIdentities): string | undefi
     const error = socket.authorizationError;
     return error === undefined ? 'client certificate required' : `client certificate not accepted: ${String(error)}`;
   }
-  const cert = socket.getPeerCertificate();
+  const cert = socket.getPeerCertificate(true);
+  if (allowed.crlFile !== undefined) {
+    let revoked: string | undefined;
+    try {
+      revoked = revocation(cert as PresentedCertificate, allowed.crlFile);
+    } catch (err) {
+      revoked = `cannot read the CRL: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    if (revoked !== undefined) return revoked;
+  }
   const cns = allowed.allowedCns ?? [];
   if (cns.length > 0) {
     const cn = cert.subject?.CN;

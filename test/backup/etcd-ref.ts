@@ -19,10 +19,10 @@ if (!haveEtcd) console.warn(`skipping the snapshot tests against etcd: ${etcdPat
 
 const execFileP = promisify(execFile);
 
-export async function etcdctl(args: string[], endpoint?: string): Promise<{ stdout: string; stderr: string }> {
+export async function etcdctl(args: string[], endpoint?: string, timeoutMs = 60_000): Promise<{ stdout: string; stderr: string }> {
   const all = endpoint === undefined ? args : ['--endpoints', endpoint, ...args];
   try {
-    return await execFileP(etcdctlPath, all, { env: { ...process.env, ETCDCTL_API: '3' }, timeout: 60_000 });
+    return await execFileP(etcdctlPath, all, { env: { ...process.env, ETCDCTL_API: '3' }, timeout: timeoutMs });
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
     throw new Error(`etcdctl ${all.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);

@@ -5,7 +5,8 @@
  *   (current and historical), compaction and lease ids;
  *   real etcd → `etcdctl snapshot save` → `etcetera snapshot restore` → we serve the same; and
  *   `etcetera migrate --from-etcd` from the live etcd, and `etcetera snapshot save` from our server.
- * The workload has a compacted history, overwrites, a delete, a leased key, a key written twice in one txn.
+ * The workload has a compacted history, overwrites, a delete, a leased key, a key written twice in one txn, and
+ * ends with a NOSPACE alarm, which survives every restore (etcdctl's keeps the alarm bucket).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -46,6 +47,9 @@ interface Dump {
   history: string[];
   leases: string[];
   compactedRangeError: string;
+  /** Raised alarms (member ids of the source: a restore keeps them), and what a write gets meanwhile. */
+  alarms: string[];
+  putError: string;
 }
 
 /** The workload: returns the revision compacted at and one between it and the end. */
@@ -67,6 +71,9 @@ async function workload(c: Etcd3): Promise<{ compactRev: number; midRev: number 
     failure: [],
   });
   await c.kv.put({ key: Buffer.from('k/1'), value: Buffer.from('latest') });
+  // Last, since it stops writes: a NOSPACE alarm, which etcdctl's restore keeps (and so must ours).
+  const memberID = (await c.maintenance.status()).header.member_id;
+  await c.maintenance.alarm({ action: 'Activate', memberID, alarm: 'Nospace' });
   return { compactRev, midRev };
 }
 
@@ -82,14 +89,21 @@ async function dump(endpoint: string, at: { compactRev: number; midRev: number }
       () => 'no error',
       (err: Error) => err.message,
     );
+    const alarms = (await c.maintenance.alarm({ action: 'Get', memberID: '0', alarm: 'None' })).alarms.map((a) => `${a.memberID} ${a.alarm}`);
     const leases = await c.leaseClient.leaseLeases({});
     const ttls = await Promise.all(leases.leases.map((l) => c.leaseClient.leaseTimeToLive({ ID: l.ID, keys: true })));
+    // Last, on a client of its own: the etcd3 client opens its circuit breaker on the refusal.
+    const writer = new Etcd3({ hosts: endpoint });
+    const putError = await writer.kv.put({ key: Buffer.from('after-alarm'), value: Buffer.from('x') }).then(() => 'no error', (err: Error) => err.message);
+    writer.close();
     return {
       revision: all.header.revision,
       kvs: all.kvs.map(kvLine),
       history: old.kvs.map(kvLine),
       leases: ttls.map((t) => `${t.ID} granted ${t.grantedTTL} alive ${Number(t.TTL) > 3000} keys ${t.keys.map((k) => k.toString()).join(',')}`),
       compactedRangeError: /compacted/.test(compacted) ? 'compacted' : compacted,
+      alarms,
+      putError: /database space exceeded/.test(putError) ? 'database space exceeded' : putError,
     };
   } finally {
     c.close();
@@ -108,6 +122,8 @@ describe.skipIf(!haveEtcd)('etcd-format snapshots with the real etcd 3.4 and etc
     expect(expected.history).not.toEqual(expected.kvs);
     expect(expected.leases).toEqual([expect.stringMatching(/granted 3600 alive true keys leased$/)]);
     expect(expected.compactedRangeError).toBe('compacted');
+    expect(expected.alarms).toEqual([expect.stringMatching(/^\d+ Nospace$/)]);
+    expect(expected.putError).toBe('database space exceeded');
     const dir = await temp('snap-ours');
     const file = join(dir, 'ours.db');
     const saved = await etcdctl(['--command-timeout=60s', 'snapshot', 'save', file], `127.0.0.1:${ours.clientPort}`);

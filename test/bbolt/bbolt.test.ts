@@ -133,6 +133,17 @@ describe('bbolt', () => {
     expect(use.branchPages).toBeGreaterThan(1);
     expect(use.overflowPages).toBeGreaterThan(30);
     expect(use.inlineBuckets).toBe(3); // alarm, cluster, meta: small, as bbolt stores them (lease is over 1 KiB)
+    // bucketStats (bbolt's Bucket.Stats) agrees with the page walk above: ~1,400 leaves need a root branch
+    // over a level of branch pages; the key bucket holds every branch and overflow page of the file.
+    const reader = await BboltReader.open(path);
+    try {
+      const stats = async (name: string): Promise<unknown> => reader.bucketStats((await reader.bucketHeader(enc.encode(name)))!);
+      expect(await stats('key')).toMatchObject({ depth: 3, branchPages: use.branchPages, overflowPages: use.overflowPages, inline: false });
+      expect(await stats('lease')).toEqual({ depth: 1, branchPages: 0, leafPages: 1, overflowPages: 0, inline: false });
+      expect(await stats('alarm')).toEqual({ depth: 1, branchPages: 0, leafPages: 0, overflowPages: 0, inline: true });
+    } finally {
+      await reader.close();
+    }
   });
 
   it('writes an empty database bbolt accepts (a root with no buckets)', async () => {

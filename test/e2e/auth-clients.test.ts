@@ -9,8 +9,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { serviceDefinition, type Wire } from '../../src/api/grpc/proto.js';
+import type { Wire } from '../../src/api/grpc/proto.js';
 import { freePort, killAll, removeDir, repoRoot, startServer, tempDir } from './harness.js';
+import { rawService, type RawService } from './raw-grpc.js';
 
 const clients: Etcd3[] = [];
 const raws: grpc.Client[] = [];
@@ -28,25 +29,9 @@ function client(url: string, auth?: { username: string; password: string }): Etc
   return c;
 }
 
-type Unary = (req: Wire, token?: string) => Promise<Wire>;
-
-/** A raw client of one service from our own proto definitions; each method takes an optional token. */
-function raw(port: number, service: string): Record<string, Unary> & { stream(method: string, token?: string): grpc.ClientDuplexStream<Wire, Wire> } {
-  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);
-  const c = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & Record<string, Function>;
-  raws.push(c);
-  const md = (token?: string): grpc.Metadata => {
-    const m = new grpc.Metadata();
-    if (token !== undefined) m.set('token', token);
-    return m;
-  };
-  return new Proxy({} as never, {
-    get: (_t, method: string) => {
-      if (method === 'stream') return (name: string, token?: string) => c[name]!.call(c, md(token));
-      return (req: Wire, token?: string) =>
-        new Promise((resolve, reject) => c[method]!.call(c, req, md(token), (err: Error | null, res: Wire) => (err ? reject(err) : resolve(res))));
-    },
-  });
+/** A raw client of one service; each method takes an optional token. */
+function raw(port: number, service: string): RawService {
+  return rawService(port, service, raws);
 }
 
 async function setUpUsers(c: Etcd3): Promise<void> {

@@ -28,7 +28,10 @@ const testPortsFirst = 20_000;
 const testPortBlocks = 12;
 const testPortsPerBlock = 1000;
 const testPortBlock = Number(process.env.VITEST_POOL_ID ?? process.pid) % testPortBlocks;
-let testPortNext = 0;
+// From a random start within the block: two runs of the suite on one machine (other checkouts) have workers
+// with the same pool id, and walking the block in the same order from 0 they picked the same ports moments
+// apart, so a data directory restored with a peer port lost it to the other run before its member bound it.
+let testPortNext = Math.floor(Math.random() * testPortsPerBlock);
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((res) => {

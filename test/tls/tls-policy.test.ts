@@ -1,6 +1,7 @@
 /**
  * Client certificate checks done after the handshake (tls-policy.ts): CA verification with the reason logged,
- * and etcd's allowed CN / allowed hostname lists. Certificates: test/e2e/fixtures/crl.
+ * revocation as etcd checks it (crl.ts: serial numbers only, the file read per connection), and etcd's allowed
+ * CN / allowed hostname lists. Certificates: test/e2e/fixtures/crl and crl-expired.
  */
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
@@ -8,23 +9,26 @@ import { join } from 'node:path';
 import * as tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/config/log.js';
-import { type AllowedIdentities, acceptVerifiedClient, readCrl } from '../../src/tls/tls-policy.js';
+import { type AllowedIdentities, acceptVerifiedClient } from '../../src/tls/tls-policy.js';
+import { revokedSerials } from '../../src/tls/crl.js';
 
 const fixtures = join(import.meta.dirname, '../e2e/fixtures/crl');
-const read = (name: string): Buffer => readFileSync(join(fixtures, name));
+const expiredFixtures = join(import.meta.dirname, '../e2e/fixtures/crl-expired');
+const read = (name: string, dir = fixtures): Buffer => readFileSync(join(dir, name));
 
-async function attempt(allowed: AllowedIdentities, client: 'client' | 'none'): Promise<{ accepted: boolean; log: string }> {
+/** One TLS connection to a server that checks client certificates; `client` names the certificate sent. */
+async function attempt(allowed: AllowedIdentities, client: 'client' | 'revoked' | 'none', dir = fixtures): Promise<{ accepted: boolean; log: string }> {
   const lines: string[] = [];
   const logger = createLogger({ sink: (l) => lines.push(l) });
   let accepted = false;
-  const server = tls.createServer({ cert: read('server.pem'), key: read('server.key'), ca: read('ca.pem'), requestCert: true, rejectUnauthorized: false }, (socket) => {
+  const server = tls.createServer({ cert: read('server.pem'), key: read('server.key'), ca: read('ca.pem', dir), requestCert: true, rejectUnauthorized: false }, (socket) => {
     accepted = acceptVerifiedClient(socket, logger, allowed);
     if (accepted) socket.end('ok');
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const port = (server.address() as { port: number }).port;
-  const socket = tls.connect({ host: '127.0.0.1', port, ca: read('ca.pem'), ...(client === 'client' ? { cert: read('client.pem'), key: read('client.key') } : {}) });
+  const socket = tls.connect({ host: '127.0.0.1', port, ca: read('ca.pem'), ...(client !== 'none' ? { cert: read(`${client}.pem`, dir), key: read(`${client}.key`, dir) } : {}) });
   socket.on('error', () => {});
   socket.resume();
   await once(socket, 'close');
@@ -54,12 +58,27 @@ describe('client certificate checks', () => {
     expect(refused.log).toMatch(/not valid for any of etcd\.example/);
   });
 
-  it('reads a CRL in DER as well as PEM, as Go does (etcd\'s own fixture is DER): both revoke the same certificate', () => {
-    const pem = readCrl(join(fixtures, 'crl.pem'));
-    const der = readCrl(join(fixtures, 'crl.der'));
-    expect(der.toString('latin1')).toMatch(/^-----BEGIN X509 CRL-----\n/);
-    expect(der.toString('latin1').replace(/\s/g, '')).toBe(pem.toString('latin1').replace(/\s/g, ''));
-    expect(() => tls.createSecureContext({ crl: der })).not.toThrow();
-    expect(() => tls.createSecureContext({ crl: read('crl.der') })).toThrow(/Failed to parse CRL/);
+  it('reads a CRL in DER as well as PEM, as Go does (etcd\'s own fixture is DER): both revoke the same serial', () => {
+    expect([...revokedSerials(read('crl.pem'))]).toEqual(['1002']);
+    expect([...revokedSerials(read('crl.der'))]).toEqual(['1002']);
+    expect([...revokedSerials(read('crl.der', expiredFixtures))]).toEqual(['2002']); // a version 1 list
+    expect(() => revokedSerials(read('client.pem'))).toThrow(/no "X509 CRL" block/);
+    expect(() => revokedSerials(Buffer.from([0x30, 0x82, 0xff]))).toThrow(/bad DER length|past its parent/);
+  });
+
+  it('refuses a revoked certificate with etcd\'s message, and accepts the others', async () => {
+    const crlFile = join(fixtures, 'crl.der');
+    expect((await attempt({ crlFile }, 'client')).accepted).toBe(true);
+    const revoked = await attempt({ crlFile }, 'revoked');
+    expect(revoked.accepted).toBe(false);
+    expect(revoked.log).toMatch(/"rejected connection".*transport: certificate serial 1002 revoked/);
+  });
+
+  it('applies an expired CRL as etcd does: only its serials count (OpenSSL\'s check refused every certificate)', async () => {
+    const crlFile = join(expiredFixtures, 'crl.der');
+    expect((await attempt({ crlFile }, 'client', expiredFixtures)).accepted).toBe(true);
+    const revoked = await attempt({ crlFile }, 'revoked', expiredFixtures);
+    expect(revoked.accepted).toBe(false);
+    expect(revoked.log).toMatch(/transport: certificate serial 2002 revoked/);
   });
 });

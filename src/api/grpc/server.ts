@@ -24,6 +24,7 @@ import type { Logger } from '../../config/log.js';
 import type { GrpcLimits, TlsPolicy } from '../../config/member-options.js';
 import { type GrpcMetrics, instrumentGrpcServer } from '../../metrics/grpc-metrics.js';
 import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../../tls/tls-policy.js';
+import { readRevokedSerials } from '../../tls/crl.js';
 import { authService } from './auth-service.js';
 import { clusterService } from './cluster-service.js';
 import { electionService } from './election-service.js';
@@ -90,6 +91,8 @@ async function tlsContext(tlsOptions: GrpcTlsOptions, policy: TlsPolicy | undefi
     tlsOptions.trustedCaFile ? readFile(tlsOptions.trustedCaFile) : Promise.resolve(undefined),
   ]);
   const clientCertAuth = tlsOptions.clientCertAuth === true;
+  // A CRL is applied after each handshake (acceptVerifiedClient, as etcd does); a bad file stops the start here.
+  if (tlsOptions.crlFile !== undefined) readRevokedSerials(tlsOptions.crlFile);
   return {
     cert,
     key,
@@ -98,7 +101,7 @@ async function tlsContext(tlsOptions: GrpcTlsOptions, policy: TlsPolicy | undefi
     // Verified after the handshake (acceptVerifiedClient), so a refusal is logged with its reason.
     rejectUnauthorized: false,
     ALPNProtocols: ['h2', 'http/1.1'],
-    ...tlsPolicyOptions(policy, tlsOptions.crlFile),
+    ...tlsPolicyOptions(policy),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * The buckets of an etcd snapshot and where their entries come from in our backend. Extensible: a new
  * bucket is one more entry in `snapshotBuckets` with its `entries` (export) and, when it must survive a
- * restore, its `restore` (import); the auth buckets are entries like any other (src/auth keeps users and
+ * restore, its `restore` (import); the alarm and auth buckets are entries like any other (src/auth keeps users and
  * roles as etcd's authpb bytes, src/auth/authpb.ts). Buckets are written in name order (bbolt's root bucket is
  * a sorted tree), whatever the order here.
  */
@@ -55,10 +55,19 @@ async function* membersEntries(view: BackendView, kind: 'member' | 'removed'): A
   yield* sortedByKey(out);
 }
 
+/** A bucket restored byte for byte into our bucket of the same layout. */
+function carriedAs(bucket: Bucket): NonNullable<SnapshotBucket['restore']> {
+  return async function* (entries) {
+    for await (const [key, value] of entries) yield { bucket, key, value };
+  };
+}
+
 export const snapshotBuckets: readonly SnapshotBucket[] = [
   { name: bucketNames.key, entries: ({ view }) => view.scan('key') },
   { name: bucketNames.lease, entries: ({ view }) => view.scan('lease') },
-  { name: bucketNames.alarm, entries: ({ view }) => view.scan('alarm') },
+  // Alarms survive a restore, as with etcdctl's (it keeps the bucket; a NOSPACE cluster restored from its
+  // backup still refuses writes until the alarm is disarmed). The keys are etcd's AlarmMember bytes.
+  { name: bucketNames.alarm, entries: ({ view }) => view.scan('alarm'), restore: carriedAs('alarm') },
   {
     name: bucketNames.meta,
     entries: async function* ({ view }) {
@@ -81,9 +90,7 @@ export const snapshotBuckets: readonly SnapshotBucket[] = [
     ([bucket, name]): SnapshotBucket => ({
       name,
       entries: ({ view }) => view.scan(bucket),
-      restore: async function* (entries) {
-        for await (const [key, value] of entries) yield { bucket, key, value };
-      },
+      restore: carriedAs(bucket),
     }),
   ),
   {

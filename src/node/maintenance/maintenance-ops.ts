@@ -46,6 +46,8 @@ export class MaintenanceOps {
 
   async alarm(req: { action: 'get' | 'activate' | 'deactivate'; memberId: bigint; alarm: AlarmType }, ctx: RequestContext): Promise<AlarmMember[]> {
     this.#h.checkAlive(ctx);
+    // Every Alarm action is a Raft request in etcd (even get), and its token is judged before it is proposed.
+    await this.#h.auth.gate.info(ctx);
     const list = (): AlarmMember[] =>
       this.#h.state().alarms.list().filter(
         (a) => (req.memberId === 0n || a.memberId === req.memberId) && (req.alarm === 'NONE' || a.alarm === req.alarm),

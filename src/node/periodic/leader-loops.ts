@@ -89,7 +89,10 @@ export class LeaderLoops {
     if (this.#published || this.#publishing || !this.#h.hasLeader()) return;
     const m = this.#h.state().membership.get(this.#h.memberId);
     if (m !== undefined && m.name === this.#h.name && sameUrls(m.clientUrls, this.#h.clientUrls)) {
+      // Nothing to replicate (a restart with the same name and URLs), but the line is still logged: etcd
+      // publishes at every start, and tools wait for its "published" line (etcd's e2e harness among them).
       this.#published = true;
+      this.#h.logger.info('published member attributes', { name: this.#h.name, clientUrls: this.#h.clientUrls, unchanged: true });
       return;
     }
     if (m === undefined) return; // not yet in the member list we have applied (a joining member catching up)

@@ -88,7 +88,7 @@ export class RequestPipeline {
 
   async compact(req: CompactionRequest, ctx: RequestContext): Promise<{ revision: number }> {
     await awaitLeader(this.#h, ctx);
-    const result = await this.#h.proposer.propose({ kind: 'compact', revision: req.revision, physical: req.physical });
+    const result = await this.#h.proposer.propose(await this.#h.auth.stamp({ kind: 'compact', revision: req.revision, physical: req.physical }, ctx));
     if (req.physical) await result.physicalDone;
     return { revision: this.#h.state().store.revision };
   }
@@ -103,13 +103,15 @@ export class RequestPipeline {
       const candidate = BigInt.asIntN(64, this.#h.proposer.nextId() ^ (this.#h.memberId << 40n)) & 0x7fff_ffff_ffff_ffffn;
       if (!this.#h.state().lessor.exists(candidate)) id = candidate;
     }
-    return this.#h.proposer.propose({ kind: 'leaseGrant', leaseId: id, ttlSeconds: req.ttlSeconds });
+    return this.#h.proposer.propose(await this.#h.auth.stamp({ kind: 'leaseGrant', leaseId: id, ttlSeconds: req.ttlSeconds }, ctx));
   }
 
   async leaseRevoke(id: bigint, ctx: RequestContext): Promise<{ revision: number }> {
     await awaitLeader(this.#h, ctx);
+    // The token first: etcd judges it before the request reaches Raft, where an unknown lease is found.
+    const stamped = await this.#h.auth.stamp({ kind: 'leaseRevoke', leaseId: id }, ctx);
     if (!this.#h.state().lessor.exists(id)) throw new EtcdError('leaseNotFound');
-    await this.#h.proposer.propose(await this.#h.auth.stamp({ kind: 'leaseRevoke', leaseId: id }, ctx), ctx.signal);
+    await this.#h.proposer.propose(stamped, ctx.signal);
     return { revision: this.#h.state().store.revision };
   }
 

@@ -1,0 +1,127 @@
+/**
+ * Certificate revocation lists as etcd applies them (client/pkg/transport/listener.go, checkCRL): the file is
+ * read again for every accepted TLS connection, and a connection is refused when a certificate it presented
+ * has a serial number the list revokes. Nothing else of the list counts: not its signature, not its issuer,
+ * not its dates. OpenSSL's own CRL check (Node's `crl` option) also demands a current list, so with etcd's
+ * fixture (integration/fixtures/revoke.crl, next update 2021) it refused every certificate ("CRL_HAS_EXPIRED"),
+ * the valid ones included (etcd's TestCtlV3GetRevokedCRL).
+ *
+ * The file is PEM or DER, as Go's x509.ParseCRL takes either. Only the revoked serial numbers are read:
+ *
+ *   CertificateList ::= SEQUENCE { tbsCertList, signatureAlgorithm, signatureValue }
+ *   tbsCertList     ::= SEQUENCE { version INTEGER OPTIONAL, signature, issuer, thisUpdate Time,
+ *                                  nextUpdate Time OPTIONAL, revokedCertificates SEQUENCE OF SEQUENCE {
+ *                                  userCertificate INTEGER, revocationDate Time, extensions OPTIONAL } OPTIONAL,
+ *                                  crlExtensions [0] OPTIONAL }
+ */
+import { readFileSync } from 'node:fs';
+
+const tagInteger = 0x02;
+const tagSequence = 0x30;
+const tagUtcTime = 0x17;
+const tagGeneralizedTime = 0x18;
+
+export class CrlError extends Error {
+  override name = 'CrlError';
+}
+
+interface Tlv {
+  tag: number;
+  /** The content's bytes. */
+  body: Uint8Array;
+  /** Offset just past this element in the buffer it was read from. */
+  end: number;
+}
+
+function readTlv(b: Uint8Array, at: number): Tlv {
+  if (at + 2 > b.length) throw new CrlError('truncated DER element');
+  const tag = b[at]!;
+  let length = b[at + 1]!;
+  let start = at + 2;
+  if (length & 0x80) {
+    const bytes = length & 0x7f;
+    if (bytes === 0 || bytes > 4 || start + bytes > b.length) throw new CrlError('bad DER length');
+    length = 0;
+    for (let i = 0; i < bytes; i++) length = length * 256 + b[start + i]!;
+    start += bytes;
+  }
+  if (start + length > b.length) throw new CrlError('DER element runs past its parent');
+  return { tag, body: b.subarray(start, start + length), end: start + length };
+}
+
+function children(body: Uint8Array): Tlv[] {
+  const out: Tlv[] = [];
+  for (let at = 0; at < body.length; ) {
+    const e = readTlv(body, at);
+    out.push(e);
+    at = e.end;
+  }
+  return out;
+}
+
+/** A serial number as Go's `%x` of SerialNumber.Bytes() prints it: lowercase hex, no leading zero bytes. */
+export function serialHex(bytes: Uint8Array | string): string {
+  const hex = typeof bytes === 'string' ? bytes.toLowerCase() : Buffer.from(bytes).toString('hex');
+  const trimmed = hex.replace(/^(00)+/, '');
+  return trimmed.length % 2 === 1 ? `0${trimmed}` : trimmed;
+}
+
+function derOf(file: Uint8Array): Uint8Array {
+  const text = Buffer.from(file.subarray(0, 64)).toString('latin1');
+  if (!text.includes('-----BEGIN')) return file;
+  const pem = /-----BEGIN X509 CRL-----([\s\S]*?)-----END X509 CRL-----/.exec(Buffer.from(file).toString('latin1'));
+  if (pem === null) throw new CrlError('no "X509 CRL" block in the PEM file');
+  return Buffer.from(pem[1]!.replace(/\s+/g, ''), 'base64');
+}
+
+/** The serial numbers a CRL (PEM or DER bytes) revokes, as serialHex gives them. */
+export function revokedSerials(file: Uint8Array): Set<string> {
+  const list = readTlv(derOf(file), 0);
+  if (list.tag !== tagSequence) throw new CrlError('not a CRL (no outer SEQUENCE)');
+  const tbs = children(list.body)[0];
+  if (tbs === undefined || tbs.tag !== tagSequence) throw new CrlError('not a CRL (no tbsCertList)');
+  const fields = children(tbs.body);
+  let i = fields[0]?.tag === tagInteger ? 1 : 0; // version
+  i += 2; // signature algorithm, issuer
+  const isTime = (e: Tlv | undefined): boolean => e !== undefined && (e.tag === tagUtcTime || e.tag === tagGeneralizedTime);
+  if (!isTime(fields[i])) throw new CrlError('not a CRL (no thisUpdate)');
+  i++;
+  if (isTime(fields[i])) i++; // nextUpdate
+  const out = new Set<string>();
+  const revoked = fields[i];
+  if (revoked === undefined || revoked.tag !== tagSequence) return out; // none revoked (or only extensions)
+  for (const entry of children(revoked.body)) {
+    const serial = entry.tag === tagSequence ? children(entry.body)[0] : undefined;
+    if (serial === undefined || serial.tag !== tagInteger) throw new CrlError('a revoked entry without a serial number');
+    out.add(serialHex(serial.body));
+  }
+  return out;
+}
+
+/** Read and parse `path` (at a listener's start, so a bad file stops the start; and per connection, as etcd). */
+export function readRevokedSerials(path: string): Set<string> {
+  try {
+    return revokedSerials(readFileSync(path));
+  } catch (err) {
+    if (err instanceof CrlError) throw new CrlError(`${path}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The chain a client presented, leaf first, each with its serial (Node's uppercase hex), up to a self-signed CA. */
+export interface PresentedCertificate {
+  serialNumber: string;
+  issuerCertificate?: PresentedCertificate;
+}
+
+/** etcd's refusal when a presented certificate is revoked; undefined when none is. */
+export function revocation(chain: PresentedCertificate, crlPath: string): string | undefined {
+  const revoked = readRevokedSerials(crlPath);
+  const seen = new Set<PresentedCertificate>();
+  for (let c: PresentedCertificate | undefined = chain; c !== undefined && !seen.has(c); c = c.issuerCertificate) {
+    seen.add(c);
+    const serial = serialHex(c.serialNumber);
+    if (revoked.has(serial)) return `transport: certificate serial ${serial} revoked`;
+  }
+  return undefined;
+}
