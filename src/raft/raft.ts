@@ -15,7 +15,7 @@ import { stepCandidate } from './step-candidate.js';
 import { stepFollower } from './step-follower.js';
 import { stepLeader, tickLeader, becomeLeader } from './step-leader.js';
 import { EntryType, MessageType, noNode } from './types.js';
-import type { Message, NodeId, RaftConfig, ReadState, Role } from './types.js';
+import type { Message, NodeId, RaftConfig, ReadState, Role, SnapshotMeta } from './types.js';
 
 /** ReadIndex requests a leader holds before answering; more are dropped (the server times them out). */
 export const raftPendingReadsMax = 10_000;
@@ -55,6 +55,8 @@ export class Raft {
   /** Leader: ReadIndex requests that arrived before it committed an entry of its term. */
   pendingReads: Message[] = [];
   readStates: ReadState[] = [];
+  /** Witness: the log start it moved to and has not yet handed out (Ready.releaseLog). */
+  releasedLog: SnapshotMeta | undefined;
   msgs: Message[] = [];
   msgsAfterPersist: Message[] = [];
   /** Candidate: its vote for itself counts only once that hard state is durable (see raw-node.ts). */
