@@ -10,7 +10,8 @@ export function stepFollower(r: Raft, m: Message): void {
     case MessageType.Prop:
     case MessageType.ReadIndex:
     case MessageType.TransferLeader:
-      forwardToLeader(r, m);
+      // A witness relays nothing either: an answer would come back to it, which serves nobody.
+      if (!isWitness(r)) forwardToLeader(r, m);
       return;
     case MessageType.App:
       r.electionElapsed = 0;

@@ -259,6 +259,8 @@ export interface RaftConfig {
     commitEarlierTermByCount?: boolean;
     /** Let learners vote and campaign. */
     learnersVote?: boolean;
+    /** Witnesses never drop their log (src/raft/witness.ts), so it grows without bound. */
+    witnessNeverReleases?: boolean;
   };
 }
 

@@ -65,7 +65,7 @@ export function witnessMaybeHandOff(r: Raft, to: NodeId, pr: Progress): void {
  * applying (the configuration would then be a later one): then we wait for a later heartbeat.
  */
 export function witnessRelease(r: Raft, upTo: number): void {
-  if (!isWitness(r)) return;
+  if (!isWitness(r) || r.cfg.unsafeTestFaults?.witnessNeverReleases === true) return;
   const log = r.log;
   const to = Math.min(upTo, log.applied, log.stable, log.committed);
   if (to < log.firstIndex) return;
