@@ -76,7 +76,7 @@ export async function notifyRemoved(transport: PeerTransport, member: Member, lo
  * The Raft core keeps only its latest snapshot's metadata (a member's own snapshots are markers; the backend
  * is the data). When a MsgSnap leaves, the backend is streamed to the follower from a consistent view, with
  * metadata for the index that view holds (etcd's merged snapshot message), so no copy of the key space is
- * ever held in memory.
+ * ever held in memory. A witness gets the metadata alone, as an ordinary message.
  */
 export function snapshotStreamingTransport(transport: PeerTransport, server: EtcdServer, log: MemberOptions['logger']): { send(msgs: Message[]): void } {
   const stream = async (m: Message): Promise<void> => {
@@ -99,7 +99,9 @@ export function snapshotStreamingTransport(transport: PeerTransport, server: Etc
     send(msgs: Message[]): void {
       const ready: Message[] = [];
       for (const m of msgs) {
-        if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) void stream(m);
+        // A witness holds no state: it gets the snapshot's metadata (a new start for its log) as a message.
+        const streamed = m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0 && !server.isWitness(m.to);
+        if (streamed) void stream(m);
         else ready.push(m);
       }
       if (ready.length > 0) transport.send(ready);

@@ -4,6 +4,7 @@ import { Prng } from '../../src/base/prng.js';
 import { crc32c } from '../../src/wal/crc32c.js';
 import { Histogram, syncSecondsBounds } from '../../src/wal/metrics.js';
 import { BatchEncoder, decodeEntries, decodeHardState, decodeSnapshotMeta, readFrame, RecordType } from '../../src/wal/record.js';
+import { unpack } from 'msgpackr';
 import { decodeSnapshotFile, encodeSnapshotFile } from '../../src/wal/snapshot-file.js';
 
 /** Bitwise reference implementation to check the table-driven one against. */
@@ -98,6 +99,31 @@ describe('records', () => {
       at = f.next;
     }
     expect(indexes).toEqual(big.map((e) => e.index));
+  });
+});
+
+describe('witnesses in snapshot metadata (issue 24)', () => {
+  const withWitness = { index: 6, term: 2, confState: { voters: [1n, 2n, 3n], learners: [4n], witnesses: [3n] } };
+  const plain = { index: 6, term: 2, confState: { voters: [1n, 2n], learners: [] } };
+
+  it('a snapshot meta record and a snapshot file keep the witnesses', () => {
+    const enc = new BatchEncoder();
+    enc.begin(1, 0);
+    enc.snapshotMeta(withWitness);
+    const bytes = new Uint8Array(enc.finish());
+    const f = readFrame(bytes, 0, bytes.length, 0);
+    expect(f.kind === 'record' ? decodeSnapshotMeta(f.payload) : undefined).toEqual(withWitness);
+    expect(decodeSnapshotFile(encodeSnapshotFile({ meta: withWitness, data: Uint8Array.of(1) }), 'w.snap').meta).toEqual(withWitness);
+  });
+
+  it('a configuration without witnesses is written exactly as before them (older members read it)', () => {
+    const enc = new BatchEncoder();
+    enc.begin(1, 0);
+    enc.snapshotMeta(plain);
+    const bytes = new Uint8Array(enc.finish());
+    const f = readFrame(bytes, 0, bytes.length, 0);
+    expect(f.kind === 'record' ? decodeSnapshotMeta(f.payload) : undefined).toEqual(plain);
+    expect(f.kind === 'record' ? (unpack(f.payload) as unknown[]).length : 0).toBe(4);
   });
 });
 
