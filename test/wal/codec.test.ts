@@ -103,27 +103,28 @@ describe('records', () => {
 });
 
 describe('witnesses in snapshot metadata (issue 24)', () => {
-  const withWitness = { index: 6, term: 2, confState: { voters: [1n, 2n, 3n], learners: [4n], witnesses: [3n] } };
-  const plain = { index: 6, term: 2, confState: { voters: [1n, 2n], learners: [] } };
+  const withWitness: SnapshotMeta = { index: 6, term: 2, confState: { voters: [1n, 2n, 3n], learners: [4n], witnesses: [3n] } };
+  const plain: SnapshotMeta = { index: 6, term: 2, confState: { voters: [1n, 2n], learners: [] } };
 
-  it('a snapshot meta record and a snapshot file keep the witnesses', () => {
+  /** The payload of a one-record batch holding `meta`. */
+  const metaRecord = (meta: SnapshotMeta): Uint8Array => {
     const enc = new BatchEncoder();
     enc.begin(1, 0);
-    enc.snapshotMeta(withWitness);
+    enc.snapshotMeta(meta);
     const bytes = new Uint8Array(enc.finish());
     const f = readFrame(bytes, 0, bytes.length, 0);
-    expect(f.kind === 'record' ? decodeSnapshotMeta(f.payload) : undefined).toEqual(withWitness);
+    if (f.kind !== 'record') throw new Error('no record');
+    return f.payload;
+  };
+
+  it('a snapshot meta record and a snapshot file keep the witnesses', () => {
+    expect(decodeSnapshotMeta(metaRecord(withWitness))).toEqual(withWitness);
     expect(decodeSnapshotFile(encodeSnapshotFile({ meta: withWitness, data: Uint8Array.of(1) }), 'w.snap').meta).toEqual(withWitness);
   });
 
   it('a configuration without witnesses is written exactly as before them (older members read it)', () => {
-    const enc = new BatchEncoder();
-    enc.begin(1, 0);
-    enc.snapshotMeta(plain);
-    const bytes = new Uint8Array(enc.finish());
-    const f = readFrame(bytes, 0, bytes.length, 0);
-    expect(f.kind === 'record' ? decodeSnapshotMeta(f.payload) : undefined).toEqual(plain);
-    expect(f.kind === 'record' ? (unpack(f.payload) as unknown[]).length : 0).toBe(4);
+    expect(decodeSnapshotMeta(metaRecord(plain))).toEqual(plain);
+    expect((unpack(metaRecord(plain)) as unknown[]).length).toBe(4);
   });
 });
 
