@@ -5,6 +5,7 @@ import { crc32c } from '../../src/wal/crc32c.js';
 import { Histogram, syncSecondsBounds } from '../../src/wal/metrics.js';
 import { BatchEncoder, decodeEntries, decodeHardState, decodeSnapshotMeta, readFrame, RecordType } from '../../src/wal/record.js';
 import { unpack } from 'msgpackr';
+import type { SnapshotMeta } from '../../src/raft/types.js';
 import { decodeSnapshotFile, encodeSnapshotFile } from '../../src/wal/snapshot-file.js';
 
 /** Bitwise reference implementation to check the table-driven one against. */
