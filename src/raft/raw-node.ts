@@ -305,6 +305,7 @@ export class RawNode {
       vote: r.vote,
       commit: r.log.committed,
       applied: r.log.applied,
+      firstIndex: r.log.firstIndex,
       lastIndex: r.log.lastIndex,
       leader: r.lead,
       role: r.role,

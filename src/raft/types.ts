@@ -198,6 +198,8 @@ export interface Status {
   vote: NodeId;
   commit: number;
   applied: number;
+  /** The first index the log holds (those before it are in a snapshot or, on a witness, released). */
+  firstIndex: number;
   lastIndex: number;
   leader: NodeId;
   role: Role;

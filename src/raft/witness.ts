@@ -21,7 +21,8 @@
  *
  * Worked example (a, b data; w witness): a leads in term 2, log 1..9 on a and w, b holds 1..5.
  *   a dies.  b: pre-vote (term 3, last 5@2) → w refuses (its log ends 9@2).
- *   w: pre-vote → b grants; vote term 3 → b grants; w leads term 3, appends nothing.
+ *   w: pre-vote → b grants (w's log is newer: otherwise b refuses a witness, and wins itself); vote term 3 →
+ *   b grants; w leads term 3, appends nothing.
  *   w → b: MsgApp(prev 9) rejected with hint 5; MsgApp(prev 5, entries 6..9) → b acks 9 = w's last index.
  *   w → b: MsgTimeoutNow. b campaigns in term 4 (a transfer: no pre-vote, leases ignored); w grants.
  *   b leads term 4, appends its no-op at 10, which w acknowledges: 1..10 are committed, b serves.
@@ -73,6 +74,26 @@ export function witnessRelease(r: Raft, upTo: number): void {
   const meta: SnapshotMeta = { index: to, term: log.term(to)!, confState: r.conf.toConfState() };
   log.releaseTo(meta);
   r.releasedLog = meta;
+}
+
+/**
+ * A data voter refuses its (pre-)vote to a witness whose log is not strictly newer than its own: the witness
+ * would only hand leadership to a data voter again, so it may win only when it holds entries data voters
+ * lack. When the logs are equal the data voter wins the election itself, and the two never split the vote.
+ */
+export function refusesWitnessCandidate(r: Raft, candidate: NodeId, lastIndex: number, lastTerm: number): boolean {
+  if (isWitness(r) || !r.conf.isWitness(candidate)) return false;
+  const newer = lastTerm > r.log.lastTerm || (lastTerm === r.log.lastTerm && lastIndex > r.log.lastIndex);
+  return !newer;
+}
+
+/**
+ * A witness pre-candidate refused a data voter's pre-vote because that voter's log is behind ours: the voter
+ * has lost its leader too, so it would now grant ours. Ask again at once instead of after another election
+ * timeout (the hard case then takes one timeout, not two). A pre-vote changes no term: this disturbs nobody.
+ */
+export function witnessShouldRetryPreVote(r: Raft, from: NodeId, logBehind: boolean): boolean {
+  return isWitness(r) && r.role === 'preCandidate' && logBehind && r.conf.isVoter(from) && !r.conf.isWitness(from);
 }
 
 /** Witness leader: it leads only to hand over; past this many ticks without a successor it steps down. */

@@ -121,6 +121,9 @@ describe('witness behaviour', () => {
 
   it('a witness leader serves nothing and steps down within an election timeout when nobody takes over', () => {
     const p = twoBoards();
+    p.drop = cut(2n);
+    expect(p.node(1n).propose(enc('a')).ok).toBe(true);
+    p.stabilize();
     p.drop = (m) => m.type === MessageType.TimeoutNow;
     kill(p, 1n);
     p.elect(3n);
@@ -141,8 +144,42 @@ describe('witness behaviour', () => {
     }
     expect(ticks).toBeLessThanOrEqual(10);
     expect(p.sent.filter((m) => m.from === 3n && m.type === MessageType.TimeoutNow).length).toBeGreaterThan(resent);
-    expect(p.appliedData(2n)).toEqual([]);
+    // The committed entry reached 2 through the witness; the forwarded proposal never committed.
+    expect(p.appliedData(2n)).toEqual(['a']);
     expect(p.readStates.get(2n)).toEqual([]);
+  });
+
+  it('a witness pre-candidate that refuses a lagging data voter\'s pre-vote asks again at once, and hands over', () => {
+    const p = new Pump([1n, 2n, 3n], { witnesses: [3n], preVote: true, checkQuorum: true });
+    p.elect(1n);
+    p.drop = cut(2n);
+    for (const x of ['a', 'b']) expect(p.node(1n).propose(enc(x)).ok).toBe(true);
+    p.stabilize();
+    kill(p, 1n);
+    p.drop = () => false;
+    // The witness times out first; the survivor, still in its leader lease, ignores its pre-vote.
+    for (let i = 0; i < 30 && p.node(3n).status().role !== 'preCandidate'; i++) p.tick(3n);
+    p.stabilize();
+    expect(p.node(3n).status().role).toBe('preCandidate');
+    // The survivor times out and pre-votes: refused (its log is behind), and the witness asks again at once.
+    for (let i = 0; i < 30 && p.leaders().length === 0; i++) {
+      p.tick(2n);
+      p.stabilize();
+    }
+    expect(p.leaders()).toEqual([2n]);
+    expect(p.appliedData(2n)).toEqual(['a', 'b']);
+  });
+
+  it('a data voter refuses its vote to a witness whose log is not newer: with equal logs the data voter leads', () => {
+    const p = twoBoards();
+    kill(p, 1n);
+    p.elect(3n);
+    expect(p.leaders()).toEqual([]);
+    const refusals = p.sent.filter((m) => m.from === 2n && m.to === 3n && m.type === MessageType.VoteResp && m.reject);
+    expect(refusals.length).toBeGreaterThan(0);
+    p.elect(2n);
+    expect(p.leaders()).toEqual([2n]);
+    expect(p.sent.filter((m) => m.from === 3n && m.type === MessageType.App)).toEqual([]);
   });
 
   it('a data leader removing itself hands over to the data voter, never to the witness', () => {
