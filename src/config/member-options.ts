@@ -89,6 +89,11 @@ export interface MemberOptions {
   autoCompaction?: { mode: 'periodic' | 'revision'; retention: string };
   storageProfile: ProfileChoice;
   bootstrap: ClusterBootstrap;
+  /**
+   * `etcetera witness`: join as a witness member (src/raft/witness.ts; main/witness.ts), which votes and keeps
+   * the Raft log's tail but holds no data and serves no client. Only through a join (--server).
+   */
+  witness?: boolean;
   /** The join token; for `init` without one, generated and written to `<data-dir>/token`. */
   token?: string;
   clientTls?: TlsFiles;

@@ -162,6 +162,9 @@ async function checkListeners(o: MemberOptions): Promise<void> {
 async function decideIdentity(o: MemberOptions, token: string): Promise<{ identity: Identity; entries: Entry[] }> {
   const peerUrls = o.initialAdvertisePeerUrls;
   const b = o.bootstrap;
+  if (o.witness === true && b.kind !== 'join') {
+    throw new Error('a witness joins a running cluster: give --server (a data member\'s URL) and --token');
+  }
   switch (b.kind) {
     case 'init': {
       const memberId = idFrom(randomBytes(16).toString('hex'), ...peerUrls);
@@ -182,8 +185,10 @@ async function decideIdentity(o: MemberOptions, token: string): Promise<{ identi
       return { identity: { memberId: me.id, clusterId: existingCluster, name: o.name, token, joinPeers: peersOf(current) }, entries: [] };
     }
     case 'join': {
-      const r = await askCluster(askOptions(o, token), [b.serverUrl], 'join', { name: o.name, peerUrls, clientUrls: o.advertiseClientUrls });
-      o.logger.info('joined the cluster as a learner', { member: r.memberId.toString(16), through: b.serverUrl });
+      const witness = o.witness === true;
+      const request = { name: o.name, peerUrls, clientUrls: witness ? [] : o.advertiseClientUrls, ...(witness ? { witness } : {}) };
+      const r = await askCluster(askOptions(o, token), [b.serverUrl], 'join', request);
+      o.logger.info(`joined the cluster as a ${witness ? 'witness' : 'learner'}`, { member: r.memberId.toString(16), through: b.serverUrl });
       return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name, token, joinPeers: peersOf(r.members) }, entries: [] };
     }
   }

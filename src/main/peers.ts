@@ -12,6 +12,33 @@ import type { EtcdServer } from '../node/etcd-server.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from '../node/errors.js';
 import type { MemberOptions } from '../config/member-options.js';
 import type { PeerTransport } from '../peer/transport.js';
+import type { PeerTransportOptions } from '../peer/types.js';
+import type { Identity } from '../node/identity.js';
+import type { RaftDriver } from '../node/driver/raft-driver.js';
+import { peerTlsOf } from './member-etcd-options.js';
+
+/** The transport options a data member and a witness share: who it is, where it listens, Raft's inbox. */
+export function transportBase(o: MemberOptions, identity: Identity, token: string, driver: RaftDriver): PeerTransportOptions {
+  return {
+    selfId: identity.memberId,
+    clusterId: identity.clusterId,
+    token,
+    listenUrl: o.listenPeerUrls[0]!,
+    alsoListenUrls: o.listenPeerUrls.slice(1),
+    tls: peerTlsOf(o),
+    logger: o.logger.child({ component: 'transport' }),
+    onMessages: (msgs) => driver.step(msgs),
+    onUnreachable: (id) => driver.reportUnreachable(id),
+    onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
+  };
+}
+
+/** `url` with `port` when it names none or port 0 (a listener's real port). */
+export function withPort(url: string, port: number): string {
+  const u = new URL(url.includes('://') ? url : `http://${url}`);
+  if (u.port === '0' || u.port === '') u.port = String(port);
+  return `${u.protocol}//${u.host}`;
+}
 
 /** Keeps the transport's peers equal to the member list (this member excluded). */
 export class PeerSync {
