@@ -19,7 +19,7 @@ import { RawNode } from '../raft/raw-node.js';
 import { EntryType, type Entry, type Status } from '../raft/types.js';
 import { Wal } from '../wal/wal.js';
 import type { MemberOptions } from '../config/member-options.js';
-import { Registry } from '../metrics/metrics.js';
+import { Registry, registerProcessMetrics } from '../metrics/metrics.js';
 import { startMetricsHttp, type HealthResult, type MetricsHttp } from '../metrics/metrics-http.js';
 import { electionTicksOf } from '../node/apply/catch-up.js';
 import { RaftDriver } from '../node/driver/raft-driver.js';
@@ -176,6 +176,7 @@ export function witnessHealth(driver: Pick<RaftDriver, 'softState'>): HealthResu
 }
 
 function registerWitnessMetrics(registry: Registry, driver: RaftDriver, memberId: bigint): void {
+  registerProcessMetrics(registry);
   const isWitness = registry.gauge({ name: 'etcetera_server_is_witness', help: 'Whether this member is a witness (votes, holds no data). 1 if it is.' });
   const hasLeader = registry.gauge({ name: 'etcd_server_has_leader', help: 'Whether or not a leader exists. 1 is existence, 0 is not.' });
   const isLeader = registry.gauge({ name: 'etcd_server_is_leader', help: 'Whether or not this member is a leader. 1 if is, 0 otherwise.' });

@@ -7,6 +7,8 @@
  * the two data members go on. The witness is listed by `member list` with no client URL, and says it is a
  * witness on /health and /metrics.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import { clientOf, killAll, startServer, waitFor, type ServerProcess, type StartOptions } from './harness.js';
@@ -22,6 +24,9 @@ const hardCaseWrites = 128;
 const hardCaseValueBytes = 64 * 1024;
 /** The hard case's bound: two elections and the hand-over of the witness's tail. */
 const hardCaseElectionTimeouts = 3;
+/** Writes after which the witness must still hold only a short tail (heartbeats tell it what to drop). */
+const tailWrites = 500;
+const witnessTailEntriesMax = 16;
 /** One attempt of a put against a member that may have no leader yet. */
 const attemptMs = 300;
 
@@ -128,6 +133,20 @@ describe('two boards and a witness', () => {
     expect(took).toBeLessThanOrEqual(2 * electionTimeoutMs + clientSlackMs);
     w = await restart(w, 'witness');
     await holdsAll(b, [...acked, 'acked-after-witness']);
+    await waitFor('the restarted witness hears a leader', async () => ((await fetch(`${w.clientUrl}/health`)).ok ? true : undefined));
+
+    // Its log stays a tail: what every data member holds durably is dropped; it never built a store.
+    for (let i = 0; i < tailWrites; i++) await clientOf(a).put(`tail-${i}`).value('x');
+    const held = await waitFor('the witness log released', async () => {
+      const entries = Number(/^etcetera_witness_log_entries (\d+)$/m.exec(await (await fetch(`${w.clientUrl}/metrics`)).text())?.[1]);
+      return entries <= witnessTailEntriesMax ? entries : undefined;
+    });
+    const rssMiB = async (url: string): Promise<string> =>
+      (Number(/^process_resident_memory_bytes (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text())?.[1]) / 2 ** 20).toFixed(1);
+    console.log(`witness after ${tailWrites} more writes: ${held} log entries held, RSS ${await rssMiB(w.clientUrl)} MiB ` +
+      `(data member: ${await rssMiB(`http://127.0.0.1:${a.metricsPort}`)} MiB)`);
+    expect(existsSync(join(w.dataDir, 'member', 'db'))).toBe(false);
+    expect(existsSync(join(w.dataDir, 'member', 'wal'))).toBe(true);
   }, 240_000);
 
   it('the hard case: the leader commits with the witness while the other data member is stopped, then dies; the survivor leads with every write', async () => {
