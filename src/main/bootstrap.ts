@@ -162,8 +162,15 @@ async function checkListeners(o: MemberOptions): Promise<void> {
 async function decideIdentity(o: MemberOptions, token: string): Promise<{ identity: Identity; entries: Entry[] }> {
   const peerUrls = o.initialAdvertisePeerUrls;
   const b = o.bootstrap;
-  if (o.witness === true && b.kind !== 'join') {
-    throw new Error('a witness joins a running cluster: give --server (a data member\'s URL) and --token');
+  const staticNew = b.kind === 'static' && b.state === 'new';
+  if (o.witness === true && b.kind !== 'join' && !(staticNew && (b.witnesses ?? []).includes(o.name))) {
+    throw new Error(
+      'a witness joins a running cluster with --server (a data member\'s URL) and --token, or starts a new one with ' +
+        '--initial-cluster and --initial-cluster-witnesses naming it (the same flags on every member)',
+    );
+  }
+  if (o.witness !== true && staticNew && (b.witnesses ?? []).includes(o.name)) {
+    throw new Error(`--initial-cluster-witnesses names this member (${o.name}): start it with \`etcetera witness\``);
   }
   switch (b.kind) {
     case 'init': {
@@ -176,7 +183,10 @@ async function decideIdentity(o: MemberOptions, token: string): Promise<{ identi
       const { members, clusterId } = staticCluster(b.initialCluster, b.clusterToken);
       const self = members.find((m) => m.name === o.name);
       if (self === undefined) throw new Error(`--initial-cluster has no member named ${JSON.stringify(o.name)}`);
-      if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name, token, joinPeers: [] }, entries: bootstrapEntries(members) };
+      const witnessIds = members.filter((m) => (b.witnesses ?? []).includes(m.name)).map((m) => m.id);
+      if (b.state === 'new') {
+        return { identity: { memberId: self.id, clusterId, name: o.name, token, joinPeers: [] }, entries: bootstrapEntries(members, witnessIds) };
+      }
       // existing: the member was added with `member add`; find its id by its peer URLs.
       const others = b.initialCluster.filter((m) => m.name !== o.name).flatMap((m) => m.peerUrls);
       const { members: current, clusterId: existingCluster } = await askCluster(askOptions(o, token), others, 'members', {});

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, killAll, startServer, waitFor, type ServerProcess, type StartOptions } from './harness.js';
+import { clientOf, freePort, killAll, startServer, waitFor, waitReady, type ServerProcess, type StartOptions } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -90,7 +90,38 @@ function restart(sp: ServerProcess, command: StartOptions['command'] = 'server')
   return startServer({ name: sp.name, command, dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort });
 }
 
+/** a, b and witness w bootstrapped statically (etcd's --initial-cluster, plus --initial-cluster-witnesses w). */
+async function staticTwoBoards(): Promise<{ a: ServerProcess; b: ServerProcess; w: ServerProcess }> {
+  const names = ['sa', 'sb', 'sw'];
+  const ports = await Promise.all(names.map(async () => ({ client: await freePort(), peer: await freePort() })));
+  const cluster = names.map((n, i) => `${n}=http://127.0.0.1:${ports[i]!.peer}`).join(',');
+  const flags = ['--initial-cluster', cluster, '--initial-cluster-state', 'new', '--initial-cluster-witnesses', 'sw', '--initial-cluster-token', 'static-boards'];
+  const start = (i: number, command: StartOptions['command'], waitReady: boolean): Promise<ServerProcess> =>
+    startServer({ name: names[i]!, command, clientPort: ports[i]!.client, peerPort: ports[i]!.peer, waitReady, args: flags });
+  const [a, b, w] = await Promise.all([start(0, 'server', false), start(1, 'server', false), start(2, 'witness', true)]);
+  await Promise.all([waitReady(a!), waitReady(b!)]);
+  return { a: a!, b: b!, w: w! };
+}
+
 describe('two boards and a witness', () => {
+  it('static bootstrap: the witness is a voter with no client URL from the start, and the data members survive either loss', async () => {
+    const { a, b, w } = await staticTwoBoards();
+    const list = await waitFor('three voters', async () => {
+      const m = await members(clientOf(a));
+      return m.length === 3 && m.every((x) => !x.isLearner) ? m : undefined;
+    });
+    expect(list.find((m) => m.name === w.name)?.clientURLs).toEqual([]);
+    await waitFor('the witness hears a leader', async () => ((await fetch(`${w.clientUrl}/health`)).ok ? true : undefined));
+    const leader = await leaderOf([a, b]);
+    const survivor = leader === a ? b : a;
+    await clientOf(leader).put('acked-static').value('x');
+    const killedAt = Date.now();
+    await leader.kill('SIGKILL');
+    const took = await writesResume(survivor, killedAt, 'acked-static-after', 10 * electionTimeoutMs);
+    expect(took).toBeLessThanOrEqual(2 * electionTimeoutMs + clientSlackMs);
+    await holdsAll(survivor, ['acked-static', 'acked-static-after']);
+  }, 120_000);
+
   it('is listed with no client URL, says it is a witness, and kill -9 of either data member or the witness loses nothing', async () => {
     let { a, b, w } = await twoBoards('tb');
     const list = await members(clientOf(a));
