@@ -126,7 +126,8 @@ export function snapshotStreamingTransport(transport: PeerTransport, server: Etc
     send(msgs: Message[]): void {
       const ready: Message[] = [];
       for (const m of msgs) {
-        // A witness holds no state: it gets the snapshot's metadata (a new start for its log) as a message.
+        // A witness holds no state: it gets the snapshot's metadata alone (a new start for its log), the
+        // transport's stream of the message's empty data.
         const streamed = m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0 && !server.isWitness(m.to);
         if (streamed) void stream(m);
         else ready.push(m);

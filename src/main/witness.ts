@@ -99,7 +99,11 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       ...transportBase(o, identity, token, driver),
       // A witness answers no request (joins, member changes, leases go to data members) and takes no state.
       onRequest: async (req) => ({ ok: false, error: `a witness serves no ${req.method} request: ask a data member` }),
-      onSnapshot: () => Promise.reject(new Error('a witness holds no state: it takes no snapshot data')),
+      // A data leader sends a witness snapshot metadata over an empty stream: it moves the start of the log.
+      onSnapshot: (_from, snapshot, message) => {
+        if (snapshot.data.byteLength > 0) throw new Error('a witness holds no state: it takes no snapshot data');
+        driver.step([message]);
+      },
       onPeerRefused: (_id, refusal) => {
         if (refusal.code !== 'removed') return;
         log.warn('a peer refused this witness: it was removed from the cluster; stopping', { reason: refusal.reason });

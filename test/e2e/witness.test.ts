@@ -35,14 +35,16 @@ async function members(c: Etcd3): Promise<{ id: string; name: string; isLearner:
   return r.members.map((m) => ({ id: m.ID, name: m.name, isLearner: m.isLearner, clientURLs: m.clientURLs }));
 }
 
-/** a (--cluster-init), b (joined, promoted) and witness w, all voters. */
-async function twoBoards(token: string): Promise<{ a: ServerProcess; b: ServerProcess; w: ServerProcess }> {
-  const a = await startServer({ name: `${token}-a`, args: ['--cluster-init', '--token', token] });
-  const b = await startServer({ name: `${token}-b`, args: ['--server', a.clientUrl, '--token', token] });
+/** a (--cluster-init), b (joined, promoted) and witness w, all voters; `before` runs before w joins. */
+async function twoBoards(token: string, options: { dataArgs?: string[]; before?: (a: ServerProcess) => Promise<void> } = {}): Promise<{ a: ServerProcess; b: ServerProcess; w: ServerProcess }> {
+  const dataArgs = options.dataArgs ?? [];
+  const a = await startServer({ name: `${token}-a`, args: ['--cluster-init', '--token', token, ...dataArgs] });
+  const b = await startServer({ name: `${token}-b`, args: ['--server', a.clientUrl, '--token', token, ...dataArgs] });
   await waitFor('b promoted', async () => {
     const m = await members(clientOf(a));
     return m.length === 2 && m.every((x) => !x.isLearner) ? m : undefined;
   }, 30_000);
+  await options.before?.(a);
   const w = await startServer({ name: `${token}-w`, command: 'witness', args: ['--server', a.clientUrl, '--token', token] });
   await waitFor('three voters', async () => {
     const m = await members(clientOf(a));
@@ -179,6 +181,28 @@ describe('two boards and a witness', () => {
     expect(existsSync(join(w.dataDir, 'member', 'db'))).toBe(false);
     expect(existsSync(join(w.dataDir, 'member', 'wal'))).toBe(true);
   }, 240_000);
+
+  it('a witness joining after the data members compacted their log gets snapshot metadata only, and still carries the hard case', async () => {
+    const { a, b, w } = await twoBoards('cj', {
+      dataArgs: ['--snapshot-count', '20'],
+      before: async (first) => {
+        for (let i = 0; i < 100; i++) await clientOf(first).put(`acked-early-${i}`).value('x');
+      },
+    });
+    await waitFor('the witness hears a leader', async () => ((await fetch(`${w.clientUrl}/health`)).ok ? true : undefined));
+    // It was sent the compacted log's start as metadata, never the backend.
+    expect(w.output.some((line) => line.includes('applying a received snapshot failed'))).toBe(false);
+    expect(Number(/^etcetera_witness_log_entries (\d+)$/m.exec(await (await fetch(`${w.clientUrl}/metrics`)).text())?.[1])).toBeLessThan(100);
+    const leader = await leaderOf([a, b]);
+    const other = leader === a ? b : a;
+    other.proc.kill('SIGSTOP');
+    for (let i = 0; i < 10; i++) await clientOf(leader).put(`acked-late-${i}`).value('x');
+    await leader.kill('SIGKILL');
+    other.proc.kill('SIGCONT');
+    await writesResume(other, Date.now(), 'acked-late-after', 10 * electionTimeoutMs);
+    const keys = [...Array.from({ length: 100 }, (_, i) => `acked-early-${i}`), ...Array.from({ length: 10 }, (_, i) => `acked-late-${i}`)];
+    await holdsAll(other, keys);
+  }, 120_000);
 
   it('the hard case: the leader commits with the witness while the other data member is stopped, then dies; the survivor leads with every write', async () => {
     const { a, b, w } = await twoBoards('hc');
