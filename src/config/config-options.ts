@@ -36,6 +36,7 @@ const specs: OptionSpec[] = [
   { group: 'clustering', flag: 'advertise-client-urls', kind: 'urls', default: '', help: "This member's client URLs to advertise (default: --listen-client-urls)." },
   { group: 'clustering', flag: 'initial-cluster', kind: 'string', default: '', help: 'Initial cluster configuration for static bootstrapping: name=peerURL,… (default: this member alone).' },
   { group: 'clustering', flag: 'initial-cluster-state', kind: 'enum', values: ['new', 'existing'], default: 'new', help: "Initial cluster state ('new' or 'existing')." },
+  { group: 'clustering', flag: 'initial-cluster-witnesses', kind: 'string', default: '', help: 'Names of --initial-cluster members that are witnesses (etcetera witness: votes, holds no data); give the same list to every member.' },
   { group: 'clustering', flag: 'initial-cluster-token', kind: 'string', default: 'etcd-cluster', help: 'Initial cluster token for the cluster during bootstrap.' },
   { group: 'clustering', flag: 'pre-vote', kind: 'bool', default: 'true', help: 'Enable to run an additional Raft election phase.' },
   { group: 'security', flag: 'cert-file', kind: 'string', default: '', help: 'Path to the client server TLS cert file.' },

@@ -255,7 +255,7 @@ function buildBootstrap(o: Typed, name: string, advertisePeerUrls: string[]): Pi
   const server = o.string('server');
   const tokenText = o.string('token');
   const token = tokenText === '' ? undefined : tokenText;
-  const staticFlags = ['initial-cluster', 'initial-cluster-state'].filter((f) => o.isSet(f));
+  const staticFlags = ['initial-cluster', 'initial-cluster-state', 'initial-cluster-witnesses'].filter((f) => o.isSet(f));
   if (clusterInit && server !== '') throw new ConfigError('--cluster-init and --server cannot be used together');
   if ((clusterInit || server !== '') && staticFlags.length > 0) {
     throw new ConfigError(`--${staticFlags[0]} cannot be combined with ${clusterInit ? '--cluster-init' : '--server'} (choose k3s-style or etcd static bootstrap)`);
@@ -272,7 +272,18 @@ function buildBootstrap(o: Typed, name: string, advertisePeerUrls: string[]): Pi
   const clusterToken = o.string('initial-cluster-token');
   if (clusterToken === '') throw new ConfigError('--initial-cluster-token must not be empty');
   const state = o.enumValue<'new' | 'existing'>('initial-cluster-state');
-  return { bootstrap: { kind: 'static', initialCluster, state, clusterToken }, token };
+  const witnesses = initialWitnesses(o.string('initial-cluster-witnesses'), initialCluster);
+  return { bootstrap: { kind: 'static', initialCluster, state, clusterToken, ...(witnesses.length > 0 ? { witnesses } : {}) }, token };
+}
+
+/** --initial-cluster-witnesses: names of --initial-cluster members; at least one member must hold data. */
+function initialWitnesses(text: string, initialCluster: Array<{ name: string }>): string[] {
+  const names = [...new Set(text.split(',').map((n) => n.trim()).filter((n) => n !== ''))];
+  for (const n of names) {
+    if (!initialCluster.some((m) => m.name === n)) throw new ConfigError(`--initial-cluster-witnesses: ${JSON.stringify(n)} is not in --initial-cluster`);
+  }
+  if (names.length >= initialCluster.length) throw new ConfigError('--initial-cluster-witnesses: at least one member must hold data');
+  return names;
 }
 
 /** --force-new-cluster, k3s's --cluster-reset and scheduled snapshots (src/backup/cluster-reset.ts, src/backup/). */

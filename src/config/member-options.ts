@@ -12,8 +12,17 @@ export type ClusterBootstrap =
   | { kind: 'init' }
   /** k3s `--server URL --token T`: join through any member, as a learner promoted once caught up. */
   | { kind: 'join'; serverUrl: string }
-  /** etcd's static bootstrap: `--initial-cluster` with `--initial-cluster-state new|existing`. */
-  | { kind: 'static'; initialCluster: Array<{ name: string; peerUrls: string[] }>; state: 'new' | 'existing'; clusterToken: string };
+  /**
+   * etcd's static bootstrap: `--initial-cluster` with `--initial-cluster-state new|existing`; `witnesses`
+   * (`--initial-cluster-witnesses`, the same on every member) names the initial members that are witnesses.
+   */
+  | {
+      kind: 'static';
+      initialCluster: Array<{ name: string; peerUrls: string[] }>;
+      state: 'new' | 'existing';
+      clusterToken: string;
+      witnesses?: string[];
+    };
 
 export interface ScheduledSnapshots {
   /** A cron spec (src/config/cron.ts). */
@@ -89,6 +98,11 @@ export interface MemberOptions {
   autoCompaction?: { mode: 'periodic' | 'revision'; retention: string };
   storageProfile: ProfileChoice;
   bootstrap: ClusterBootstrap;
+  /**
+   * `etcetera witness`: join as a witness member (src/raft/witness.ts; main/witness.ts), which votes and keeps
+   * the Raft log's tail but holds no data and serves no client. Only through a join (--server).
+   */
+  witness?: boolean;
   /** The join token; for `init` without one, generated and written to `<data-dir>/token`. */
   token?: string;
   clientTls?: TlsFiles;

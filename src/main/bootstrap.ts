@@ -162,6 +162,16 @@ async function checkListeners(o: MemberOptions): Promise<void> {
 async function decideIdentity(o: MemberOptions, token: string): Promise<{ identity: Identity; entries: Entry[] }> {
   const peerUrls = o.initialAdvertisePeerUrls;
   const b = o.bootstrap;
+  const staticNew = b.kind === 'static' && b.state === 'new';
+  if (o.witness === true && b.kind !== 'join' && !(staticNew && (b.witnesses ?? []).includes(o.name))) {
+    throw new Error(
+      'a witness joins a running cluster with --server (a data member\'s URL) and --token, or starts a new one with ' +
+        '--initial-cluster and --initial-cluster-witnesses naming it (the same flags on every member)',
+    );
+  }
+  if (o.witness !== true && staticNew && (b.witnesses ?? []).includes(o.name)) {
+    throw new Error(`--initial-cluster-witnesses names this member (${o.name}): start it with \`etcetera witness\``);
+  }
   switch (b.kind) {
     case 'init': {
       const memberId = idFrom(randomBytes(16).toString('hex'), ...peerUrls);
@@ -173,7 +183,10 @@ async function decideIdentity(o: MemberOptions, token: string): Promise<{ identi
       const { members, clusterId } = staticCluster(b.initialCluster, b.clusterToken);
       const self = members.find((m) => m.name === o.name);
       if (self === undefined) throw new Error(`--initial-cluster has no member named ${JSON.stringify(o.name)}`);
-      if (b.state === 'new') return { identity: { memberId: self.id, clusterId, name: o.name, token, joinPeers: [] }, entries: bootstrapEntries(members) };
+      const witnessIds = members.filter((m) => (b.witnesses ?? []).includes(m.name)).map((m) => m.id);
+      if (b.state === 'new') {
+        return { identity: { memberId: self.id, clusterId, name: o.name, token, joinPeers: [] }, entries: bootstrapEntries(members, witnessIds) };
+      }
       // existing: the member was added with `member add`; find its id by its peer URLs.
       const others = b.initialCluster.filter((m) => m.name !== o.name).flatMap((m) => m.peerUrls);
       const { members: current, clusterId: existingCluster } = await askCluster(askOptions(o, token), others, 'members', {});
@@ -182,8 +195,10 @@ async function decideIdentity(o: MemberOptions, token: string): Promise<{ identi
       return { identity: { memberId: me.id, clusterId: existingCluster, name: o.name, token, joinPeers: peersOf(current) }, entries: [] };
     }
     case 'join': {
-      const r = await askCluster(askOptions(o, token), [b.serverUrl], 'join', { name: o.name, peerUrls, clientUrls: o.advertiseClientUrls });
-      o.logger.info('joined the cluster as a learner', { member: r.memberId.toString(16), through: b.serverUrl });
+      const witness = o.witness === true;
+      const request = { name: o.name, peerUrls, clientUrls: witness ? [] : o.advertiseClientUrls, ...(witness ? { witness } : {}) };
+      const r = await askCluster(askOptions(o, token), [b.serverUrl], 'join', request);
+      o.logger.info(`joined the cluster as a ${witness ? 'witness' : 'learner'}`, { member: r.memberId.toString(16), through: b.serverUrl });
       return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name, token, joinPeers: peersOf(r.members) }, entries: [] };
     }
   }

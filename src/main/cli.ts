@@ -3,6 +3,7 @@
  * The `etcetera` command: a thin layer over the embedding API.
  *
  *   etcetera server [flags]     run a member (etcd's flag names; k3s's --cluster-init/--server/--token)
+ *   etcetera witness [flags]    run a witness member: joins with --server/--token, votes, holds no data (main/witness.ts)
  *   etcetera snapshot ls|delete|prune   the scheduled snapshot directory (src/backup/snapshot-dir-cli.ts)
  *   etcetera version            print versions
  *   etcetera snapshot ...       save/status/restore etcd-format snapshots (src/backup/snapshot-cli.ts)
@@ -18,6 +19,7 @@ import { etcdVersion } from '../node/etcd-server.js';
 import { createLogger } from '../config/log.js';
 import { openLogOutputs } from '../config/log-outputs.js';
 import { startMember } from './member.js';
+import { startWitness } from './witness.js';
 import { finishClusterReset } from '../backup/cluster-reset.js';
 import { restoreForClusterReset } from '../backup/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
@@ -28,6 +30,8 @@ const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 
 
 Usage:
   etcetera server [flags]    run a member (see \`etcetera server --help\`)
+  etcetera witness --name N --data-dir D --server URL --token T   a witness: a third voter that holds no data
+                             (votes and keeps the Raft log's tail; serves /health and /metrics only; same flags)
   etcetera version           print the version
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
   etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
@@ -62,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
     return (await runSnapshotDirCommand(rest, out)) ?? snapshotCommand(rest, process);
   }
   if (command === 'migrate') return migrateCommand(rest, process);
-  if (command !== 'server') {
+  if (command !== 'server' && command !== 'witness') {
     process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);
     return 2;
   }
@@ -97,6 +101,10 @@ async function main(argv: string[]): Promise<number> {
   if (unsafeTestFaults.size > 0) {
     logger.error('UNSAFE: test faults are on; this member breaks its guarantees on purpose', { faults: [...unsafeTestFaults] });
   }
+  if (command === 'witness' && (config.clusterReset || config.clusterResetRestorePath !== undefined)) {
+    logger.error('a witness holds no data: reset the cluster from a data member');
+    return 2;
+  }
   if (config.clusterResetRestorePath !== undefined) {
     try {
       await restoreForClusterReset({
@@ -112,13 +120,13 @@ async function main(argv: string[]): Promise<number> {
   }
   let member;
   try {
-    member = await startMember({ ...config, logger, unsafeTestFaults });
+    member = command === 'witness' ? await startWitness({ ...config, logger }) : await startMember({ ...config, logger, unsafeTestFaults });
   } catch (error) {
     logger.error('could not start', { error: error instanceof Error ? error.message : String(error) });
     return 1;
   }
-  logger.info('etcetera member started', { name: config.name, member: member.memberId.toString(16), clientUrls: member.clientUrls });
-  if (config.clusterReset) return finishClusterReset(member, logger);
+  logger.info(`etcetera ${command === 'witness' ? 'witness' : 'member'} started`, { name: config.name, member: member.memberId.toString(16), clientUrls: member.clientUrls });
+  if (config.clusterReset && 'server' in member) return finishClusterReset(member, logger);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {

@@ -13,13 +13,12 @@
 import { join } from 'node:path';
 import { hex } from '../base/hex.js';
 import { quotaBackendBytesDefault } from '../base/limits.js';
-import type { Message } from '../raft/types.js';
 import type { Wal } from '../wal/wal.js';
 import { EtcdServer } from '../node/etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from '../api/grpc/server.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { withAutoTls } from '../tls/auto-tls.js';
-import { grpcOptionsOf, initialCheckHost, instrumentMember, peerTlsOf } from './member-etcd-options.js';
+import { grpcOptionsOf, initialCheckHost, instrumentMember } from './member-etcd-options.js';
 import { registerMemberMetrics } from '../metrics/member-metrics.js';
 import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
@@ -36,7 +35,7 @@ import { writeIdentity, type Identity } from '../node/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../peer/join-service.js';
 import { clientPortHttp, collectServerMetrics, health } from './client-http.js';
-import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './peers.js';
+import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport, transportBase, withPort } from './peers.js';
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
@@ -116,14 +115,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
     let server!: EtcdServer;
     const transport = new PeerTransport({
-      selfId: identity.memberId,
-      clusterId: identity.clusterId,
-      token,
-      listenUrl: o.listenPeerUrls[0]!,
-      alsoListenUrls: o.listenPeerUrls.slice(1),
-      tls: peerTlsOf(o),
-      logger: log.child({ component: 'transport' }),
-      onMessages: (msgs: Message[]) => driver.step(msgs),
+      ...transportBase(o, identity, token, driver),
       onRequest: async (req) => {
         try {
           return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
@@ -131,8 +123,6 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
           return { ok: false, ...describePeerError(error) };
         }
       },
-      onUnreachable: (id) => driver.reportUnreachable(id),
-      onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
       snapshotSink: snapshotData,
       onPeerRefused: (_id, refusal) => {
         // A peer refuses us because the cluster removed this member while it was away.
@@ -291,10 +281,4 @@ async function restartUrls(o: MemberOptions, identity: Identity, known: Member |
   const urls = urlsOf(options);
   if (JSON.stringify(urls) !== JSON.stringify(identity.urls)) await writeIdentity(join(o.dataDir, 'member'), { ...identity, urls });
   return options;
-}
-
-function withPort(url: string, port: number): string {
-  const u = new URL(url.includes('://') ? url : `http://${url}`);
-  if (u.port === '0' || u.port === '') u.port = String(port);
-  return `${u.protocol}//${u.host}`;
 }

@@ -12,6 +12,33 @@ import type { EtcdServer } from '../node/etcd-server.js';
 import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from '../node/errors.js';
 import type { MemberOptions } from '../config/member-options.js';
 import type { PeerTransport } from '../peer/transport.js';
+import type { PeerTransportOptions } from '../peer/types.js';
+import type { Identity } from '../node/identity.js';
+import type { RaftDriver } from '../node/driver/raft-driver.js';
+import { peerTlsOf } from './member-etcd-options.js';
+
+/** The transport options a data member and a witness share: who it is, where it listens, Raft's inbox. */
+export function transportBase(o: MemberOptions, identity: Identity, token: string, driver: RaftDriver): PeerTransportOptions {
+  return {
+    selfId: identity.memberId,
+    clusterId: identity.clusterId,
+    token,
+    listenUrl: o.listenPeerUrls[0]!,
+    alsoListenUrls: o.listenPeerUrls.slice(1),
+    tls: peerTlsOf(o),
+    logger: o.logger.child({ component: 'transport' }),
+    onMessages: (msgs) => driver.step(msgs),
+    onUnreachable: (id) => driver.reportUnreachable(id),
+    onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
+  };
+}
+
+/** `url` with `port` when it names none or port 0 (a listener's real port). */
+export function withPort(url: string, port: number): string {
+  const u = new URL(url.includes('://') ? url : `http://${url}`);
+  if (u.port === '0' || u.port === '') u.port = String(port);
+  return `${u.protocol}//${u.host}`;
+}
 
 /** Keeps the transport's peers equal to the member list (this member excluded). */
 export class PeerSync {
@@ -76,7 +103,7 @@ export async function notifyRemoved(transport: PeerTransport, member: Member, lo
  * The Raft core keeps only its latest snapshot's metadata (a member's own snapshots are markers; the backend
  * is the data). When a MsgSnap leaves, the backend is streamed to the follower from a consistent view, with
  * metadata for the index that view holds (etcd's merged snapshot message), so no copy of the key space is
- * ever held in memory.
+ * ever held in memory. A witness gets the metadata alone, as an ordinary message.
  */
 export function snapshotStreamingTransport(transport: PeerTransport, server: EtcdServer, log: MemberOptions['logger']): { send(msgs: Message[]): void } {
   const stream = async (m: Message): Promise<void> => {
@@ -99,7 +126,10 @@ export function snapshotStreamingTransport(transport: PeerTransport, server: Etc
     send(msgs: Message[]): void {
       const ready: Message[] = [];
       for (const m of msgs) {
-        if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) void stream(m);
+        // A witness holds no state: it gets the snapshot's metadata alone (a new start for its log), the
+        // transport's stream of the message's empty data.
+        const streamed = m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0 && !server.isWitness(m.to);
+        if (streamed) void stream(m);
         else ready.push(m);
       }
       if (ready.length > 0) transport.send(ready);

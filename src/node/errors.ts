@@ -165,6 +165,8 @@ const proposeToEtcd: Record<ProposeError, EtcdErrorCode> = {
   memberExists: 'memberExist',
   notLearner: 'memberNotLearner',
   wouldLoseQuorum: 'memberNotEnoughStarted',
+  // Removing the last data voter while a witness remains: no member could ever lead again.
+  noDataVoter: 'memberNotEnoughStarted',
 };
 
 export function fromMvccError(e: MvccError): EtcdError {

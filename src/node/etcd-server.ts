@@ -258,6 +258,11 @@ export class EtcdServer implements EtcdApi {
     return this.#conf.learners.includes(this.memberId);
   }
 
+  /** Whether member `id` is a witness (src/raft/witness.ts): it is sent snapshot metadata, never the backend. */
+  isWitness(id: bigint): boolean {
+    return this.#conf.witnesses.includes(id);
+  }
+
   // ---- KV, Lease, Cluster (node/request/pipeline.ts) ----
 
   /** Resolves once a local read reflects every write acknowledged before the call (ReadIndex). */

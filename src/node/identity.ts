@@ -47,13 +47,20 @@ export function staticCluster(initialCluster: Array<{ name: string; peerUrls: st
   return { members, clusterId: ids.clusterId };
 }
 
-/** The log of a new cluster: one committed addVoter entry per initial member, carrying its attributes. */
-export function bootstrapEntries(members: Member[]): Entry[] {
+/**
+ * The log of a new cluster: one committed conf change entry per initial member, carrying its attributes:
+ * addVoter, or addWitness for the members `witnesses` names (src/raft/witness.ts).
+ */
+export function bootstrapEntries(members: Member[], witnesses: readonly bigint[] = []): Entry[] {
   return members.map((member, i) => ({
     term: 1,
     index: i + 1,
     type: EntryType.ConfChange,
-    data: encodeConfChange({ type: 'addVoter', nodeId: member.id, context: encodeConfChangeContext({ id: 0n, member }) }),
+    data: encodeConfChange({
+      type: witnesses.includes(member.id) ? 'addWitness' : 'addVoter',
+      nodeId: member.id,
+      context: encodeConfChangeContext({ id: 0n, member }),
+    }),
   }));
 }
 

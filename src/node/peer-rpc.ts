@@ -11,6 +11,8 @@ export interface JoinRequest {
   name: string;
   peerUrls: string[];
   clientUrls: string[];
+  /** Join as a witness (src/raft/witness.ts): a voter at once, holding no data, with no client URLs. */
+  witness?: boolean;
 }
 
 export interface JoinResponse {

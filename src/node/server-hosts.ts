@@ -136,7 +136,7 @@ export function maintenanceHost(c: ServerCore, auth: ServerAuth): MaintenanceHos
     driver: c.driver,
     isLeader: () => c.leadership.isLeader,
     leader: () => c.leadership.leader,
-    confVoters: () => c.conf.voters,
+    dataVoters: () => c.conf.voters.filter((id) => !c.conf.witnesses.includes(id)),
     checkAlive: (ctx) => c.barrier.checkAlive(ctx),
     onLeaderChange: (listener) => c.leadership.onLeaderChange(listener),
   };

@@ -20,6 +20,7 @@ export function validateMessages(value: unknown, from: NodeId, self: NodeId): Me
     if (m.from !== from || m.to !== self) return undefined;
     if (typeof m.term !== 'number' || typeof m.index !== 'number' || typeof m.commit !== 'number') return undefined;
     if (!Array.isArray(m.entries)) return undefined;
+    if (m.dataDurableIndex !== undefined && !(Number.isSafeInteger(m.dataDurableIndex) && m.dataDurableIndex >= 0)) return undefined;
     for (const e of m.entries) {
       if (typeof e !== 'object' || e === null || !(e.data instanceof Uint8Array)) return undefined;
     }

@@ -1,6 +1,7 @@
 /**
- * The membership configuration: voters and learners (disjoint). Single-server changes only (one at a time),
- * so there is never a joint configuration. Ids are kept sorted so every node iterates them identically.
+ * The membership configuration: voters and learners (disjoint), and among the voters the witnesses (voters
+ * that hold no data, src/raft/witness.ts). Single-server changes only (one at a time), so there is never a
+ * joint configuration. Ids are kept sorted so every node iterates them identically.
  */
 import { assert } from '../base/assert.js';
 import type { ConfChange, ConfState, NodeId } from './types.js';
@@ -8,11 +9,15 @@ import type { ConfChange, ConfState, NodeId } from './types.js';
 export class MemberConfig {
   #voters: NodeId[];
   #learners: NodeId[];
+  /** A subset of #voters. */
+  #witnesses: NodeId[];
 
   constructor(state: ConfState) {
     this.#voters = sortedUnique(state.voters);
     this.#learners = sortedUnique(state.learners);
+    this.#witnesses = sortedUnique(state.witnesses ?? []);
     for (const l of this.#learners) assert(!this.#voters.includes(l), `node ${l} is both voter and learner`);
+    for (const w of this.#witnesses) assert(this.#voters.includes(w), `witness ${w} is not a voter`);
   }
 
   get voters(): readonly NodeId[] {
@@ -21,6 +26,19 @@ export class MemberConfig {
 
   get learners(): readonly NodeId[] {
     return this.#learners;
+  }
+
+  get witnesses(): readonly NodeId[] {
+    return this.#witnesses;
+  }
+
+  /** The voters that hold data (every voter but the witnesses). */
+  dataVoters(): NodeId[] {
+    return this.#voters.filter((v) => !this.#witnesses.includes(v));
+  }
+
+  isWitness(id: NodeId): boolean {
+    return this.#witnesses.includes(id);
   }
 
   isVoter(id: NodeId): boolean {
@@ -48,6 +66,12 @@ export class MemberConfig {
         this.#learners = this.#learners.filter((x) => x !== id);
         if (!this.#voters.includes(id)) this.#voters = sortedUnique([...this.#voters, id]);
         return;
+      case 'addWitness':
+        // Only a new member becomes a witness (the leader refuses anything else): a member keeps its role.
+        if (this.isMember(id)) return;
+        this.#voters = sortedUnique([...this.#voters, id]);
+        this.#witnesses = sortedUnique([...this.#witnesses, id]);
+        return;
       case 'addLearner':
         // Demoting a voter to learner is not supported (the leader refuses to propose it).
         if (this.#voters.includes(id)) return;
@@ -56,12 +80,16 @@ export class MemberConfig {
       case 'removeNode':
         this.#voters = this.#voters.filter((x) => x !== id);
         this.#learners = this.#learners.filter((x) => x !== id);
+        this.#witnesses = this.#witnesses.filter((x) => x !== id);
         return;
     }
   }
 
+  /** `witnesses` is present only when there are some (configurations without witnesses look as before). */
   toConfState(): ConfState {
-    return { voters: [...this.#voters], learners: [...this.#learners] };
+    const cs: ConfState = { voters: [...this.#voters], learners: [...this.#learners] };
+    if (this.#witnesses.length > 0) cs.witnesses = [...this.#witnesses];
+    return cs;
   }
 }
 
@@ -71,8 +99,8 @@ function sortedUnique(ids: readonly NodeId[]): NodeId[] {
   return out;
 }
 
-const typeCodes: Record<ConfChange['type'], number> = { addVoter: 1, addLearner: 2, removeNode: 3 };
-const typeByCode: Record<number, ConfChange['type']> = { 1: 'addVoter', 2: 'addLearner', 3: 'removeNode' };
+const typeCodes: Record<ConfChange['type'], number> = { addVoter: 1, addLearner: 2, removeNode: 3, addWitness: 4 };
+const typeByCode: Record<number, ConfChange['type']> = { 1: 'addVoter', 2: 'addLearner', 3: 'removeNode', 4: 'addWitness' };
 
 /**
  * The data of a ConfChange entry: [type u8][nodeId u64 big-endian][context bytes]. The application decodes it

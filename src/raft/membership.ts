@@ -9,6 +9,7 @@ import { countActive, quorumSize } from './quorum.js';
 import { bcastAppend, maybeCommit } from './replication.js';
 import { committedInTerm, leaderPropose, onCommitAdvanced } from './step-leader.js';
 import { EntryType, MessageType, noNode } from './types.js';
+import { isWitness } from './witness.js';
 import type { ConfChange, ConfState, ProposeError, ProposeResult } from './types.js';
 
 /**
@@ -20,7 +21,7 @@ export const learnerPromoteLagEntriesMax = 1000;
 
 export function proposeConfChange(r: Raft, cc: ConfChange): ProposeResult {
   if (r.role !== 'leader') return { ok: false, error: 'notLeader' };
-  if (r.leadTransferee !== noNode) return { ok: false, error: 'proposalDropped' };
+  if (r.leadTransferee !== noNode || isWitness(r)) return { ok: false, error: 'proposalDropped' };
   if (r.pendingConfIndex > r.log.applied) return { ok: false, error: 'confChangePending' };
   if (!committedInTerm(r)) return { ok: false, error: 'leaderNotCommittedInTerm' };
   const error = validate(r, cc);
@@ -35,8 +36,9 @@ function validate(r: Raft, cc: ConfChange): ProposeError | undefined {
   const conf = r.conf;
   const active = (x: bigint): boolean => x === r.id || r.progress.get(x)?.recentActive === true;
   switch (cc.type) {
-    case 'addVoter': {
-      if (conf.isVoter(id)) return 'memberExists';
+    case 'addVoter':
+    case 'addWitness': {
+      if (conf.isVoter(id) || (cc.type === 'addWitness' && conf.isLearner(id))) return 'memberExists';
       const promoting = conf.isLearner(id);
       if (promoting && !learnerCaughtUp(r, id)) return 'learnerNotCaughtUp';
       // etcd's strict reconfig check: the new configuration's quorum must be met by voters active now.
@@ -52,6 +54,7 @@ function validate(r: Raft, cc: ConfChange): ProposeError | undefined {
       if (!conf.isMember(id)) return 'memberNotFound';
       if (!conf.isVoter(id)) return undefined;
       const remaining = conf.voters.filter((x) => x !== id);
+      if (!conf.isWitness(id) && conf.witnesses.length > 0 && conf.dataVoters().length === 1) return 'noDataVoter';
       const started = countActive(remaining, active);
       return started < quorumSize(remaining.length) ? 'wouldLoseQuorum' : undefined;
     }
@@ -61,14 +64,15 @@ function validate(r: Raft, cc: ConfChange): ProposeError | undefined {
 /**
  * A leader that removed itself leaves no one to tell the others that its removal committed; in a two-voter
  * cluster the survivor could then never be elected (its configuration still needs the removed voter).
- * So before stepping down it broadcasts its commit index and asks the most up-to-date remaining voter to
- * campaign at once (MsgTimeoutNow), while it can still answer that vote (it answers as a non-member).
+ * So before stepping down it broadcasts its commit index and asks the most up-to-date remaining data voter to
+ * campaign at once (MsgTimeoutNow), while it can still answer that vote (it answers as a non-member); a
+ * witness would only hand leadership back.
  */
 function handOff(r: Raft): void {
   bcastAppend(r);
   let heir: bigint | undefined;
   let best = -1;
-  for (const id of r.conf.voters) {
+  for (const id of r.conf.dataVoters()) {
     const pr = r.progress.get(id);
     if (pr !== undefined && pr.match > best) {
       best = pr.match;

@@ -259,11 +259,26 @@ export class RaftLog {
     this.#snapshot = snapshot;
     this.#snapshotMeta = snapshot.meta;
     // Applied entries may not be stable yet (applyUnstable): keep those, a later ack still names them.
-    const releaseTo = Math.min(index - keepEntries, this.stable);
-    if (releaseTo < this.#firstIndex) return;
-    this.#prevTerm = this.term(releaseTo)!;
-    this.#entries.splice(0, releaseTo - this.#firstIndex + 1);
-    this.#firstIndex = releaseTo + 1;
+    this.#releaseEntries(Math.min(index - keepEntries, this.stable));
+  }
+
+  /**
+   * A witness drops entries up to `meta.index` without a snapshot of state (it has none): the log restarts
+   * after that point, which `meta` records (src/raft/witness.ts).
+   */
+  releaseTo(meta: SnapshotMeta): void {
+    const { index, term } = meta;
+    assert(index <= this.applied && index <= this.stable, `release of ${index} beyond applied ${this.applied} or stable ${this.stable}`);
+    assert(index >= this.#firstIndex && this.term(index) === term, `release of ${index}@${term} does not match the log`);
+    this.#snapshotMeta = meta;
+    this.#releaseEntries(index);
+  }
+
+  #releaseEntries(to: number): void {
+    if (to < this.#firstIndex) return;
+    this.#prevTerm = this.term(to)!;
+    this.#entries.splice(0, to - this.#firstIndex + 1);
+    this.#firstIndex = to + 1;
   }
 
   /** Entries not yet handed to any Ready, for Ready `readySeq`; marks them handed out. */

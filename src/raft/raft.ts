@@ -15,7 +15,8 @@ import { stepCandidate } from './step-candidate.js';
 import { stepFollower } from './step-follower.js';
 import { stepLeader, tickLeader, becomeLeader } from './step-leader.js';
 import { EntryType, MessageType, noNode } from './types.js';
-import type { Message, NodeId, RaftConfig, ReadState, Role } from './types.js';
+import type { Message, NodeId, RaftConfig, ReadState, Role, SnapshotMeta } from './types.js';
+import { refusesWitnessCandidate, witnessShouldRetryPreVote } from './witness.js';
 
 /** ReadIndex requests a leader holds before answering; more are dropped (the server times them out). */
 export const raftPendingReadsMax = 10_000;
@@ -55,6 +56,8 @@ export class Raft {
   /** Leader: ReadIndex requests that arrived before it committed an entry of its term. */
   pendingReads: Message[] = [];
   readStates: ReadState[] = [];
+  /** Witness: the log start it moved to and has not yet handed out (Ready.releaseLog). */
+  releasedLog: SnapshotMeta | undefined;
   msgs: Message[] = [];
   msgsAfterPersist: Message[] = [];
   /** Candidate: its vote for itself counts only once that hard state is durable (see raw-node.ts). */
@@ -325,7 +328,7 @@ export class Raft {
     // voters in its own configuration (votingMembers), so a true learner's grant never elects anyone.
     const canVote =
       this.vote === m.from || (this.vote === noNode && this.lead === noNode) || (pre && m.term > this.term);
-    if (canVote && this.log.isUpToDate(m.index, m.logTerm)) {
+    if (canVote && this.log.isUpToDate(m.index, m.logTerm) && !refusesWitnessCandidate(this, m.from, m.index, m.logTerm)) {
       const resp = this.newMessage(respType, m.from);
       // A grant carries the candidate's term (for a pre-vote, the term it would campaign at).
       resp.term = m.term;
@@ -338,6 +341,7 @@ export class Raft {
       const resp = this.newMessage(respType, m.from);
       resp.reject = true;
       this.send(resp);
+      if (pre && witnessShouldRetryPreVote(this, m.from, !this.log.isUpToDate(m.index, m.logTerm))) this.hup(false);
     }
   }
 

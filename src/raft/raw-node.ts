@@ -24,6 +24,7 @@ import { applyConfChange, proposeConfChange } from './membership.js';
 import { Raft } from './raft.js';
 import { RaftLog } from './raft-log.js';
 import { bcastAppend, maybeCommit } from './replication.js';
+import { isWitness } from './witness.js';
 import { encodeNodeId, leaderPropose, leaderReadIndex, leaderTransfer, onCommitAdvanced } from './step-leader.js';
 import { EntryType, MessageType, noNode } from './types.js';
 import type {
@@ -60,6 +61,7 @@ export class RawNode {
     const initial = bootstrap.initialConfState;
     const brandNew =
       snapshot.index === 0 && entries.length === 0 && initial !== undefined && initial.voters.length > 0;
+    if (initial !== undefined) for (const w of initial.witnesses ?? []) assert(initial.voters.includes(w), `witness ${w} is not a voter`);
     const conf = new MemberConfig(brandNew ? { voters: [], learners: [] } : snapshot.confState);
     this.#r = new Raft(config, log, conf);
     const r = this.#r;
@@ -74,8 +76,13 @@ export class RawNode {
   #bootstrapConf(initial: ConfState): void {
     const r = this.#r;
     if (r.term < 1) r.becomeFollower(1, noNode);
+    const witnesses = initial.witnesses ?? [];
     const changes: ConfChange[] = [
-      ...initial.voters.map((nodeId): ConfChange => ({ type: 'addVoter', nodeId, context: new Uint8Array(0) })),
+      ...initial.voters.map((nodeId): ConfChange => ({
+        type: witnesses.includes(nodeId) ? 'addWitness' : 'addVoter',
+        nodeId,
+        context: new Uint8Array(0),
+      })),
       ...initial.learners.map((nodeId): ConfChange => ({ type: 'addLearner', nodeId, context: new Uint8Array(0) })),
     ];
     for (const cc of changes) {
@@ -102,9 +109,13 @@ export class RawNode {
     this.#r.step(m);
   }
 
-  /** Propose application data. On a follower the proposal is forwarded to the known leader (MsgProp). */
+  /**
+   * Propose application data. On a follower the proposal is forwarded to the known leader (MsgProp). A
+   * witness takes no proposals (it serves no client).
+   */
   propose(data: Uint8Array): ProposeResult {
     const r = this.#r;
+    if (isWitness(r)) return { ok: false, error: 'proposalDropped' };
     if (r.role === 'leader') return leaderPropose(r, [{ type: EntryType.Normal, data }]);
     if (r.role !== 'follower' || r.lead === noNode) return { ok: false, error: 'noLeader' };
     const m = r.newMessage(MessageType.Prop, r.lead);
@@ -128,6 +139,7 @@ export class RawNode {
    */
   readIndex(context: Uint8Array): void {
     const r = this.#r;
+    if (isWitness(r)) return; // a witness serves no reads
     if (r.role === 'leader') {
       leaderReadIndex(r, r.id, context);
       return;
@@ -163,6 +175,7 @@ export class RawNode {
       log.hasUnhanded() ||
       log.hasNextCommitted() ||
       log.pendingSnapshot !== undefined ||
+      r.releasedLog !== undefined ||
       r.readStates.length > 0 ||
       r.lead !== this.#prevSoft.leader ||
       r.role !== this.#prevSoft.role ||
@@ -205,6 +218,10 @@ export class RawNode {
       rd.snapshot = log.pendingSnapshot;
       this.#snapshotHanded = { index: rd.snapshot.meta.index, seq };
       log.pendingSnapshot = undefined;
+    }
+    if (r.releasedLog !== undefined) {
+      rd.releaseLog = r.releasedLog;
+      r.releasedLog = undefined;
     }
     rd.mustSync = termVoteChanged || rd.entries.length > 0 || rd.snapshot !== undefined;
     if (r.role === 'candidate' && r.selfVoteTerm === r.term && this.#selfVote?.term !== r.term) {
@@ -288,6 +305,7 @@ export class RawNode {
       vote: r.vote,
       commit: r.log.committed,
       applied: r.log.applied,
+      firstIndex: r.log.firstIndex,
       lastIndex: r.log.lastIndex,
       leader: r.lead,
       role: r.role,

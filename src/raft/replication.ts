@@ -6,6 +6,7 @@ import type { Raft } from './raft.js';
 import { committedIndex } from './quorum.js';
 import { EntryType, MessageType } from './types.js';
 import type { Entry, NodeId } from './types.js';
+import { dataDurableIndex, isWitness } from './witness.js';
 
 /**
  * Send `to` what it lacks, if its progress allows. An empty MsgApp is sent only when `sendIfEmpty` or when
@@ -37,13 +38,16 @@ function sendSnapshot(r: Raft, to: NodeId): boolean {
   const pr = r.progress.get(to)!;
   // Only to a follower we recently heard from: a snapshot is large, do not send it into the void.
   if (!pr.recentActive) return false;
+  // A witness has no state to send: a data voter that needs entries it dropped waits for a data leader.
+  if (isWitness(r)) return false;
   const snap = r.log.snapshot;
   if (snap === undefined) {
     r.trace(`follower ${to} needs a snapshot but none is available (call compact after restart)`);
     return false;
   }
   const m = r.newMessage(MessageType.Snap, to);
-  m.snapshot = snap;
+  // A witness gets the snapshot's metadata only: it moves the start of its log and holds no state.
+  m.snapshot = r.conf.isWitness(to) ? { meta: snap.meta, data: new Uint8Array(0) } : snap;
   pr.becomeSnapshot(snap.meta.index);
   r.trace(`sent snapshot at ${snap.meta.index} to ${to}`);
   r.send(m);
@@ -69,12 +73,14 @@ export function sendAppendLoop(r: Raft, to: NodeId): void {
 }
 
 export function bcastHeartbeat(r: Raft, context: Uint8Array | undefined): void {
+  const toWitnesses = r.conf.witnesses.length > 0 && !isWitness(r) ? dataDurableIndex(r) : undefined;
   for (const [id, pr] of r.progress) {
     if (id === r.id) continue;
     const m = r.newMessage(MessageType.Heartbeat, id);
     // Never tell a follower a commit index beyond what it is known to hold.
     m.commit = Math.min(pr.match, r.log.committed);
     if (context !== undefined) m.context = context;
+    if (toWitnesses !== undefined && r.conf.isWitness(id)) m.dataDurableIndex = toWitnesses;
     r.send(m);
   }
 }

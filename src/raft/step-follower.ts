@@ -3,13 +3,15 @@ import { MemberConfig } from './conf.js';
 import type { Raft } from './raft.js';
 import { MessageType, noNode } from './types.js';
 import type { Message } from './types.js';
+import { isWitness, witnessRelease } from './witness.js';
 
 export function stepFollower(r: Raft, m: Message): void {
   switch (m.type) {
     case MessageType.Prop:
     case MessageType.ReadIndex:
     case MessageType.TransferLeader:
-      forwardToLeader(r, m);
+      // A witness relays nothing either: an answer would come back to it, which serves nobody.
+      if (!isWitness(r)) forwardToLeader(r, m);
       return;
     case MessageType.App:
       r.electionElapsed = 0;
@@ -27,6 +29,8 @@ export function stepFollower(r: Raft, m: Message): void {
       handleSnapshot(r, m);
       return;
     case MessageType.TimeoutNow:
+      // A witness never takes leadership over from a data leader (which never asks it to).
+      if (isWitness(r)) return;
       // The leader asks us to take over: campaign at once, skipping PreVote and the voters' leases.
       r.trace(`received TimeoutNow from ${m.from}`);
       r.hup(true);
@@ -77,6 +81,7 @@ export function handleAppend(r: Raft, m: Message): void {
 
 export function handleHeartbeat(r: Raft, m: Message): void {
   r.log.commitTo(m.commit);
+  if (m.dataDurableIndex !== undefined) witnessRelease(r, m.dataDurableIndex);
   const resp = r.newMessage(MessageType.HeartbeatResp, m.from);
   if (m.context !== undefined) resp.context = m.context;
   r.send(resp);

@@ -8,6 +8,7 @@ import { roundContext, roundOf } from './read-only.js';
 import { appendEntries, bcastAppend, bcastHeartbeat, maybeCommit, maybeSendAppend, sendAppendLoop } from './replication.js';
 import { EntryType, MessageType, noNode } from './types.js';
 import type { Message, NodeId, ProposeResult } from './types.js';
+import { isWitness, witnessLeadTicksMax, witnessMaybeHandOff } from './witness.js';
 
 const noData = new Uint8Array(0);
 
@@ -35,8 +36,9 @@ export function becomeLeader(r: Raft): void {
   }
   // Conservatively treat any conf change in our log as pending until we applied up to here.
   r.pendingConfIndex = last;
-  // The no-op entry of our term: committing it commits everything before it (figure 8).
-  appendEntries(r, [{ type: EntryType.Normal, data: noData }], true);
+  // The no-op entry of our term: committing it commits everything before it (figure 8). A witness appends
+  // nothing: it leads only to replicate its log to a data voter, who commits it (src/raft/witness.ts).
+  if (!isWitness(r)) appendEntries(r, [{ type: EntryType.Normal, data: noData }], true);
   bcastAppend(r);
 }
 
@@ -54,6 +56,11 @@ export function tickLeader(r: Raft): void {
   }
   if (r.cfg.checkQuorum && r.leaderTicks >= r.cfg.electionTicks && !quorumActive(r)) {
     r.trace('stepped down: no quorum heard within an election timeout');
+    r.becomeFollower(r.term, noNode);
+    return;
+  }
+  if (isWitness(r) && r.leaderTicks >= witnessLeadTicksMax(r)) {
+    r.trace('witness stepped down: no data voter took over within an election timeout');
     r.becomeFollower(r.term, noNode);
     return;
   }
@@ -83,18 +90,21 @@ function quorumActive(r: Raft): boolean {
 }
 
 export function stepLeader(r: Raft, m: Message): void {
+  // A witness leader serves nobody: forwarded proposals, reads and transfer requests are dropped (the data
+  // members retry them with the leader that follows).
+  const serves = !isWitness(r);
   switch (m.type) {
     case MessageType.Prop: {
       // Forwarded proposals: normal entries only (conf changes must be proposed on the leader itself).
       const items = m.entries.filter((e) => e.type === EntryType.Normal);
-      if (items.length > 0) leaderPropose(r, items);
+      if (items.length > 0 && serves) leaderPropose(r, items);
       return;
     }
     case MessageType.ReadIndex:
-      leaderReadIndex(r, m.from, m.context ?? noData);
+      if (serves) leaderReadIndex(r, m.from, m.context ?? noData);
       return;
     case MessageType.TransferLeader:
-      if (m.context !== undefined && m.context.byteLength === 8) leaderTransfer(r, decodeNodeId(m.context));
+      if (m.context !== undefined && m.context.byteLength === 8 && serves) leaderTransfer(r, decodeNodeId(m.context));
       return;
     case MessageType.AppResp:
       handleAppResp(r, m);
@@ -108,7 +118,7 @@ export function stepLeader(r: Raft, m: Message): void {
 }
 
 export function leaderPropose(r: Raft, items: readonly { type: EntryType; data: Uint8Array }[]): ProposeResult {
-  if (r.leadTransferee !== noNode) return { ok: false, error: 'proposalDropped' };
+  if (r.leadTransferee !== noNode || isWitness(r)) return { ok: false, error: 'proposalDropped' };
   if (!r.progress.has(r.id)) return { ok: false, error: 'proposalDropped' }; // removed from the config
   if (!appendEntries(r, items, false)) return { ok: false, error: 'proposalDropped' };
   r.bcastPending = true;
@@ -138,7 +148,8 @@ function handleAppResp(r: Raft, m: Message): void {
   }
   if (maybeCommit(r)) onCommitAdvanced(r);
   sendAppendLoop(r, m.from);
-  if (m.from === r.leadTransferee && pr.match === r.log.lastIndex) sendTimeoutNow(r, m.from);
+  if (isWitness(r)) witnessMaybeHandOff(r, m.from, pr);
+  else if (m.from === r.leadTransferee && pr.match === r.log.lastIndex) sendTimeoutNow(r, m.from);
 }
 
 function handleHeartbeatResp(r: Raft, m: Message): void {
@@ -146,6 +157,7 @@ function handleHeartbeatResp(r: Raft, m: Message): void {
   if (pr === undefined) return;
   markActive(r, pr);
   catchUpOnHeartbeat(r, m.from, pr);
+  if (isWitness(r)) witnessMaybeHandOff(r, m.from, pr);
   const round = roundOf(m.context);
   if (round === undefined) return;
   const acks = r.readOnly.recvAck(m.from, round);
@@ -208,6 +220,7 @@ export function committedInTerm(r: Raft): boolean {
  * may lag the true one, so requests wait (bounded) until then.
  */
 export function leaderReadIndex(r: Raft, from: NodeId, context: Uint8Array): void {
+  if (isWitness(r)) return; // a witness answers no read: it never commits in its term anyway
   if (!committedInTerm(r)) {
     if (r.pendingReads.length < pendingReadsBeforeCommitMax) {
       const m = r.newMessage(MessageType.ReadIndex, r.id);
@@ -239,10 +252,13 @@ function answerRead(r: Raft, from: NodeId, index: number, context: Uint8Array): 
   r.send(resp);
 }
 
-/** Hand leadership to `transferee`: catch it up, then MsgTimeoutNow. Ignored for self, learners, strangers. */
+/**
+ * Hand leadership to `transferee`: catch it up, then MsgTimeoutNow. Ignored for self, learners, strangers and
+ * witnesses (a witness would only hand it back), and on a witness leader (it picks its successor itself).
+ */
 export function leaderTransfer(r: Raft, transferee: NodeId): void {
   const pr = r.progress.get(transferee);
-  if (transferee === r.id || pr === undefined || pr.isLearner) {
+  if (transferee === r.id || pr === undefined || pr.isLearner || r.conf.isWitness(transferee) || isWitness(r)) {
     r.trace(`ignored leader transfer to ${transferee}`);
     return;
   }

@@ -30,6 +30,13 @@ export interface HardState {
 export interface ConfState {
   voters: NodeId[];
   learners: NodeId[];
+  /**
+   * The voters that are witnesses (a subset of `voters`; absent when there are none). A witness persists
+   * entries and hard state, acknowledges appends and votes like any voter, but never applies entries, keeps
+   * only the log tail no data voter may still need, and leads only to hand its log to a data voter
+   * (src/raft/witness.ts).
+   */
+  witnesses?: NodeId[];
 }
 
 export interface SnapshotMeta {
@@ -49,9 +56,12 @@ export interface Snapshot {
  * - addVoter: add a new voter, or promote an existing learner (the leader refuses promotion of a learner that
  *   is not caught up, see ProposeError 'learnerNotCaughtUp').
  * - addLearner: add a non-voting member.
- * - removeNode: remove a voter or a learner (the leader too: it steps down once the change is applied).
+ * - addWitness: add a new voter that is a witness (src/raft/witness.ts). Turning a data voter into a witness
+ *   or back is not supported (the leader refuses: 'memberExists').
+ * - removeNode: remove a voter, a witness or a learner (the leader too: it steps down once the change is
+ *   applied).
  */
-export type ConfChangeType = 'addVoter' | 'addLearner' | 'removeNode';
+export type ConfChangeType = 'addVoter' | 'addLearner' | 'addWitness' | 'removeNode';
 
 export interface ConfChange {
   type: ConfChangeType;
@@ -101,6 +111,11 @@ export interface Message {
   snapshot?: Snapshot;
   /** MsgReadIndex / MsgReadIndexResp / heartbeats: the read request's context. */
   context?: Uint8Array;
+  /**
+   * MsgHeartbeat from a data leader to a witness: an index every data voter holds durably and that is
+   * committed. The witness may drop its entries up to it (src/raft/witness.ts).
+   */
+  dataDurableIndex?: number;
 }
 
 export type Role = 'follower' | 'preCandidate' | 'candidate' | 'leader';
@@ -136,8 +151,17 @@ export interface Ready {
   softState?: SoftState;
   /** Present when term, vote or commit changed. */
   hardState?: HardState;
-  /** Present when a snapshot must be persisted and restored by the application. */
+  /**
+   * Present when a snapshot must be persisted and restored by the application. On a witness its data is
+   * empty: it moves the start of the log (persist the metadata, restore nothing).
+   */
   snapshot?: Snapshot;
+  /**
+   * Witness only: its log now starts after `releaseLog.index` (entries every data voter holds durably). Persist
+   * the metadata as the log's start, after this Ready's writes, and drop the entries it covers. There is no
+   * state to save: a witness has none.
+   */
+  releaseLog?: SnapshotMeta;
   entries: Entry[];
   committedEntries: Entry[];
   messages: Message[];
@@ -174,6 +198,8 @@ export interface Status {
   vote: NodeId;
   commit: number;
   applied: number;
+  /** The first index the log holds (those before it are in a snapshot or, on a witness, released). */
+  firstIndex: number;
   lastIndex: number;
   leader: NodeId;
   role: Role;
@@ -194,7 +220,8 @@ export type ProposeError =
   | 'memberNotFound'
   | 'memberExists'
   | 'notLearner'
-  | 'wouldLoseQuorum'; // removing/adding would leave too few active voters (etcd's strict reconfig check)
+  | 'wouldLoseQuorum' // removing/adding would leave too few active voters (etcd's strict reconfig check)
+  | 'noDataVoter'; // the change would leave only witnesses among the voters (nobody could ever lead)
 
 export type ProposeResult = { ok: true } | { ok: false; error: ProposeError };
 
@@ -234,6 +261,8 @@ export interface RaftConfig {
     commitEarlierTermByCount?: boolean;
     /** Let learners vote and campaign. */
     learnersVote?: boolean;
+    /** Witnesses never drop their log (src/raft/witness.ts), so it grows without bound. */
+    witnessNeverReleases?: boolean;
   };
 }
 

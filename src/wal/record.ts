@@ -96,9 +96,7 @@ export class BatchEncoder {
   }
 
   snapshotMeta(meta: SnapshotMeta): void {
-    const { voters, learners } = meta.confState;
-    const payload = [meta.index, meta.term, voters.map(String), learners.map(String)];
-    this.#append(RecordType.SnapshotMeta, packr.pack(payload));
+    this.#append(RecordType.SnapshotMeta, packr.pack(snapshotMetaArray(meta)));
   }
 
   /** Marks the last record as the end of the batch and returns the batch's bytes. */
@@ -239,15 +237,26 @@ export function decodeSnapshotMeta(payload: Uint8Array): SnapshotMeta {
   return snapshotMetaFrom(unpackArray(payload, 'snapshot meta'));
 }
 
-/** [index, term, voters[], learners[]] as decoded from msgpack (shared with snapshot files). */
+/**
+ * [index, term, voters[], learners[]], then witnesses[] only when there are some (so a configuration without
+ * witnesses is written exactly as before them, and older records read as having none). Shared with snapshot
+ * files.
+ */
+export function snapshotMetaArray(meta: SnapshotMeta): unknown[] {
+  const { voters, learners, witnesses } = meta.confState;
+  const a: unknown[] = [meta.index, meta.term, voters.map(String), learners.map(String)];
+  if (witnesses !== undefined && witnesses.length > 0) a.push(witnesses.map(String));
+  return a;
+}
+
+/** snapshotMetaArray's layout as decoded from msgpack. */
 export function snapshotMetaFrom(a: unknown[]): SnapshotMeta {
-  const [index, term, voters, learners] = a;
+  const [index, term, voters, learners, witnesses] = a;
   if (a.length < 4 || !Array.isArray(voters) || !Array.isArray(learners)) throw new Error('snapshot meta has the wrong shape');
-  return {
-    index: safeInt(index, 'snapshot index'),
-    term: safeInt(term, 'snapshot term'),
-    confState: { voters: voters.map(nodeId), learners: learners.map(nodeId) },
-  };
+  if (witnesses !== undefined && !Array.isArray(witnesses)) throw new Error('snapshot meta has the wrong shape');
+  const confState: SnapshotMeta['confState'] = { voters: voters.map(nodeId), learners: learners.map(nodeId) };
+  if (witnesses !== undefined && witnesses.length > 0) confState.witnesses = witnesses.map(nodeId);
+  return { index: safeInt(index, 'snapshot index'), term: safeInt(term, 'snapshot term'), confState };
 }
 
 /** Validates what the WAL is asked to write (programmer errors are assertions). */

@@ -26,7 +26,10 @@ export function bytesBound(r: SaveRequest): number {
   for (const e of r.entries ?? []) n += e.data.length + entryOverheadBytesBound;
   if (r.entries && r.entries.length > 0) n += recordBytesBound(16) * (1 + Math.ceil(n / (512 * 1024)));
   if (r.hardState) n += recordBytesBound(64);
-  if (r.snapshotMeta) n += recordBytesBound(32 + 24 * (r.snapshotMeta.confState.voters.length + r.snapshotMeta.confState.learners.length));
+  if (r.snapshotMeta) {
+    const cs = r.snapshotMeta.confState;
+    n += recordBytesBound(32 + 24 * (cs.voters.length + cs.learners.length + (cs.witnesses?.length ?? 0)));
+  }
   return n;
 }
 

@@ -12,7 +12,7 @@ import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import { crc32c } from './crc32c.js';
 import { WalCorruptError } from './errors.js';
 import { writeFileAtomically, type FsPort } from './fs-port.js';
-import { snapshotMetaFrom } from './record.js';
+import { snapshotMetaArray, snapshotMetaFrom } from './record.js';
 
 const magic = Buffer.from('ETCESNAP', 'latin1');
 const headerBytes = 32;
@@ -31,9 +31,10 @@ export function parseSnapshotFileName(name: string): { term: number; index: numb
   return m ? { term: Number.parseInt(m[1]!, 16), index: Number.parseInt(m[2]!, 16) } : undefined;
 }
 
+/** Body: [index, term, voters, learners, data], then witnesses when there are some (record.ts snapshotMetaArray). */
 export function encodeSnapshotFile(s: Snapshot): Buffer {
-  const { voters, learners } = s.meta.confState;
-  const body = packr.pack([s.meta.index, s.meta.term, voters.map(String), learners.map(String), s.data]);
+  const [index, term, voters, learners, ...witnesses] = snapshotMetaArray(s.meta);
+  const body = packr.pack([index, term, voters, learners, s.data, ...witnesses]);
   const out = Buffer.alloc(headerBytes + body.length);
   magic.copy(out, 0);
   out.writeUInt32LE(version, 8);
@@ -52,11 +53,11 @@ export function decodeSnapshotFile(buf: Uint8Array, file: string): Snapshot {
   const body = b.subarray(headerBytes);
   if (crc32c(body) !== b.readUInt32LE(12)) throw new WalCorruptError(file, headerBytes, 'snapshot CRC mismatch');
   const value: unknown = unpackr.unpack(body);
-  if (!Array.isArray(value) || value.length !== 5 || !(value[4] instanceof Uint8Array)) {
+  if (!Array.isArray(value) || (value.length !== 5 && value.length !== 6) || !(value[4] instanceof Uint8Array)) {
     throw new WalCorruptError(file, headerBytes, 'snapshot body has the wrong shape');
   }
   try {
-    return { meta: snapshotMetaFrom(value.slice(0, 4)), data: value[4] };
+    return { meta: snapshotMetaFrom([...value.slice(0, 4), ...value.slice(5)]), data: value[4] };
   } catch (err) {
     throw new WalCorruptError(file, headerBytes, (err as Error).message);
   }

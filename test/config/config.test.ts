@@ -103,6 +103,14 @@ describe('server configuration', () => {
     expect(d.advertiseClientUrls).toEqual(['http://10.1.1.1:2379']);
   });
 
+  it('--initial-cluster-witnesses names witnesses among the initial members, never all of them', () => {
+    const cluster = ['--name', 'a', '--initial-advertise-peer-urls', 'http://127.0.0.1:3380', '--initial-cluster', 'a=http://127.0.0.1:3380,w=http://127.0.0.1:3381'];
+    expect(config([...cluster, '--initial-cluster-witnesses', 'w']).bootstrap).toMatchObject({ kind: 'static', witnesses: ['w'] });
+    expect(() => config([...cluster, '--initial-cluster-witnesses', 'x'])).toThrow('--initial-cluster-witnesses: "x" is not in --initial-cluster');
+    expect(() => config([...cluster, '--initial-cluster-witnesses', 'a,w'])).toThrow('--initial-cluster-witnesses: at least one member must hold data');
+    expect(() => config(['--server', 'http://10.0.0.1:2380', '--token', 't', '--initial-cluster-witnesses', 'w'])).toThrow(/cannot be combined with --server/);
+  });
+
   it('clamps a quota above etcd\'s maximum with a warning', () => {
     const r = parseConfig({ argv: ['--quota-backend-bytes', String(16 * 1024 ** 3)] });
     if (r.kind !== 'config') throw new Error('expected config');

@@ -70,6 +70,8 @@ export interface ServerProcess {
 
 export interface StartOptions {
   name: string;
+  /** `etcetera server` (default) or `etcetera witness` (ready once it says it runs; it serves no client API). */
+  command?: 'server' | 'witness';
   dataDir?: string;
   args?: string[];
   clientPort?: number;
@@ -105,7 +107,7 @@ async function startServerOnce(o: StartOptions): Promise<ServerProcess> {
   const clientUrl = `http://127.0.0.1:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
-    cliPath, 'server',
+    cliPath, o.command ?? 'server',
     '--name', o.name,
     '--data-dir', dataDir,
     '--listen-client-urls', clientUrl,
@@ -137,8 +139,17 @@ async function startServerOnce(o: StartOptions): Promise<ServerProcess> {
     },
   };
   running.add(sp);
-  if (o.waitReady !== false) await waitReady(sp);
+  if (o.waitReady !== false && o.command === 'witness') await waitFor(`${o.name} running`, async () => witnessRunning(sp), 30_000);
+  else if (o.waitReady !== false) await waitReady(sp);
   return sp;
+}
+
+/** A witness is ready once it logged that it runs; it throws if the process died first. */
+function witnessRunning(sp: ServerProcess): true | undefined {
+  if (sp.proc.exitCode !== null || sp.proc.signalCode !== null) {
+    throw new Error(`${sp.name} exited (${sp.proc.exitCode ?? sp.proc.signalCode}):\n${sp.output.slice(-30).join('\n')}`);
+  }
+  return sp.output.some((line) => line.includes('"witness running')) ? true : undefined;
 }
 
 /** Ready: the client port answers (a member that is still joining may not have a leader yet). */

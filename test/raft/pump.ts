@@ -5,13 +5,15 @@
  */
 import { Prng } from '../../src/base/prng.js';
 import { RawNode, decodeConfChange, EntryType } from '../../src/raft/index.js';
-import type { Entry, HardState, Message, RaftConfig, ReadState, Ready, Snapshot, SnapshotMeta } from '../../src/raft/index.js';
+import type { ConfState, Entry, HardState, Message, RaftConfig, ReadState, Ready, Snapshot, SnapshotMeta } from '../../src/raft/index.js';
 
 export interface PumpOptions {
   seed?: number;
   preVote?: boolean;
   checkQuorum?: boolean;
   learners?: bigint[];
+  /** Voters (of `ids`) that are witnesses: their driver applies only conf changes and honours releaseLog. */
+  witnesses?: bigint[];
   electionTicks?: number;
   heartbeatTicks?: number;
   maxMsgBytes?: number;
@@ -44,9 +46,10 @@ export class Pump {
   constructor(ids: bigint[], opts: PumpOptions = {}) {
     this.#opts = opts;
     const learners = opts.learners ?? [];
+    const witnesses = opts.witnesses ?? [];
     const rng = new Prng(opts.seed ?? 1);
     for (const id of [...ids, ...learners]) {
-      this.add(id, { voters: ids, learners }, rng.fork());
+      this.add(id, { voters: ids, learners, ...(witnesses.length > 0 ? { witnesses } : {}) }, rng.fork());
     }
   }
 
@@ -68,7 +71,7 @@ export class Pump {
     return cfg;
   }
 
-  add(id: bigint, initial: { voters: bigint[]; learners: bigint[] } | undefined, rng = new Prng(Number(id))): RawNode {
+  add(id: bigint, initial: ConfState | undefined, rng = new Prng(Number(id))): RawNode {
     const cfg = this.#config(id, rng);
     this.#rngs.set(id, rng);
     this.durable.set(id, {
@@ -132,9 +135,11 @@ export class Pump {
   #apply(id: bigint, entries: Entry[]): void {
     const n = this.node(id);
     const applied = this.applied.get(id)!;
+    const witness = this.#opts.witnesses?.includes(id) === true;
     for (const e of entries) {
       if (e.type === EntryType.ConfChange) n.applyConfChange(decodeConfChange(e.data));
-      applied.push(e);
+      // A witness's driver applies conf changes only: it has no state machine.
+      if (!witness || e.type === EntryType.ConfChange) applied.push(e);
     }
     if (!this.noApply.has(id)) n.onApplied(entries[entries.length - 1]!.index);
   }
@@ -149,6 +154,10 @@ export class Pump {
     if (rd.entries.length > 0) {
       const first = rd.entries[0]!.index;
       d.entries = d.entries.filter((e) => e.index < first).concat(rd.entries);
+    }
+    if (rd.releaseLog !== undefined) {
+      d.snapshot = rd.releaseLog;
+      d.entries = d.entries.filter((e) => e.index > rd.releaseLog!.index);
     }
   }
 

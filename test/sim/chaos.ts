@@ -166,7 +166,7 @@ export class Chaos {
         continue;
       }
       if (now - at < everyTicks) continue;
-      const target = this.#c.leader()?.id ?? this.#pick(this.#upIds());
+      const target = this.#c.dataLeader()?.id ?? this.#pick(this.#upIds());
       if (target === undefined) continue;
       this.#c.propose(target, pid);
       this.pending.set(pid, now);
@@ -258,7 +258,9 @@ export class Chaos {
     const roll = this.#rng.int(3);
     const live = this.#c.ids().filter((id) => !this.#c.node(id).removed).length;
     if (roll === 0 && live < clusterSizeMax) {
-      this.#addLearner();
+      // Seeds that start with a witness get a new one when theirs was removed.
+      if (this.#c.checker.witnesses.size > 0 && (cs.witnesses ?? []).length === 0) this.#addWitness();
+      else this.#addLearner();
     } else if (roll === 1) {
       const learner = this.#pick(cs.learners);
       if (learner !== undefined) this.#c.proposeConfChange(target.id, { type: 'addVoter', nodeId: learner });
@@ -279,6 +281,16 @@ export class Chaos {
     if (this.#c.proposeConfChange(target.id, { type: 'addLearner', nodeId: id }).ok) {
       this.#nextNewId++;
       this.#c.addNode(id);
+    }
+  }
+
+  #addWitness(): void {
+    const target = this.#c.leader();
+    if (target === undefined) return;
+    const id = BigInt(this.#nextNewId);
+    if (this.#c.proposeConfChange(target.id, { type: 'addWitness', nodeId: id }).ok) {
+      this.#nextNewId++;
+      this.#c.addNode(id, { witness: true });
     }
   }
 

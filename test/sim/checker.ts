@@ -16,7 +16,9 @@
  * - durability before send (R6/R7): a vote grant leaves only once that vote is durable; an append ack only once
  *   the acked entry is durable;
  * - learners never vote or campaign (nodes that were never proposed as voters);
- * - linearizable ReadIndex: a read index is ≥ every index applied anywhere before the read was issued.
+ * - linearizable ReadIndex: a read index is ≥ every index applied anywhere before the read was issued;
+ * - witnesses (src/raft/witness.ts) never apply an entry, never restore state, never answer a follower's
+ *   read, and never send a snapshot; their log is bounded (run-seed.ts checkWitnessLogs, at the end of a run).
  */
 import type { Entry, HardState, Message, NodeId, Role } from '../../src/raft/types.js';
 import { MessageType } from '../../src/raft/types.js';
@@ -52,6 +54,10 @@ export class Checker {
   readonly #durableCommit = new Map<NodeId, number>();
   readonly #reads = new Map<string, number>();
   readonly everVoters = new Set<NodeId>();
+  /** Nodes that are witnesses (every witness is also in everVoters). */
+  readonly witnesses = new Set<NodeId>();
+  /** Times a witness became leader (to hand its log over). */
+  witnessLeaderships = 0;
   maxAppliedIndex = 0;
   leadersElected = 0;
   readsChecked = 0;
@@ -80,6 +86,7 @@ export class Checker {
     }
     const prior = this.#leaderOfTerm.get(term);
     if (prior !== undefined && prior !== id) this.fail(`election safety: ${prior} and ${id} both leader in term ${term}`);
+    if (this.witnesses.has(id)) this.witnessLeaderships++;
     this.#leaderOfTerm.set(term, id);
     this.#currentLeaders.set(id, term);
     this.leadersElected++;
@@ -153,11 +160,13 @@ export class Checker {
   }
 
   onApply(id: NodeId, e: Entry, hashAfter: number, commit: number): void {
+    if (this.witnesses.has(id)) this.fail(`witness ${id} applied entry ${e.index}`);
     if (e.index > commit) this.fail(`node ${id} applied ${e.index} beyond its commit ${commit}`);
     this.#onStateAt(id, e.index, hashAfter);
   }
 
   onRestore(id: NodeId, index: number, hash: number): void {
+    if (this.witnesses.has(id)) this.fail(`witness ${id} restored state at ${index}`);
     this.#onStateAt(id, index, hash);
   }
 
@@ -166,6 +175,14 @@ export class Checker {
     if (prior === undefined) this.#stateHash[index] = hash;
     else if (prior !== hash) this.fail(`state-machine safety: node ${id} state at index ${index} differs from another node's`);
     if (index > this.maxAppliedIndex) this.maxAppliedIndex = index;
+  }
+
+  /**
+   * An operator replaced this node's data with an older backup (same member id, hard state kept): its durable
+   * commit may restart lower. Nothing else is forgiven.
+   */
+  onDataRestored(id: NodeId): void {
+    this.#durableCommit.delete(id);
   }
 
   onDurable(id: NodeId, hs: HardState): void {
@@ -182,6 +199,9 @@ export class Checker {
     const voter = this.everVoters.has(m.from);
     if ((m.type === MessageType.Vote || m.type === MessageType.PreVote) && !voter) {
       this.fail(`learner ${m.from} campaigned (${m.type} term ${m.term})`);
+    }
+    if (this.witnesses.has(m.from) && (m.type === MessageType.Snap || m.type === MessageType.ReadIndexResp)) {
+      this.fail(`witness ${m.from} sent ${m.type} to ${m.to}`);
     }
     const grant = (m.type === MessageType.VoteResp || m.type === MessageType.PreVoteResp) && !m.reject;
     if (grant && !voter) this.fail(`learner ${m.from} granted a vote to ${m.to} (${m.type} term ${m.term})`);

@@ -41,6 +41,12 @@
  * `--seeds 1000` runs 1,000 core seeds and 100 production ones, numbered from S (measured on the shared 2-core
  * machine: 11.2 s and 10.8 s idle, 36.5 s and 36.1 s under load; 24–75 s in all).
  *
+ * WITNESSES. --witness-seeds W (default N / 20) seeds of the core scenarios on two data voters and a witness
+ * (even seeds) or four and a witness (odd seeds), src/raft/witness.ts: the same chaos and checkers, plus the
+ * witness's own (it never applies, restores state, answers a read, sends a snapshot or appends as leader; at
+ * the end its log holds no more than the data voters may still need). Chaos removes witnesses and adds new
+ * ones; a data voter is left down for the liveness phase only when every other data voter runs.
+ *
  * RESTORE THEN JOIN. --restore-seeds R (default N / 50) seeds of test/sim/node/run-restore-seed.ts: a member
  * rebuilt by the production restore from a backup of another cluster's member, two members joining it under
  * seeded faults, then the restored member lost for good (TESTING.md O1, issue 25).
@@ -57,6 +63,7 @@ import type { RaftConfig } from '../../src/raft/types.js';
 import { parseTestFaults, type TestFault } from '../../src/config/test-faults.js';
 import { runNodeSeed, type NodeSeedResult } from './node/run-node-seed.js';
 import { runRestoreSeed } from './node/run-restore-seed.js';
+import { witnessTopology } from './cli-topology.js';
 import { runSeed, type SeedResult } from './run-seed.js';
 
 interface CliArgs {
@@ -70,10 +77,11 @@ interface CliArgs {
   nodeSeeds?: number;
   nodeFault?: TestFault;
   restoreSeeds?: number;
+  witnessSeeds?: number;
 }
 
 type Fault = keyof NonNullable<RaftConfig['unsafeTestFaults']>;
-const faults: readonly Fault[] = ['voteBeforePersist', 'commitEarlierTermByCount', 'learnersVote'];
+const faults: readonly Fault[] = ['voteBeforePersist', 'commitEarlierTermByCount', 'learnersVote', 'witnessNeverReleases'];
 
 function parseArgs(argv: string[]): CliArgs {
   const args: CliArgs = { seeds: 100, start: 1, verbose: false, messages: false, knownBugs: false };
@@ -94,10 +102,11 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--node-seeds') args.nodeSeeds = v();
     else if (a === '--node-fault') args.nodeFault = parseNodeFault(argv[++i]);
     else if (a === '--restore-seeds') args.restoreSeeds = v();
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R])`);
+    else if (a === '--witness-seeds') args.witnessSeeds = v();
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--witness-seeds W])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
-  if (args.seeds < 0 || (args.nodeSeeds ?? 0) < 0) throw new Error('--seeds and --node-seeds must be ≥ 0');
+  if (args.seeds < 0 || (args.nodeSeeds ?? 0) < 0 || (args.witnessSeeds ?? 0) < 0) throw new Error('--seeds, --node-seeds and --witness-seeds must be ≥ 0');
   return args;
 }
 
@@ -173,6 +182,44 @@ async function runRestoreSeeds(args: CliArgs, count: number): Promise<[number, n
   return [passed, failed];
 }
 
+/**
+ * The witness seeds: the core seeds' scenarios on two data voters and a witness (even seeds) or four and a
+ * witness (odd seeds), with the same checkers plus the witness's own; returns [passed, failed].
+ */
+function runWitnessSeeds(args: CliArgs, count: number): [number, number] {
+  if (count === 0) return [0, 0];
+  let passed = 0;
+  let failed = 0;
+  let leaderships = 0;
+  let entriesMax = 0;
+  let livenessMax = 0;
+  const t0 = performance.now();
+  for (let s = args.start; s < args.start + count; s++) {
+    const r = runSeed({
+      seed: s,
+      ...witnessTopology(s),
+      ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}),
+      ...(args.messages ? { traceMessages: true } : {}),
+      ...(args.fault !== undefined ? { faults: { [args.fault]: true } } : {}),
+    });
+    if (r.ok) passed++;
+    else {
+      failed++;
+      const extra = args.fault !== undefined ? ` --fault ${args.fault}` : '';
+      console.log(`witness seed ${r.seed} FAILED (${r.phase}, ${r.stats.nodes} voters): ${r.error} — replay: npm run sim -- --seeds 0 --witness-seeds 1 --start ${r.seed}${extra} --verbose`);
+    }
+    leaderships += r.stats.witnessLeaderships;
+    entriesMax = Math.max(entriesMax, r.stats.witnessEntriesMax);
+    livenessMax = Math.max(livenessMax, r.stats.livenessTicks);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(
+    `witness: ${count} seeds (2 data + 1 witness, 4 data + 1 witness) in ${seconds.toFixed(1)} s; ${leaderships} witness ` +
+      `leaderships (each only to hand its log over); witness logs ≤ ${entriesMax} entries at the end; liveness took ≤ ${livenessMax} ticks`,
+  );
+  return [passed, failed];
+}
+
 function replay(r: SeedResult, args: CliArgs): string {
   const extra =
     `${args.nodes !== undefined ? ` --nodes ${args.nodes}` : ''}${args.knownBugs ? ' --known-bugs' : ''}` +
@@ -211,6 +258,9 @@ async function main(): Promise<void> {
       `${totals.readsChecked} reads checked, ${totals.crashes} crashes, ${totals.snapshotsInstalled} snapshots ` +
       `installed, ${totals.confChanges} membership changes; liveness took ≤ ${livenessMax} ticks`,
   );
+  const [witnessPassed, witnessFailed] = runWitnessSeeds(args, args.witnessSeeds ?? Math.floor(args.seeds / 20));
+  passed += witnessPassed;
+  failed += witnessFailed;
   const [nodePassed, nodeFailed] = await runNodeSeeds(args, args.nodeSeeds ?? Math.floor(args.seeds / 10));
   passed += nodePassed;
   failed += nodeFailed;

@@ -21,6 +21,8 @@ export interface ClusterOptions {
   seed: number;
   /** Initial voters, ids 1..voters. */
   voters: number;
+  /** How many of the initial voters are witnesses: the last ones (ids voters-witnesses+1..voters). */
+  witnesses?: number;
   raft?: Partial<RaftTuning>;
   link?: LinkProfile;
   disk?: DiskProfile;

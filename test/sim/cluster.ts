@@ -67,8 +67,11 @@ export class Cluster {
     this.raft = { ...defaultRaftTuning, ...options.raft };
     const voters: NodeId[] = [];
     for (let i = 1; i <= options.voters; i++) voters.push(BigInt(i));
+    const witnesses = voters.slice(voters.length - (options.witnesses ?? 0));
     for (const id of voters) this.checker.everVoters.add(id);
-    for (const id of voters) this.#create(id, { voters, learners: [] });
+    for (const id of witnesses) this.checker.witnesses.add(id);
+    const initial: ConfState = witnesses.length > 0 ? { voters, learners: [], witnesses } : { voters, learners: [] };
+    for (const id of voters) this.#create(id, initial, witnesses.includes(id));
   }
 
   get nowStep(): number {
@@ -89,11 +92,11 @@ export class Cluster {
     return [...this.nodes.keys()];
   }
 
-  #create(id: NodeId, initial: ConfState | undefined): SimNode {
+  #create(id: NodeId, initial: ConfState | undefined, witness: boolean): SimNode {
     const disk = new SimDisk(this.#diskRng.fork(), this.#options.disk ?? fastDisk);
     const tuning = { compactEvery: 1_000_000, keepEntries: 0, ...this.#options.node };
     const env: NodeEnv = { ...this.#envFor(), nowStep: () => this.#now };
-    const n = new SimNode(id, disk, env, tuning);
+    const n = new SimNode(id, disk, env, tuning, witness);
     this.nodes.set(id, n);
     this.#initial.set(id, initial);
     this.#startNode(n);
@@ -301,12 +304,14 @@ export class Cluster {
     this.#startNode(n);
   }
 
-  /** A new, empty node process (to be added with a conf change). */
-  addNode(id: NodeId | number): SimNode {
+  /** A new, empty node process (to be added with a conf change): a data member, or a witness process. */
+  addNode(id: NodeId | number, options: { witness?: boolean } = {}): SimNode {
     const nid = BigInt(id);
     if (this.nodes.has(nid)) throw new Error(`node ${nid} exists`);
-    this.trace(`n${nid} NEW (empty)`);
-    return this.#create(nid, undefined);
+    const witness = options.witness === true;
+    this.trace(`n${nid} NEW (empty${witness ? ' witness' : ''})`);
+    if (witness) this.checker.witnesses.add(nid);
+    return this.#create(nid, undefined, witness);
   }
 
   /** Stop the node's process (SIGSTOP): no ticks, messages and disk completions wait. */
@@ -343,11 +348,14 @@ export class Cluster {
 
   // ---- client operations ----------------------------------------------------------------------------------
 
-  /** Propose a fresh put on `id` (or re-propose `proposalId`); returns its id and the core's answer. */
+  /**
+   * Propose a fresh put on `id` (or re-propose `proposalId`); returns its id and the core's answer. A witness
+   * process has no client API: a client that picks one is refused there (the core's own refusal is unit-tested).
+   */
   propose(id: NodeId | number, proposalId?: number): { proposalId: number; result: ProposeResult } {
     const n = this.node(id);
     const pid = proposalId ?? this.#nextProposalId++;
-    if (!n.up || n.frozen) return { proposalId: pid, result: { ok: false, error: 'noLeader' } };
+    if (!n.up || n.frozen || n.witness) return { proposalId: pid, result: { ok: false, error: 'noLeader' } };
     const result = n.raw!.propose(encodeProposal(pid));
     this.#afterInput(n);
     return { proposalId: pid, result };
@@ -356,7 +364,7 @@ export class Cluster {
   proposeConfChange(id: NodeId | number, cc: Omit<ConfChange, 'context'>): ProposeResult {
     const n = this.node(id);
     if (!n.up || n.frozen) return { ok: false, error: 'notLeader' };
-    if (cc.type === 'addVoter') this.checker.everVoters.add(cc.nodeId);
+    if (cc.type === 'addVoter' || cc.type === 'addWitness') this.checker.everVoters.add(cc.nodeId);
     const result = n.raw!.proposeConfChange({ ...cc, context: new Uint8Array() });
     this.trace(`n${n.id} propose ${cc.type} ${cc.nodeId}: ${result.ok ? 'ok' : result.error}`);
     this.#afterInput(n);
@@ -375,7 +383,7 @@ export class Cluster {
   readIndex(id: NodeId | number): string {
     const n = this.node(id);
     const ctx = `r${this.#nextReadId++}`;
-    if (!n.up || n.frozen) return ctx;
+    if (!n.up || n.frozen || n.witness) return ctx;
     this.checker.onReadIssued(ctx);
     n.raw!.readIndex(utf8(ctx));
     this.#afterInput(n);
@@ -383,6 +391,12 @@ export class Cluster {
   }
 
   // ---- observations ---------------------------------------------------------------------------------------
+
+  /** The up data member that believes it is leader with the highest term (undefined if none). */
+  dataLeader(): SimNode | undefined {
+    const l = this.leader();
+    return l?.witness === true ? undefined : l;
+  }
 
   /** The up node that believes it is leader with the highest term (undefined if none). */
   leader(): SimNode | undefined {
@@ -397,7 +411,7 @@ export class Cluster {
   members(): ConfState {
     const l = this.leader();
     let src = l;
-    if (src === undefined) for (const n of this.nodes.values()) if (src === undefined || n.sm.appliedIndex > src.sm.appliedIndex) src = n;
+    if (src === undefined) for (const n of this.nodes.values()) if (src === undefined || n.appliedIndex > src.appliedIndex) src = n;
     return src?.confState ?? { voters: [], learners: [] };
   }
 }

@@ -136,6 +136,19 @@ export class SimDisk {
     }
   }
 
+  /**
+   * An operator restores this (stopped) node's data from an older backup: the state at `snap`, an empty log
+   * after it, the hard state's term and vote kept (so it never votes twice in a term), its commit at `snap`.
+   */
+  restoreBackup(snap: Snapshot): void {
+    if (this.#pending.length > 0) throw new SimViolation('restore onto a disk with writes in flight');
+    this.durable.snapshot = snap;
+    this.durable.log = new LogMirror();
+    this.durable.log.restore(snap.meta.index, snap.meta.term);
+    this.durable.hardState = { ...this.durable.hardState, commit: snap.meta.index };
+    this.backend = undefined;
+  }
+
   /** Power loss: every write whose sync has not completed is gone. Returns how many were lost. */
   crash(): number {
     const lost = this.#pending.length;

@@ -30,6 +30,8 @@ export interface SeedOptions {
   seed: number;
   /** Initial voters (1–7); random when absent. */
   nodes?: number;
+  /** How many of the initial voters are witnesses (the last ones; src/raft/witness.ts). */
+  witnesses?: number;
   faults?: RaftConfig['unsafeTestFaults'];
   checks?: Partial<CheckOptions>;
   trace?: (line: string) => void;
@@ -40,6 +42,11 @@ export interface SeedOptions {
 
 export interface SeedStats {
   nodes: number;
+  witnesses: number;
+  /** Times a witness became leader (each time only to hand its log over). */
+  witnessLeaderships: number;
+  /** The most log entries a witness held at the end of the run. */
+  witnessEntriesMax: number;
   preVote: boolean;
   chaosTicks: number;
   livenessTicks: number;
@@ -85,7 +92,9 @@ export function runSeed(options: SeedOptions): SeedResult {
   const raft = tuningFor(rng, options.seed, options.faults);
   const stepsPerTick = 10;
   const plan = planChaos(rng, raft.electionTicks!, stepsPerTick, options.knownBugs === true);
-  const stats: SeedStats = { nodes, preVote: raft.preVote === true, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0, crashes: 0, snapshotsInstalled: 0, confChanges: 0 };
+  const witnesses = options.witnesses ?? 0;
+  if (witnesses >= nodes) throw new Error(`${witnesses} witnesses need more than ${nodes} voters`);
+  const stats: SeedStats = { nodes, witnesses, witnessLeaderships: 0, witnessEntriesMax: 0, preVote: raft.preVote === true, chaosTicks: plan.chaosTicks, livenessTicks: 0, leaders: 0, acked: 0, readsChecked: 0, committed: 0, crashes: 0, snapshotsInstalled: 0, confChanges: 0 };
   let phase: SeedResult['phase'] = 'chaos';
   let cluster: Cluster | undefined;
   try {
@@ -93,6 +102,7 @@ export function runSeed(options: SeedOptions): SeedResult {
     cluster = new Cluster({
       seed: rng.fork().int(2 ** 31),
       voters: nodes,
+      witnesses,
       raft,
       link: plan.link,
       disk: plan.disk,
@@ -106,6 +116,7 @@ export function runSeed(options: SeedOptions): SeedResult {
     for (let t = 0; t < plan.chaosTicks; t++) chaos.tick();
     phase = 'liveness';
     stats.livenessTicks = runLiveness(cluster, chaos, rng.fork());
+    stats.witnessEntriesMax = checkWitnessLogs(cluster);
     return { seed: options.seed, ok: true, phase, stats: fill(stats, cluster), trace: [] };
   } catch (err) {
     const error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -123,6 +134,7 @@ function fill(stats: SeedStats, c: Cluster): SeedStats {
   stats.crashes = c.crashes;
   stats.snapshotsInstalled = [...c.nodes.values()].reduce((sum, n) => sum + n.snapshotsRestored, 0);
   stats.confChanges = c.confChangesApplied.size - stats.nodes; // minus the bootstrap entries
+  stats.witnessLeaderships = c.checker.witnessLeaderships;
   return stats;
 }
 
@@ -142,7 +154,7 @@ function runLiveness(c: Cluster, chaos: Chaos, rng: Prng): number {
     return isLive(c, chaos);
   }, boundTicks);
   if (took === undefined) {
-    const l = c.leader();
+    const l = c.dataLeader();
     const why = l === undefined ? 'no leader' : `leader n${l.id} term ${l.hs.term}; pending ${chaos.pending.size}; ${lagging(c)}`;
     c.trace(describeCluster(c));
     throw new Error(`liveness: not live within ${boundTicks} ticks after healing (${why})`);
@@ -150,11 +162,12 @@ function runLiveness(c: Cluster, chaos: Chaos, rng: Prng): number {
   return took;
 }
 
+/** The up data members of the data leader's configuration (undefined while no data member leads). */
 function liveMembers(c: Cluster): bigint[] | undefined {
-  const l = c.leader();
+  const l = c.dataLeader();
   if (l === undefined) return undefined;
   const cs = l.confState;
-  return [...cs.voters, ...cs.learners].filter((id) => c.nodes.get(id)?.up === true);
+  return [...cs.voters, ...cs.learners].filter((id) => c.nodes.get(id)?.up === true && !c.node(id).witness);
 }
 
 function isLive(c: Cluster, chaos: Chaos): boolean {
@@ -166,6 +179,36 @@ function isLive(c: Cluster, chaos: Chaos): boolean {
 function lagging(c: Cluster): string {
   const live = liveMembers(c) ?? [];
   return live.map((id) => `n${id} applied ${c.node(id).sm.appliedIndex} ids ${c.node(id).sm.ids.size}/${c.acked.size}`).join(', ');
+}
+
+/** Ticks a live cluster gets for its witnesses to drop what every data voter holds (heartbeats carry it). */
+export const witnessReleaseElectionTimeouts = 3;
+
+/**
+ * The witness log stays bounded: once live, within a few heartbeats every up witness of the data leader's
+ * configuration holds no more entries than the leader's log has beyond the lowest match of a data voter (a
+ * data voter left down keeps that match low, and the witness must keep what it lacks). Returns the most
+ * entries a witness held.
+ */
+function checkWitnessLogs(c: Cluster): number {
+  const excess = (): string[] => {
+    const l = c.dataLeader();
+    if (l === undefined) return ['no data leader'];
+    const progress = l.raw!.status().progress!;
+    const cs = l.confState;
+    const dataVoters = cs.voters.filter((id) => !(cs.witnesses ?? []).includes(id));
+    const matchMin = Math.min(...dataVoters.map((id) => progress.get(id)?.match ?? 0));
+    const bound = Math.max(0, l.log.lastIndex() - matchMin);
+    return (cs.witnesses ?? [])
+      .filter((id) => c.nodes.get(id)?.up === true)
+      .filter((id) => c.node(id).log.entries.length > bound)
+      .map((id) => `witness n${id} holds ${c.node(id).log.entries.length} entries, bound ${bound}`);
+  };
+  const took = c.runUntil(() => excess().length === 0, witnessReleaseElectionTimeouts * c.raft.electionTicks);
+  if (took === undefined) c.checker.fail(`witness log unbounded: ${excess().join('; ')}`);
+  let held = 0;
+  for (const n of c.nodes.values()) if (n.witness && n.up) held = Math.max(held, n.log.entries.length);
+  return held;
 }
 
 /**
@@ -180,9 +223,16 @@ function pickVoterToKeepDown(c: Cluster, rng: Prng): bigint | undefined {
   for (const n of c.nodes.values()) {
     for (let i = committed + 1; i <= n.log.lastIndex(); i++) if (n.log.entry(i)?.type === EntryType.ConfChange) return undefined;
   }
-  if (running.length === 0 || running.some((n) => n.sm.appliedIndex < committed)) return undefined;
-  const voters = running[0]!.confState.voters;
-  const candidates = voters.filter((id) => c.nodes.get(id)?.removed === false);
+  if (running.length === 0 || running.some((n) => n.appliedIndex < committed)) return undefined;
+  const cs = running[0]!.confState;
+  const voters = cs.voters;
+  const witnesses = cs.witnesses ?? [];
+  // With a witness, a data voter may stay down only if every other data voter runs (and so holds every
+  // committed entry): the witness may have dropped entries a data voter that was down needs.
+  const dataRunning = (id: bigint): boolean => witnesses.includes(id) || running.some((n) => n.id === id);
+  const candidates = voters.filter(
+    (id) => c.nodes.get(id)?.removed === false && (witnesses.length === 0 || voters.every((v) => v === id || dataRunning(v))),
+  );
   if (candidates.length - 1 < Math.floor(voters.length / 2) + 1) return undefined;
   return candidates[rng.int(candidates.length)];
 }

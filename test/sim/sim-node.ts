@@ -5,6 +5,10 @@
  * (conf changes through applyConfChange), call onApplied, write the applied state to a write-behind backend
  * once the log is durable that far, and compact every `compactEvery` applied entries.
  * Every observable effect is reported to the checker as it happens.
+ *
+ * A witness node (src/raft/witness.ts) is driven as the witness server drives it: no state machine at all (its
+ * `sm` stays empty), committed conf changes applied to the configuration only, snapshots from the leader
+ * (without data) only move the start of its log, and Ready.releaseLog drops log entries on its disk.
  */
 import { fromUtf8 } from '../../src/base/bytes.js';
 import { decodeConfChange } from '../../src/raft/conf.js';
@@ -33,6 +37,8 @@ export interface NodeTuning {
   keepEntries: number;
   /** Self-test only: write the backend at the applied index even when the log is not durable that far. */
   unsafeBackendAheadOfLog?: boolean;
+  /** Self-test only: a witness applies committed entries to a state machine like a data member. */
+  unsafeWitnessApplies?: boolean;
 }
 
 const readyLoopMax = 1000;
@@ -52,14 +58,19 @@ export class SimNode {
   removed = false;
   /** Snapshots from the leader restored so far (all incarnations). */
   snapshotsRestored = 0;
+  /** A witness: it keeps no state machine (see the header). */
+  readonly witness: boolean;
+  /** Witness: the index up to which it handled committed entries (it applies only conf changes). */
+  #witnessApplied = 0;
   #env: NodeEnv;
   #tuning: NodeTuning;
   #lastCompactIndex = 0;
   /** RaftConfig.applyUnstable of the running incarnation. */
   #applyUnstable = false;
 
-  constructor(id: NodeId, disk: SimDisk, env: NodeEnv, tuning: NodeTuning) {
+  constructor(id: NodeId, disk: SimDisk, env: NodeEnv, tuning: NodeTuning, witness = false) {
     this.id = id;
+    this.witness = witness;
     this.disk = disk;
     this.#env = env;
     this.#tuning = tuning;
@@ -69,8 +80,17 @@ export class SimNode {
     return this.raw !== undefined;
   }
 
+  /** The index this node has applied: its state machine's, or for a witness what it handled. */
+  get appliedIndex(): number {
+    return this.witness ? this.#witnessApplied : this.sm.appliedIndex;
+  }
+
   /** Start (or restart) from the durable state; a brand-new initial member gets `initial` as its configuration. */
   start(config: RaftConfig, initial: ConfState | undefined): void {
+    if (this.witness) {
+      this.#startWitness(config, initial);
+      return;
+    }
     const boot = this.disk.bootstrap();
     if (initial !== undefined && this.disk.isEmpty()) boot.initialConfState = initial;
     const snap = this.disk.durable.snapshot;
@@ -78,15 +98,9 @@ export class SimNode {
     const fromBackend = backend !== undefined && backend.index > (snap?.meta.index ?? 0);
     this.sm = fromBackend ? KvStateMachine.fromSnapshot(backend.data)
       : snap === undefined ? new KvStateMachine() : KvStateMachine.fromSnapshot(snap.data);
-    this.#applyUnstable = config.applyUnstable === true;
     this.confState = snap?.meta.confState ?? initial ?? { voters: [], learners: [] };
-    this.log = this.disk.durable.log.clone();
-    this.hs = { ...this.disk.durable.hardState };
-    this.role = 'follower';
-    this.leader = 0n;
     this.#lastCompactIndex = boot.snapshot.index;
-    this.incarnation++;
-    this.frozen = false;
+    this.#beginIncarnation(config);
     // Asserts that the log holds every entry up to the backend's index (committed ≤ last index).
     this.raw = new RawNode(config, boot);
     if (snap !== undefined) {
@@ -99,6 +113,32 @@ export class SimNode {
       this.confState = this.raw.status().confState;
       this.#env.checker.onRestore(this.id, this.sm.appliedIndex, this.sm.hash);
     }
+    this.drain();
+  }
+
+  /** What every start shares: the driver's view of the durable log and hard state, a fresh incarnation. */
+  #beginIncarnation(config: RaftConfig): void {
+    this.#applyUnstable = config.applyUnstable === true;
+    this.log = this.disk.durable.log.clone();
+    this.hs = { ...this.disk.durable.hardState };
+    this.role = 'follower';
+    this.leader = 0n;
+    this.incarnation++;
+    this.frozen = false;
+  }
+
+  /** A witness restarts from its log alone: no state machine, no backend, no snapshot to hand the core. */
+  #startWitness(config: RaftConfig, initial: ConfState | undefined): void {
+    const boot = this.disk.bootstrap();
+    if (initial !== undefined && this.disk.isEmpty()) boot.initialConfState = initial;
+    if (this.disk.backend !== undefined) throw new SimViolation(`witness ${this.id} has a backend`);
+    const snap = this.disk.durable.snapshot;
+    if (snap !== undefined && snap.data.length > 0) throw new SimViolation(`witness ${this.id} holds a state snapshot`);
+    this.sm = new KvStateMachine();
+    this.#witnessApplied = boot.applied;
+    this.#beginIncarnation(config);
+    this.raw = new RawNode(config, boot);
+    this.confState = this.raw.status().confState;
     this.drain();
   }
 
@@ -143,7 +183,11 @@ export class SimNode {
     // Leader in the same term before and after this Ready: its log may only grow.
     const sameTermLeader = wasLeader && stillLeader && (rd.hardState?.term ?? this.hs.term) === this.hs.term;
     if (rd.snapshot !== undefined) this.#restore(rd);
+    if (rd.releaseLog !== undefined) this.#releaseLog(rd.releaseLog.index);
     if (rd.entries.length > 0) {
+      // A witness leads only to hand its log over: it never appends an entry of its own term.
+      const term = rd.hardState?.term ?? this.hs.term;
+      if (this.witness && stillLeader && rd.entries.some((e) => e.term === term)) checker.fail(`witness ${this.id} appended an entry as leader of term ${term}`);
       const truncatedFrom = this.log.append(rd.entries);
       checker.onAppend(this.id, rd.entries, this.log, truncatedFrom, this.hs.commit, sameTermLeader ? this.hs.term : undefined);
     }
@@ -161,13 +205,30 @@ export class SimNode {
       const doneAt = this.disk.enqueue({ ...write, ...optional(rd) }, this.#env.nowStep(), rd.mustSync);
       this.#env.scheduleDisk(this.id, doneAt);
     }
-    if (rd.committedEntries.length > 0) this.#apply(raw, rd.committedEntries);
+    if (rd.releaseLog !== undefined) {
+      // Queued after this Ready's writes: the log's new start is durable only behind them.
+      const release = { meta: rd.releaseLog, data: new Uint8Array(0) };
+      this.#env.scheduleDisk(this.id, this.disk.saveSnapshot(release, this.#env.nowStep()));
+    }
+    if (rd.committedEntries.length > 0) {
+      if (this.witness && this.#tuning.unsafeWitnessApplies !== true) this.#witnessApply(raw, rd.committedEntries);
+      else this.#apply(raw, rd.committedEntries);
+    }
     for (const rs of rd.readStates) checker.onReadState(this.id, fromUtf8(rs.context), rs.index);
   }
 
   #restore(rd: Ready): void {
     const snap = rd.snapshot!;
     this.log.restore(snap.meta.index, snap.meta.term);
+    if (this.witness) {
+      // A witness gets the metadata only: its log restarts after it, there is no state to restore.
+      if (snap.data.length > 0) throw new SimViolation(`witness ${this.id} was sent a state snapshot at ${snap.meta.index}`);
+      this.confState = snap.meta.confState;
+      this.#witnessApplied = snap.meta.index;
+      this.snapshotsRestored++;
+      this.#env.trace(`n${this.id} (witness) log restarts after ${snap.meta.index}`);
+      return;
+    }
     if (snap.data.length === 0) throw new SimViolation(`node ${this.id} got a snapshot at ${snap.meta.index} without data`);
     this.sm = KvStateMachine.fromSnapshot(snap.data);
     if (this.sm.appliedIndex !== snap.meta.index) throw new SimViolation(`snapshot meta index ${snap.meta.index} != data index ${this.sm.appliedIndex}`);
@@ -176,6 +237,26 @@ export class SimNode {
     this.snapshotsRestored++;
     this.#env.checker.onRestore(this.id, snap.meta.index, this.sm.hash);
     this.#env.trace(`n${this.id} restored snapshot @${snap.meta.index}`);
+  }
+
+  /** Witness: Ready.releaseLog dropped its entries up to `index` (the disk follows once the save is durable). */
+  #releaseLog(index: number): void {
+    if (!this.witness) throw new SimViolation(`data member ${this.id} was told to release its log at ${index}`);
+    this.log.compact(index);
+  }
+
+  /** Witness: committed entries change nothing but the configuration. */
+  #witnessApply(raw: RawNode, ents: Entry[]): void {
+    for (const e of ents) {
+      if (e.index !== this.#witnessApplied + 1) throw new SimViolation(`witness ${this.id} handles ${e.index} after ${this.#witnessApplied}`);
+      if (e.type === EntryType.ConfChange) {
+        const cc = decodeConfChange(e.data);
+        this.confState = raw.applyConfChange(cc);
+        this.#env.onConfChange(this.id, cc, this.confState);
+      }
+      this.#witnessApplied = e.index;
+    }
+    raw.onApplied(this.#witnessApplied);
   }
 
   #onSoftState(role: Role, leader: NodeId): void {

@@ -18,11 +18,11 @@ export function calmCluster(voters: number, options: Partial<ClusterOptions> = {
   });
 }
 
-/** Wait until exactly one up node believes it leads; returns it. */
+/** Wait until an up data member believes it leads (a witness leads only to hand over); returns it. */
 export function waitForLeader(c: Cluster, maxTicks = 4 * electionTicks): SimNode {
-  const took = c.runUntil(() => c.leader() !== undefined, maxTicks);
+  const took = c.runUntil(() => c.dataLeader() !== undefined, maxTicks);
   if (took === undefined) throw new Error(`no leader within ${maxTicks} ticks`);
-  return c.leader()!;
+  return c.dataLeader()!;
 }
 
 /** Elect whoever times out first, then hand leadership to `id` with a leader transfer. */
@@ -41,7 +41,7 @@ export interface CommitOptions {
   /** Node to propose on (default: the leader). */
   on?: number;
   maxTicks?: number;
-  /** Nodes that must apply it (default: every up node). */
+  /** Nodes that must apply it (default: every up data member; a witness applies nothing). */
   among?: number[];
 }
 
@@ -58,7 +58,7 @@ export function commit(c: Cluster, options: CommitOptions = {}): number {
 
 export function appliedOnAllUp(c: Cluster, proposalId: number, among?: number[]): boolean {
   const nodes = among === undefined ? [...c.nodes.values()] : among.map((id) => c.node(id));
-  for (const n of nodes) if (n.up && !n.removed && !n.sm.ids.has(proposalId)) return false;
+  for (const n of nodes) if (n.up && !n.removed && !n.witness && !n.sm.ids.has(proposalId)) return false;
   return true;
 }
 

@@ -4,6 +4,8 @@ import { Prng } from '../../src/base/prng.js';
 import { crc32c } from '../../src/wal/crc32c.js';
 import { Histogram, syncSecondsBounds } from '../../src/wal/metrics.js';
 import { BatchEncoder, decodeEntries, decodeHardState, decodeSnapshotMeta, readFrame, RecordType } from '../../src/wal/record.js';
+import { unpack } from 'msgpackr';
+import type { SnapshotMeta } from '../../src/raft/types.js';
 import { decodeSnapshotFile, encodeSnapshotFile } from '../../src/wal/snapshot-file.js';
 
 /** Bitwise reference implementation to check the table-driven one against. */
@@ -98,6 +100,32 @@ describe('records', () => {
       at = f.next;
     }
     expect(indexes).toEqual(big.map((e) => e.index));
+  });
+});
+
+describe('witnesses in snapshot metadata (issue 24)', () => {
+  const withWitness: SnapshotMeta = { index: 6, term: 2, confState: { voters: [1n, 2n, 3n], learners: [4n], witnesses: [3n] } };
+  const plain: SnapshotMeta = { index: 6, term: 2, confState: { voters: [1n, 2n], learners: [] } };
+
+  /** The payload of a one-record batch holding `meta`. */
+  const metaRecord = (meta: SnapshotMeta): Uint8Array => {
+    const enc = new BatchEncoder();
+    enc.begin(1, 0);
+    enc.snapshotMeta(meta);
+    const bytes = new Uint8Array(enc.finish());
+    const f = readFrame(bytes, 0, bytes.length, 0);
+    if (f.kind !== 'record') throw new Error('no record');
+    return f.payload;
+  };
+
+  it('a snapshot meta record and a snapshot file keep the witnesses', () => {
+    expect(decodeSnapshotMeta(metaRecord(withWitness))).toEqual(withWitness);
+    expect(decodeSnapshotFile(encodeSnapshotFile({ meta: withWitness, data: Uint8Array.of(1) }), 'w.snap').meta).toEqual(withWitness);
+  });
+
+  it('a configuration without witnesses is written exactly as before them (older members read it)', () => {
+    expect(decodeSnapshotMeta(metaRecord(plain))).toEqual(plain);
+    expect((unpack(metaRecord(plain)) as unknown[]).length).toBe(4);
   });
 });
 

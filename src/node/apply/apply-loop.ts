@@ -230,7 +230,7 @@ export class ApplyLoop {
     const meta = {
       index: this.#h.appliedWait.applied,
       term: this.#appliedTerm,
-      confState: { voters: [...this.#h.conf.voters], learners: [...this.#h.conf.learners] },
+      confState: this.#h.conf.toConfState(),
     };
     const keepEntries = catchUpEntries(this.#p.snapshotCount, meta.index - this.#snapshotIndex, this.#bytesSinceSnapshot);
     this.#bytesSinceSnapshot = 0;
@@ -265,15 +265,22 @@ export class ApplyLoop {
   async snapshotForFollower(): Promise<{ meta: SnapshotMeta; chunks: AsyncIterable<Uint8Array>; close(): Promise<void> }> {
     const exported = await this.#h.state().store.exportSnapshot();
     const packed = exported.meta.get(latin1ConfStateKey);
-    const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : { voters: [...this.#h.conf.voters], learners: [...this.#h.conf.learners] };
+    const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : this.#h.conf.toConfState();
     if (exported.term === 0 || exported.consistentIndex === 0) {
       await exported.view.close();
       throw new Error('the backend has not recorded the term of its consistent index yet');
     }
     return {
-      meta: { index: exported.consistentIndex, term: exported.term, confState: { voters: cs.voters, learners: cs.learners } },
+      meta: { index: exported.consistentIndex, term: exported.term, confState: confStateOf(cs) },
       chunks: exported.chunks(),
       close: () => exported.view.close(),
     };
   }
+}
+
+/** The configuration as stored beside the consistent index, with `witnesses` only when there are some. */
+function confStateOf(cs: ConfState): ConfState {
+  const out: ConfState = { voters: cs.voters, learners: cs.learners };
+  if (cs.witnesses !== undefined && cs.witnesses.length > 0) out.witnesses = cs.witnesses;
+  return out;
 }

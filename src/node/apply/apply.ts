@@ -161,7 +161,9 @@ export class Applier {
       case 'addLearner':
         if (!this.#membership.isRemoved(member.id)) this.#membership.upsert({ ...member, isLearner: true }, buffer);
         return false;
-      case 'addVoter': {
+      case 'addVoter':
+      case 'addWitness': {
+        // A witness is a voting member; that it holds no data is in the Raft configuration (ConfState.witnesses).
         if (this.#membership.isRemoved(member.id)) return false;
         const existing = this.#membership.get(member.id);
         this.#membership.upsert({ ...(existing ?? member), isLearner: false }, buffer);

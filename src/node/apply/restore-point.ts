@@ -19,12 +19,13 @@ import type { Member } from '../api-types.js';
 import { pack } from '../entry-codec.js';
 import { encodeMemberEntry } from '../membership/membership.js';
 
-/** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners}). */
+/** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners[, witnesses]}). */
 export const confStateKey = new TextEncoder().encode('confState');
 export const latin1ConfStateKey = 'confState';
 
 export function encodeConfStateMeta(cs: ConfState): Uint8Array {
-  return pack({ voters: cs.voters, learners: cs.learners });
+  const witnesses = cs.witnesses ?? [];
+  return pack(witnesses.length > 0 ? { voters: cs.voters, learners: cs.learners, witnesses } : { voters: cs.voters, learners: cs.learners });
 }
 
 /** The Raft snapshot a restored member's log starts from: every initial member a voter, at index = their count. */

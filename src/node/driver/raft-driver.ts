@@ -25,6 +25,7 @@ import type {
   ReadState,
   Ready,
   Snapshot,
+  SnapshotMeta,
   SoftState,
   Status,
 } from '../../raft/types.js';
@@ -36,6 +37,11 @@ import { realScheduler } from './real-scheduler.js';
 export interface DriverLog {
   save(update: { hardState?: HardState; entries: Entry[]; sync: boolean }): Promise<void>;
   saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /**
+   * Witness members only (Ready.releaseLog): the log now starts after `meta.index`; record that start and
+   * drop the entries it covers. Called after the save of the Ready that carried it (the log keeps call order).
+   */
+  releaseLog?(meta: SnapshotMeta): Promise<void>;
 }
 
 /** What the driver needs from the peer transport. */
@@ -291,6 +297,10 @@ export class RaftDriver {
     }
     if (rd.messages.length > 0) this.#transport.send(rd.messages);
     const durable = this.#persist(rd);
+    if (rd.releaseLog !== undefined) {
+      assert(this.#log.releaseLog !== undefined, 'a witness log release reached a log that cannot release');
+      this.#log.releaseLog(rd.releaseLog).catch((error: unknown) => this.#app.onFatal(error));
+    }
     if (rd.snapshot !== undefined) {
       this.#receivedSnapshotIndex = Math.max(this.#receivedSnapshotIndex, rd.snapshot.meta.index);
       this.#enqueueApply({ snapshot: rd.snapshot, durable });

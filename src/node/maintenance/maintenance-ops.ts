@@ -32,7 +32,8 @@ export interface MaintenanceHost {
   readonly driver: RaftDriver;
   isLeader(): boolean;
   leader(): bigint;
-  confVoters(): bigint[];
+  /** The voters that hold data: the ones leadership may move to (a witness holds no data, src/raft/witness.ts). */
+  dataVoters(): bigint[];
   checkAlive(ctx: RequestContext): void;
   onLeaderChange(listener: (leader: bigint) => void): () => void;
 }
@@ -108,7 +109,7 @@ export class MaintenanceOps {
   async moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {
     this.#h.checkAlive(ctx);
     if (!this.#h.isLeader()) throw new EtcdError('notLeader');
-    if (!this.#h.confVoters().includes(targetId)) {
+    if (!this.#h.dataVoters().includes(targetId)) {
       if (this.#h.state().membership.get(targetId) === undefined) throw new EtcdError('memberNotFound');
       throw new EtcdError('badLeaderTransferee');
     }
@@ -133,12 +134,12 @@ export class MaintenanceOps {
     });
   }
 
-  /** The voter whose log matches the leader's furthest: the one to hand leadership to before stopping. */
+  /** The data voter whose log matches the leader's furthest: the one to hand leadership to before stopping. */
   bestTransferee(): bigint | undefined {
     const progress = this.#h.driver.status().progress;
     let best: bigint | undefined;
     let bestMatch = -1;
-    for (const id of this.#h.confVoters()) {
+    for (const id of this.#h.dataVoters()) {
       if (id === this.#h.memberId) continue;
       const match = progress?.get(id)?.match ?? 0;
       if (match > bestMatch) {

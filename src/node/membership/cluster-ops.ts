@@ -107,7 +107,7 @@ export class ClusterOps {
   /**
    * k3s-style join: a new member, authenticated by the cluster token, asks any member to add it. It is added
    * as a learner (it cannot hurt the quorum while it catches up) under a new id, and promoted by the leader
-   * once caught up. A member already holding its peer URL or name is a stale incarnation (a wiped node
+   * once caught up; a witness (`etcetera witness`) is added as a witness voter at once. A member already holding its peer URL or name is a stale incarnation (a wiped node
    * rejoining, or a join that crashed before it wrote its identity): k3s removes it first, and so do we,
    * unless it is still active (then the joiner retries until it is not, or gives up with this error).
    */
@@ -127,14 +127,15 @@ export class ClusterOps {
       await this.memberRemove(m.id);
       this.#h.logger.info('removed a stale member to let it rejoin under a new id', { member: m.id.toString(16), name: m.name });
     }
-    const member: Member = {
-      id: newMemberId(this.#h.membership(), () => this.#h.randomMemberId()),
-      name: req.name,
-      peerUrls: req.peerUrls,
-      clientUrls: req.clientUrls,
-      isLearner: true,
-      autoPromote: true,
-    };
+    const id = newMemberId(this.#h.membership(), () => this.#h.randomMemberId());
+    if (req.witness === true) {
+      // A witness holds no data, so it has nothing to catch up on: it votes at once. It serves no client.
+      const witness: Member = { id, name: req.name, peerUrls: req.peerUrls, clientUrls: [], isLearner: false };
+      await this.#propose('addWitness', witness);
+      this.#h.logger.info('member joined as witness', { member: id.toString(16), name: req.name });
+      return { memberId: id, clusterId: this.#h.clusterId(), members: this.#h.membership().list() };
+    }
+    const member: Member = { id, name: req.name, peerUrls: req.peerUrls, clientUrls: req.clientUrls, isLearner: true, autoPromote: true };
     await this.#propose('addLearner', member);
     this.#h.logger.info('member joined as learner', { member: member.id.toString(16), name: req.name });
     return { memberId: member.id, clusterId: this.#h.clusterId(), members: this.#h.membership().list() };

@@ -1,0 +1,260 @@
+/**
+ * `etcetera witness`: a witness member (src/raft/witness.ts, issue 24). It joins a running cluster with
+ * `--server URL --token T` as a voter that holds no data: it persists the Raft log's tail and its hard state,
+ * acknowledges appends and votes, and so lets two data members keep a quorum when either dies. It builds no
+ * store, applies only membership changes (to know its peers), serves no client API: its client URLs answer
+ * /health (healthy once it hears a leader; the reason says it is a witness) and /metrics
+ * (`etcetera_server_is_witness 1`) only.
+ *
+ * Data directory: `<data-dir>/member/identity` and `<data-dir>/member/wal/` (or --wal-dir), as a member's,
+ * with no `db/` and no `snap/`. The log starts after what every data voter holds durably (the data leader
+ * says so on every heartbeat), so it stays a small tail.
+ */
+import { randomBytes } from 'node:crypto';
+import { hex } from '../base/hex.js';
+import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax } from '../base/limits.js';
+import { Prng } from '../base/prng.js';
+import { decodeConfChange } from '../raft/conf.js';
+import { RawNode } from '../raft/raw-node.js';
+import { EntryType, type Entry, type Status } from '../raft/types.js';
+import { Wal } from '../wal/wal.js';
+import type { MemberOptions } from '../config/member-options.js';
+import { Registry, registerProcessMetrics } from '../metrics/metrics.js';
+import { startMetricsHttp, type HealthResult, type MetricsHttp } from '../metrics/metrics-http.js';
+import { electionTicksOf } from '../node/apply/catch-up.js';
+import { RaftDriver } from '../node/driver/raft-driver.js';
+import { decodeConfChangeContext } from '../node/driver/raft-request.js';
+import type { Identity } from '../node/identity.js';
+import { walDirOf } from '../node/wal-dir.js';
+import { PeerTransport } from '../peer/transport.js';
+import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
+import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
+
+/** How often a witness asks a data member for the member list (peer URLs changed by normal entries it skips). */
+export const witnessMembersRefreshMs = 10_000;
+
+export interface RunningWitness {
+  readonly memberId: bigint;
+  readonly clusterId: bigint;
+  /** The URLs serving /health and /metrics (ports resolved). */
+  readonly clientUrls: string[];
+  readonly peerUrl: string;
+  readonly wal: Wal;
+  /** Resolves when the witness stops by itself (removed from the cluster, or a fatal error). */
+  readonly stopped: Promise<{ reason: string }>;
+  status(): Status;
+  close(): Promise<void>;
+}
+
+export async function startWitness(options: MemberOptions): Promise<RunningWitness> {
+  const o: MemberOptions = { ...options, witness: true };
+  const boot = await openOrBootstrap(o);
+  o.logger.info(boot.created ? 'joined as a witness' : 'restarting witness from its data directory', {
+    member: hex(boot.identity.memberId),
+    cluster: hex(boot.identity.clusterId),
+  });
+  try {
+    return await runWitness(o, boot.identity, boot.token);
+  } catch (error) {
+    if (boot.created && o.bootstrap.kind === 'join') await leaveAfterFailedJoin(o, boot.identity, boot.token, o.bootstrap.serverUrl);
+    throw error;
+  }
+}
+
+async function runWitness(o: MemberOptions, identity: Identity, token: string): Promise<RunningWitness> {
+  const log = o.logger;
+  let fatal: (error: unknown) => void = () => {};
+  const { wal, state: walState } = await Wal.open(walDirOf(o.dataDir, o.walDir), {
+    profile: o.storageProfile,
+    logger: (line) => log.info(line),
+    onFatal: (error) => fatal(error),
+  });
+  const toClose: Array<() => Promise<unknown>> = [() => wal.close()];
+  try {
+    const node = new RawNode(
+      {
+        id: identity.memberId,
+        electionTicks: electionTicksOf(o.electionTimeoutMs, o.heartbeatIntervalMs),
+        heartbeatTicks: 1,
+        preVote: o.preVote ?? true,
+        checkQuorum: true,
+        maxMsgBytes: raftMsgBytesMax,
+        maxInflightMsgs: raftInflightMsgsMax,
+        maxUncommittedBytes: raftUncommittedBytesMax,
+        rng: new Prng(randomBytes(4).readUInt32BE(0)),
+        logger: (line) => log.debug(line),
+      },
+      { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied: walState.snapshot.index },
+    );
+    const driver = new RaftDriver(node, {
+      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
+      saveSnapshot: (s) => wal.saveSnapshot(s),
+      // The log's new start: a snapshot record without data (a witness has no state), then the segments behind it.
+      releaseLog: (meta) => wal.saveSnapshot({ meta, data: new Uint8Array(0) }).then(() => wal.releaseTo(meta.index)),
+    }, { tickIntervalMs: o.heartbeatIntervalMs });
+
+    let resolveStopped!: (v: { reason: string }) => void;
+    const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
+    const transport = new PeerTransport({
+      ...transportBase(o, identity, token, driver),
+      // A witness answers no request (joins, member changes, leases go to data members) and takes no state.
+      onRequest: async (req) => ({ ok: false, error: `a witness serves no ${req.method} request: ask a data member` }),
+      // A data leader sends a witness snapshot metadata over an empty stream: it moves the start of the log.
+      onSnapshot: (_from, snapshot, message) => {
+        if (snapshot.data.byteLength > 0) throw new Error('a witness holds no state: it takes no snapshot data');
+        driver.step([message]);
+      },
+      onPeerRefused: (_id, refusal) => {
+        if (refusal.code !== 'removed') return;
+        log.warn('a peer refused this witness: it was removed from the cluster; stopping', { reason: refusal.reason });
+        resolveStopped({ reason: 'removed from the cluster' });
+        void close();
+      },
+    });
+    toClose.push(() => transport.close());
+    const { port: peerPort } = await transport.start();
+    const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
+    const peers = new WitnessPeers(new PeerSync(transport, identity.memberId), identity, peerRequestOf(transport), log);
+
+    const registry = new Registry();
+    registerWitnessMetrics(registry, driver, identity.memberId);
+    let http: MetricsHttp | undefined;
+    let refresh: NodeJS.Timeout | undefined;
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        clearInterval(refresh);
+        driver.stop();
+        await http?.close();
+        await transport.close();
+        await wal.close();
+        log.info('witness stopped');
+      })());
+    fatal = (error) => {
+      log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
+      resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
+      void close().catch(() => {});
+    };
+    driver.start({
+      applyEntries: (entries) => {
+        if (peers.apply(driver, entries)) {
+          resolveStopped({ reason: 'removed from the cluster' });
+          void close();
+        }
+      },
+      // Snapshot metadata from a data leader: the log restarts after it; peers added before it are asked for.
+      restoreSnapshot: async () => void peers.refresh(),
+      onSoftState: (state) => log.info('leader changed', { leader: hex(state.leader), role: state.role }),
+      onReadStates: () => {},
+      onStable: () => {},
+      onFatal: (error) => fatal(error),
+    }, transport);
+    toClose.push(() => close());
+    peers.start();
+    void peers.refresh();
+    refresh = setInterval(() => void peers.refresh(), witnessMembersRefreshMs);
+    refresh.unref();
+    http = await startMetricsHttp({ listenUrls: [...o.listenClientUrls, ...o.listenMetricsUrls], registry, health: async () => witnessHealth(driver), logger: log });
+    log.info('witness running: votes and keeps the log tail, holds no data, serves no client', { peerUrl, healthUrls: http.urls });
+    return {
+      memberId: identity.memberId,
+      clusterId: identity.clusterId,
+      clientUrls: http.urls,
+      peerUrl,
+      wal,
+      stopped,
+      status: () => driver.status(),
+      close,
+    };
+  } catch (error) {
+    for (const closeOne of toClose.reverse()) await closeOne().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Healthy once a leader is known; the reason always says this member is a witness (etcd's /health has no field for it). */
+export function witnessHealth(driver: Pick<RaftDriver, 'softState'>): HealthResult {
+  return driver.softState.leader === 0n
+    ? { health: false, reason: 'RAFT NO LEADER (witness: holds no data, serves no client)' }
+    : { health: true, reason: 'witness: holds no data, serves no client' };
+}
+
+function registerWitnessMetrics(registry: Registry, driver: RaftDriver, memberId: bigint): void {
+  registerProcessMetrics(registry);
+  const isWitness = registry.gauge({ name: 'etcetera_server_is_witness', help: 'Whether this member is a witness (votes, holds no data). 1 if it is.' });
+  const hasLeader = registry.gauge({ name: 'etcd_server_has_leader', help: 'Whether or not a leader exists. 1 is existence, 0 is not.' });
+  const isLeader = registry.gauge({ name: 'etcd_server_is_leader', help: 'Whether or not this member is a leader. 1 if is, 0 otherwise.' });
+  const id = registry.gauge({ name: 'etcd_server_id', help: 'Server or member ID in hexadecimal format. 1 for \'server_id\' label with current ID.', labelNames: ['server_id'] });
+  const logEntries = registry.gauge({ name: 'etcetera_witness_log_entries', help: 'Raft log entries this witness holds (the tail some data voter may still need).' });
+  isWitness.set(1);
+  id.set(1, { server_id: hex(memberId) });
+  registry.onCollect(() => {
+    const s = driver.status();
+    hasLeader.set(s.leader === 0n ? 0 : 1);
+    isLeader.set(s.role === 'leader' ? 1 : 0);
+    logEntries.set(s.lastIndex - s.firstIndex + 1);
+  });
+}
+
+/**
+ * Where the witness's peers are: the members it joined with, every member a conf change it applies names, and
+ * the member list a data member gives it (peer URL updates are normal entries, which a witness skips).
+ */
+class WitnessPeers {
+  readonly #sync: PeerSync;
+  readonly #identity: Identity;
+  readonly #call: ReturnType<typeof peerRequestOf>;
+  readonly #log: MemberOptions['logger'];
+  readonly #members = new Map<bigint, string[]>();
+
+  constructor(sync: PeerSync, identity: Identity, call: ReturnType<typeof peerRequestOf>, log: MemberOptions['logger']) {
+    this.#sync = sync;
+    this.#identity = identity;
+    this.#call = call;
+    this.#log = log;
+    for (const p of identity.joinPeers ?? []) this.#members.set(p.id, p.peerUrls);
+  }
+
+  start(): void {
+    this.#push();
+  }
+
+  /** Conf changes only (a witness applies nothing else); returns true when one removed this witness. */
+  apply(driver: RaftDriver, entries: Entry[]): boolean {
+    let removedSelf = false;
+    for (const e of entries) {
+      if (e.type !== EntryType.ConfChange) continue;
+      const cc = decodeConfChange(e.data);
+      driver.applyConfChange(cc);
+      if (cc.type === 'removeNode') {
+        this.#members.delete(cc.nodeId);
+        if (cc.nodeId === this.#identity.memberId) removedSelf = true;
+      } else if (cc.context.byteLength > 0) {
+        const { member } = decodeConfChangeContext(cc.context);
+        if (member.peerUrls.length > 0) this.#members.set(cc.nodeId, member.peerUrls);
+      }
+    }
+    this.#push();
+    return removedSelf;
+  }
+
+  /** Ask the data members we know for the member list; the first answer wins. */
+  async refresh(): Promise<void> {
+    for (const [id, urls] of this.#members) {
+      if (id === this.#identity.memberId || urls[0] === undefined) continue;
+      try {
+        const { members } = await this.#call(urls[0], 'members', {});
+        this.#members.clear();
+        for (const m of members) this.#members.set(m.id, m.peerUrls);
+        this.#push();
+        return;
+      } catch (error) {
+        this.#log.debug('witness: member list request failed', { peer: hex(id), error: (error as Error).message });
+      }
+    }
+  }
+
+  #push(): void {
+    this.#sync.sync([...this.#members].map(([id, peerUrls]) => ({ id, peerUrls })));
+  }
+}
