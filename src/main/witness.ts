@@ -136,6 +136,8 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       void close().catch(() => {});
     };
     driver.start({
+      // No store to fall behind: the witness only reads membership changes from what it "applies".
+      applyHold: () => undefined,
       applyEntries: (entries) => {
         if (peers.apply(driver, entries)) {
           resolveStopped({ reason: 'removed from the cluster' });
