@@ -69,6 +69,12 @@ const jsonCases: Array<[string, string, number, string?]> = [
   ['/v3/kv/range', '{"key":"YQ==","limit":"9223372036854775807"}', 200],
   ['/v3/kv/range', '{"key":"YQ==","limit":1.5}', 400, 'json: cannot unmarshal number 1.5 into Go value of type int64'],
   ['/v3/kv/range', '{"key":"YQ==","limit":true}', 400, 'json: cannot unmarshal bool into Go value of type int64'],
+  // Numbers judged by the text written (JSON.parse took 1e3 as 1000 and rounded the large ones).
+  ['/v3/kv/range', '{"key":"YQ==","limit":1e3}', 400, 'json: cannot unmarshal number 1e3 into Go value of type int64'],
+  ['/v3/kv/range', '{"key":"YQ==","limit":1.0}', 400, 'json: cannot unmarshal number 1.0 into Go value of type int64'],
+  ['/v3/kv/range', '{"key":"YQ==","limit":9223372036854775808}', 400, 'json: cannot unmarshal number 9223372036854775808 into Go value of type int64'],
+  ['/v3/kv/range', '{"key":"YQ==","limit":9223372036854775807}', 200],
+  ['/v3/kv/range', '{"key":"YQ==","limit":-0}', 200],
   ['/v3/lease/timetolive', '{"ID":"18446744073709551615"}', 400, 'json: cannot unmarshal number 18446744073709551615 into Go value of type int64'],
   ['/v3/cluster/member/remove', '{"ID":"-1"}', 400, 'json: cannot unmarshal number -1 into Go value of type uint64'],
   ['/v3/cluster/member/remove', '{"ID":"18446744073709551616"}', 400, 'json: cannot unmarshal number 18446744073709551616 into Go value of type uint64'],

@@ -12,6 +12,7 @@ import { assert, AssertionError } from '../../base/assert.js';
 import type { Wire } from '../grpc/proto.js';
 import { isDepthError, origFieldNames } from '../grpc/proto.js';
 import { protobufDepthMax } from '../../base/limits.js';
+import { numberMark } from './json-numbers.js';
 
 /** A request the gateway cannot turn into a message: answered InvalidArgument, as the gateway does. */
 export class JsonRequestError extends Error {
@@ -114,15 +115,22 @@ function integer(field: protobuf.Field, v: unknown): unknown {
   const range = integerRanges[field.type];
   assert(range !== undefined, `no integer range for ${field.type}`);
   if (typeof v === 'boolean') throw new JsonRequestError(`json: cannot unmarshal bool into Go value of type ${range.go}`);
-  const text = typeof v === 'number' ? String(v) : v;
+  const written = numberText(v);
+  const text = written ?? v;
   const outOfRange = (): JsonRequestError => new JsonRequestError(`json: cannot unmarshal number ${String(text)} into Go value of type ${range.go}`);
   if (typeof text !== 'string' || !/^-?\d+$/.test(text)) {
-    if (typeof v === 'number') throw outOfRange();
+    if (written !== undefined) throw outOfRange();
     throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}: ${JSON.stringify(v)}`);
   }
   const n = BigInt(text);
   if (n < range.min || n > range.max) throw outOfRange();
   return int64Types.has(field.type) ? text : Number(text);
+}
+
+/** The text of a JSON number as the request wrote it (json-stream.ts exactNumbers), or undefined for a non-number. */
+function numberText(v: unknown): string | undefined {
+  if (typeof v === 'number') return String(v);
+  return typeof v === 'string' && v.startsWith(numberMark) ? v.slice(numberMark.length) : undefined;
 }
 
 const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
@@ -131,8 +139,10 @@ function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unkno
   if (field.resolvedType instanceof protobuf.Type) return objectFromJson(field.resolvedType, v, depth + 1);
   if (field.resolvedType instanceof protobuf.Enum) {
     const e = field.resolvedType;
-    if (typeof v === 'string' && v in e.values) return e.values[v];
-    if (typeof v === 'number' && Number.isInteger(v)) return v;
+    const written = numberText(v);
+    if (written !== undefined) {
+      if (/^-?\d+$/.test(written)) return Number(written);
+    } else if (typeof v === 'string' && v in e.values) return e.values[v];
     throw new JsonRequestError(`unknown value ${JSON.stringify(v)} for enum ${e.name}`);
   }
   if (field.type === 'bytes') return base64Bytes(v);
@@ -142,7 +152,7 @@ function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unkno
     return v;
   }
   if (field.type === 'string') {
-    if (typeof v !== 'string') throw new JsonRequestError(`json: invalid value for string field ${field.name}`);
+    if (typeof v !== 'string' || numberText(v) !== undefined) throw new JsonRequestError(`json: invalid value for string field ${field.name}`);
     // JSON may escape a lone surrogate ("\ud800"), which no UTF-8 can encode; Go's decoder (etcd's gateway)
     // makes it U+FFFD. Left as is, protobufjs wrote bytes its own decoder refused (fuzz case seed 294706170).
     return v.replace(loneSurrogate, '\ufffd');
@@ -155,7 +165,8 @@ function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unkno
 function objectFromJson(type: protobuf.Type, json: unknown, depth: number): Record<string, unknown> {
   if (depth > protobufDepthMax) throw new JsonDepthError('max depth exceeded');
   if (json === null || typeof json !== 'object' || Array.isArray(json)) {
-    throw new JsonRequestError(`json: cannot unmarshal ${Array.isArray(json) ? 'array' : typeof json} into ${type.name}`);
+    const kind = Array.isArray(json) ? 'array' : numberText(json) !== undefined ? 'number' : typeof json;
+    throw new JsonRequestError(`json: cannot unmarshal ${kind} into ${type.name}`);
   }
   let index = indexes.get(type);
   if (index === undefined) indexes.set(type, (index = fieldIndex(type)));

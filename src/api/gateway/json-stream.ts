@@ -5,6 +5,7 @@
  */
 import { gatewayJsonBytesMax, gatewayJsonNestingMax } from '../../base/limits.js';
 import { JsonRequestError } from './json-codec.js';
+import { exactNumbers } from './json-numbers.js';
 
 export class JsonObjectSplitter {
   #parts: Buffer[] = [];
@@ -60,7 +61,7 @@ export class JsonObjectSplitter {
 
 export function parseJson(text: Buffer): unknown {
   try {
-    return JSON.parse(text.toString('utf8'));
+    return JSON.parse(exactNumbers(text.toString('utf8')));
   } catch (err) {
     throw new JsonRequestError((err as Error).message);
   }
