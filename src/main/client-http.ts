@@ -4,9 +4,12 @@ import { createMetricsHandler, createVersionHandler, type HealthResult, type Met
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 
-/** What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics. */
-export function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry']): MetricsRequestHandler {
-  const routes = [createMetricsHandler({ registry, health: () => health(server) }), createVersionHandler(etcdVersion)];
+/**
+ * What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics;
+ * and ours: the `extra` routes (/status).
+ */
+export function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry'], extra: MetricsRequestHandler[] = []): MetricsRequestHandler {
+  const routes = [createMetricsHandler({ registry, health: () => health(server) }), createVersionHandler(etcdVersion), ...extra];
   return (req, res) => routes.some((route) => route(req, res));
 }
 

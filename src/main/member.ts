@@ -44,6 +44,10 @@ import { startDiskWatch, type DiskWatch } from './disk-watch.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
 import { registerClientTraffic } from '../metrics/client-traffic.js';
+import { WearWatch } from './wear-watch.js';
+import { registerWearMetrics } from '../metrics/wear-metrics.js';
+import { createJsonHandler } from '../metrics/metrics-http.js';
+import { memberStatus } from './member-status.js';
 
 export interface RunningMember {
   readonly memberId: bigint;
@@ -110,6 +114,14 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
       !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
 
+    const wear = new WearWatch({
+      enduranceTbw: o.storageEnduranceTbw,
+      warningYears: o.storageLifeWarningYears,
+      walBytes: () => wal.metrics.bytesWritten + wal.metrics.preallocatedBytes,
+      backendBytes: () => backend.writtenBytes(),
+      fsyncSeconds: () => wal.metrics.syncSeconds,
+      logger: log,
+    });
     const metrics = createServerMetrics();
     const grpcMetrics = instrumentMember(metrics.registry, backend);
     let resolveStopped!: (v: { reason: string }) => void;
@@ -168,6 +180,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         };
         await stage('snapshots', () => scheduledSnapshots?.stop());
         await stage('disk watch', () => diskWatch?.stop());
+        wear.stop();
         await stage('server', () => server.stop());
         await stage('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
         await stage('grpc', () => grpc?.close(500));
@@ -225,6 +238,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
     toClose.push(() => close());
 
+    const statusRoute = createJsonHandler('/status', () => memberStatus(server, { name: o.name, storageProfile: wal.profile, wear }));
     grpc = await startGrpcServer({
       api: server,
       listenUrls: o.listenClientUrls,
@@ -232,7 +246,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
       ...grpcOptionsOf(o),
       metrics: grpcMetrics,
-      http: clientPortHttp(server, metrics.registry),
+      http: clientPortHttp(server, metrics.registry, [statusRoute]),
       services: [{
         definition: joinServiceDefinition,
         implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
@@ -245,12 +259,14 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
     registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
     registerTransportMetrics(metrics.registry, transport, identity.memberId);
+    registerWearMetrics(metrics.registry, wear);
     if (o.listenMetricsUrls.length > 0) {
       metricsHttp = await startMetricsHttp({
         listenUrls: o.listenMetricsUrls,
         registry: metrics.registry,
         health: () => health(server),
         ready: () => health(server),
+        routes: [statusRoute],
         logger: log,
       });
     }
@@ -261,6 +277,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       });
     }
     diskWatch = startDiskWatch(o, identity.memberId, server);
+    wear.start();
     log.info('serving client requests', { clientUrls, peerUrl });
 
     return {
