@@ -7,6 +7,7 @@
  *   etcetera version            print versions
  *   etcetera snapshot ...       save/status/restore etcd-format snapshots (src/backup/snapshot-cli.ts)
  *   etcetera migrate ...        restore a live etcd's data into a new data directory
+ *   etcetera status ...         health, leader, term, fsync latency and disk wear of members (status-cli.ts)
  *
  * Signals: SIGTERM/SIGINT stop gracefully (a leader hands leadership over first, everything is flushed); a
  * second signal exits at once. A member removed from the cluster stops and says so.
@@ -23,12 +24,14 @@ import { restoreForClusterReset } from '../backup/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from '../config/test-faults.js';
 import { makeNewFilesPrivate, warnIfShared } from './private-files.js';
+import { statusCommand } from './status-cli.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
 
 Usage:
   etcetera server [flags]    run a member (see \`etcetera server --help\`)
   etcetera version           print the version
+  etcetera status [--endpoints HOST:PORT,...] [-w table|json]   health, leader, term, fsync and disk wear per member
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
   etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
   etcetera migrate --from-etcd URL --data-dir DIR     a live etcd's data into a new member (see \`etcetera migrate --help\`)
@@ -62,6 +65,7 @@ async function main(argv: string[]): Promise<number> {
     return (await runSnapshotDirCommand(rest, out)) ?? snapshotCommand(rest, process);
   }
   if (command === 'migrate') return migrateCommand(rest, process);
+  if (command === 'status') return statusCommand(rest, process);
   if (command !== 'server') {
     process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);
     return 2;
