@@ -8,8 +8,8 @@ import type { ServerMetrics } from '../metrics/server-metrics.js';
  * What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics;
  * and ours: the `extra` routes (/status).
  */
-export function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry'], extra: MetricsRequestHandler[] = []): MetricsRequestHandler {
-  const routes = [createMetricsHandler({ registry, health: () => health(server) }), createVersionHandler(etcdVersion), ...extra];
+export function clientPortHttp(server: EtcdServer, metrics: ServerMetrics, extra: MetricsRequestHandler[] = []): MetricsRequestHandler {
+  const routes = [createMetricsHandler({ registry: metrics.registry, health: () => countedHealth(server, metrics) }), createVersionHandler(etcdVersion), ...extra];
   return (req, res) => routes.some((route) => route(req, res));
 }
 
@@ -27,6 +27,13 @@ export async function health(server: EtcdServer): Promise<HealthResult> {
     return { health: false, reason: `QGET ERROR: ${error instanceof Error ? error.message : String(error)}` };
   }
   return { health: true, reason: '' };
+}
+
+/** /health, counted in etcd_server_health_success / _failures as etcd's /health handler counts. */
+export async function countedHealth(server: EtcdServer, metrics: Pick<ServerMetrics, 'healthSuccess' | 'healthFailures'>): Promise<HealthResult> {
+  const result = await health(server);
+  (result.health ? metrics.healthSuccess : metrics.healthFailures).inc();
+  return result;
 }
 
 export function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {

@@ -35,7 +35,7 @@ import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { writeIdentity, type Identity } from '../node/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../peer/join-service.js';
-import { clientPortHttp, collectServerMetrics, health } from './client-http.js';
+import { clientPortHttp, collectServerMetrics, countedHealth, health } from './client-http.js';
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport } from './peers.js';
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
@@ -246,7 +246,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
       ...grpcOptionsOf(o),
       metrics: grpcMetrics,
-      http: clientPortHttp(server, metrics.registry, [statusRoute]),
+      http: clientPortHttp(server, metrics, [statusRoute]),
       services: [{
         definition: joinServiceDefinition,
         implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
@@ -257,14 +257,14 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const grpcHandle = grpc;
     registerClientTraffic(metrics.registry, () => grpcHandle.trafficBytes());
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
-    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
+    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics, backendOpenReads: () => backend.openReads });
     registerTransportMetrics(metrics.registry, transport, identity.memberId);
     registerWearMetrics(metrics.registry, wear);
     if (o.listenMetricsUrls.length > 0) {
       metricsHttp = await startMetricsHttp({
         listenUrls: o.listenMetricsUrls,
         registry: metrics.registry,
-        health: () => health(server),
+        health: () => countedHealth(server, metrics),
         ready: () => health(server),
         routes: [statusRoute],
         logger: log,

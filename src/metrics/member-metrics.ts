@@ -29,6 +29,8 @@ export interface MemberMetricsHost {
   /** Effective quota (0 means etcd's default, already resolved by the caller). */
   quotaBackendBytes: number;
   grpc: GrpcMetrics;
+  /** The backend's open read views and iterators (LevelBackend.openReads). */
+  backendOpenReads(): number;
 }
 
 /** etcd_disk_backend_commit_duration_seconds, observed by the backend wrapper (backend-timing.ts). */
@@ -58,6 +60,7 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
   const keys = r.gauge({ name: 'etcd_debugging_mvcc_keys_total', help: 'Total number of keys.' });
   const current = r.gauge({ name: 'etcd_debugging_mvcc_current_revision', help: 'The current revision of store.' });
   const compacted = r.gauge({ name: 'etcd_debugging_mvcc_compact_revision', help: 'The revision of the last compaction in store.' });
+  const openReads = r.gauge({ name: 'etcd_mvcc_db_open_read_transactions', help: 'The number of currently open read transactions' });
   r.onCollect(() => {
     const store = h.server.state.store;
     isLearner.set(h.server.isLearner() ? 1 : 0);
@@ -66,6 +69,7 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
     keys.set(store.keyCount);
     current.set(store.revision);
     compacted.set(store.compactRevision);
+    openReads.set(h.backendOpenReads());
   });
   registerWriteCounters(h);
   registerRequestCounters(h);

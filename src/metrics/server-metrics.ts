@@ -4,7 +4,7 @@
  * counters and fsync histogram, the store's size) are read at collect time, not pushed per event.
  */
 import type { HistogramSnapshot } from '../wal/metrics.js';
-import { Registry, registerProcessMetrics, type Counter, type Gauge } from './metrics.js';
+import { Registry, registerProcessMetrics, type Counter, type Gauge, type Histogram } from './metrics.js';
 
 export interface ServerMetrics {
   registry: Registry;
@@ -16,6 +16,11 @@ export interface ServerMetrics {
   proposalsPending: Gauge;
   proposalsFailed: Counter;
   dbTotalSize: Gauge;
+  /** /health checks that passed and failed (etcd counts them in its /health handler). */
+  healthSuccess: Counter;
+  healthFailures: Counter;
+  /** Each hash of the key space (Hash, HashKV, the corruption check's), as etcd's storage hash operation. */
+  hashSeconds: Histogram;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
   walFsync?: () => HistogramSnapshot;
 }
@@ -34,6 +39,13 @@ export function createServerMetrics(): ServerMetrics {
     proposalsPending: registry.gauge({ name: 'etcd_server_proposals_pending', help: 'The current number of pending proposals to commit.' }),
     proposalsFailed: registry.counter({ name: 'etcd_server_proposals_failed_total', help: 'The total number of failed proposals seen.' }),
     dbTotalSize: registry.gauge({ name: 'etcd_mvcc_db_total_size_in_bytes', help: 'Total size of the underlying database physically allocated in bytes.' }),
+    healthSuccess: registry.counter({ name: 'etcd_server_health_success', help: 'The total number of successful health checks' }),
+    healthFailures: registry.counter({ name: 'etcd_server_health_failures', help: 'The total number of failed health checks' }),
+    // etcd's buckets: .5 ms doubling to ~8 s.
+    hashSeconds: registry.histogram({
+      name: 'etcd_mvcc_hash_duration_seconds', help: 'The latency distribution of storage hash operation.',
+      buckets: Array.from({ length: 15 }, (_, i) => 0.0005 * 2 ** i),
+    }),
   };
   registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());
   return m;

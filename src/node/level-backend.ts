@@ -94,6 +94,7 @@ export class LevelBackend implements Backend {
   readonly #raw: RawBatch;
   /** Keys and values handed to LevelDB in batches: what its log file receives (see writtenBytes). */
   #batchBytes = 0;
+  #openReads = 0;
   /** LevelDB's compaction writes at the last look, kept past a close (its stats are gone then). */
   #compactionBytes = 0;
 
@@ -152,6 +153,8 @@ export class LevelBackend implements Backend {
     const gte = options.gte === undefined ? bucketStart(bucket) : prefixed(bucket, options.gte);
     const lt = options.lt === undefined ? bucketEnd(bucket) : prefixed(bucket, options.lt);
     const it = this.#db.iterator({ gte, lt, snapshot });
+    // A view's scans read inside the view's transaction; a bare scan is a read transaction of its own.
+    if (snapshot === undefined) this.#openReads += 1;
     try {
       for (;;) {
         const batch = await it.nextv(1000);
@@ -162,19 +165,35 @@ export class LevelBackend implements Backend {
         }
       }
     } finally {
+      if (snapshot === undefined) this.#openReads -= 1;
       await it.close();
     }
   }
 
+  /**
+   * Read transactions open now (etcd_mvcc_db_open_read_transactions): views (a LevelDB snapshot each, held
+   * by a snapshot export, a HashKV or a catch-up) and scans outside a view. Point reads are synchronous and
+   * never stay open.
+   */
+  get openReads(): number {
+    return this.#openReads;
+  }
+
   view(): BackendView {
     const snapshot = this.#db.snapshot();
+    this.#openReads += 1;
+    let closed = false;
     return {
       get: async (bucket, key) => {
         const value = await this.#db.get(prefixed(bucket, key), { snapshot });
         return value === undefined ? undefined : plain(value);
       },
       scan: (bucket, options = {}) => this.#scan(bucket, options, snapshot),
-      close: () => snapshot.close(),
+      close: () => {
+        if (!closed) this.#openReads -= 1;
+        closed = true;
+        return snapshot.close();
+      },
     };
   }
 

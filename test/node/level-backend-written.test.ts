@@ -60,3 +60,30 @@ describe('LevelBackend.writtenBytes', () => {
     expect(backend.writtenBytes()).toBeGreaterThanOrEqual(batches + 4 * 1024 * 1024);
   });
 });
+
+describe('LevelBackend.openReads', () => {
+  it('counts open views and scans outside a view (etcd_mvcc_db_open_read_transactions)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'etcetera-reads-'));
+    dirs.push(dir);
+    const backend = await LevelBackend.open(dir);
+    for (let i = 0; i < 3; i++) await backend.write([{ type: 'put', bucket: 'key', key: new Uint8Array([i]), value: new Uint8Array([i]) }]);
+    expect(backend.openReads).toBe(0);
+    const view = backend.view();
+    expect(backend.openReads).toBe(1);
+    // A scan inside the view is part of its transaction.
+    const inView = view.scan('key')[Symbol.asyncIterator]();
+    await inView.next();
+    expect(backend.openReads).toBe(1);
+    await inView.return?.();
+    // A bare scan is a transaction of its own while it iterates.
+    const bare = backend.scan('key')[Symbol.asyncIterator]();
+    await bare.next();
+    expect(backend.openReads).toBe(2);
+    await bare.return?.();
+    expect(backend.openReads).toBe(1);
+    await view.close();
+    await view.close(); // a second close counts nothing
+    expect(backend.openReads).toBe(0);
+    await backend.close();
+  });
+});
