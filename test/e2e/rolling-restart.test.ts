@@ -4,7 +4,7 @@
  * stop of the leader hands leadership over (within one election timeout, idle or busy), so the term grows by
  * exactly one per leader stopped and by nothing else, and the other stops change no leader. Under a
  * kube-shaped load (kube-load.ts) no acknowledged write is lost, the watch sees every acknowledged put, the
- * kept-alive lease survives, and no more requests fail than on etcd 3.4 running the same test beside it.
+ * kept-alive lease survives, and no larger share of requests fails than on etcd 3.4 running the same test beside it.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
@@ -232,17 +232,18 @@ describe('rolling restart', () => {
     await cluster.cleanup();
   }, 180_000);
 
-  let etcdFailures: number | undefined;
+  /** etcd's failed requests per request: the two runs last different times (etcd restarts faster). */
+  let etcdFailedShare: number | undefined;
   it.runIf(haveEtcd())('of etcd 3.4 under the same load (the reference for failed requests)', async () => {
     const cluster = await etcdCluster('re');
     const r = await underLoad(cluster);
     console.log(summary('etcd 3.4', r), [...new Set(r.report.failures.map((f) => f.replace(/^\S+ \S+: /, '')))].slice(0, 8));
     expect(r.lost).toEqual([]);
-    etcdFailures = r.report.failures.length;
+    etcdFailedShare = r.report.failures.length / r.report.requests;
     await cluster.cleanup();
   }, 240_000);
 
-  it('under a kube-shaped load: no election, nothing acknowledged lost, no more failures than etcd', async () => {
+  it('under a kube-shaped load: no election, nothing acknowledged lost, no larger share of failures than etcd', async () => {
     const cluster = await ourCluster('rb');
     const r = await underLoad(cluster);
     console.log(summary('etcetera', r), `transfer ms (log) [${transferMs(cluster).join(', ')}]`, r.report.failures.slice(0, 5));
@@ -250,7 +251,7 @@ describe('rolling restart', () => {
     expect(r.lost).toEqual([]);
     expect([...r.report.acked.keys()].filter((k) => !r.report.watched.has(k))).toEqual([]);
     expect(r.report.leaseLost).toBe(0);
-    if (etcdFailures !== undefined) expect(r.report.failures.length).toBeLessThanOrEqual(etcdFailures);
+    if (etcdFailedShare !== undefined) expect(r.report.failures.length / r.report.requests).toBeLessThanOrEqual(etcdFailedShare);
     await cluster.cleanup();
   }, 240_000);
 });
