@@ -1,6 +1,6 @@
 /** What a member serves on HTTP/1.1 besides gRPC (etcd's /health, /version, /metrics) and its gauges. */
 import type { EtcdServer } from '../node/etcd-server.js';
-import { createMetricsHandler, createVersionHandler, type HealthResult, type MetricsRequestHandler } from '../metrics/metrics-http.js';
+import { createMetricsHandler, createVersionHandler, healthCheckTimeoutMs, type HealthResult, type MetricsRequestHandler } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 
@@ -22,7 +22,7 @@ export async function health(server: EtcdServer): Promise<HealthResult> {
   const alarms = server.state.alarms.list();
   if (alarms.length > 0) return { health: false, reason: `ALARM ${alarms.map((a) => a.alarm).join(',')}` };
   try {
-    await server.linearizableBarrier({ requireLeader: true, signal: AbortSignal.timeout(5000) });
+    await server.linearizableBarrier({ requireLeader: true, signal: AbortSignal.timeout(healthCheckTimeoutMs) });
   } catch (error) {
     return { health: false, reason: `QGET ERROR: ${error instanceof Error ? error.message : String(error)}` };
   }

@@ -21,7 +21,7 @@ import type { PeerTlsOptions } from '../peer/types.js';
 /** The metrics measured around the backend and the gRPC server; returns the gRPC server's. */
 export function instrumentMember(registry: Registry, backend: Backend): GrpcMetrics {
   timeBackendCommits(backend, registerBackendCommitHistogram(registry));
-  trackDefragments(backend, registry.gauge({ name: 'etcd_disk_defrag_inflight', help: 'Whether or not defrag is active.' }));
+  trackDefragments(backend, registry.gauge({ name: 'etcd_disk_defrag_inflight', help: 'Whether or not defrag is active on the member. 1 means active, 0 means not.' }));
   return registerGrpcMetrics(registry);
 }
 

@@ -13,14 +13,15 @@ import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { ConfigError } from '../config/config.js';
+import { healthCheckTimeoutMs } from '../metrics/metrics-http.js';
 import { textTable } from '../base/text-table.js';
 import { humanBytes } from '../backup/progress.js';
 import { parseArgs, tlsOf, type CliStreams } from '../backup/snapshot-cli.js';
 import type { EndpointTls } from '../backup/fetch-snapshot.js';
 import type { MemberStatusJson } from './member-status.js';
 
-/** etcdctl's --command-timeout default. */
-export const statusTimeoutMs = 5_000;
+/** A member's /status includes its /health check, which may take its whole timeout before it answers. */
+export const statusTimeoutMs = healthCheckTimeoutMs + 2_000;
 
 export const statusUsage = `etcetera status: health, leader, term, fsync latency and disk wear of each member
 

@@ -28,9 +28,12 @@ export interface MetricsHandlerOptions {
   ready?: HealthCheck;
   /** Default: always live (answering at all proves the event loop runs). */
   live?: HealthCheck;
-  /** A check that has not answered by then counts as failed (default 5 s, like etcdctl's timeout). */
+  /** A check that has not answered by then counts as failed (default healthCheckTimeoutMs). */
   checkTimeoutMs?: number;
 }
+
+/** How long a /health check may take before it counts as failed: etcdctl's --command-timeout default. */
+export const healthCheckTimeoutMs = 5_000;
 
 /** Handles the routes above; returns false (and writes nothing) for other paths, so hosts can chain. */
 export type MetricsRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
@@ -38,7 +41,7 @@ export type MetricsRequestHandler = (req: http.IncomingMessage, res: http.Server
 const routes = new Set(['/metrics', '/health', '/livez', '/readyz']);
 
 export function createMetricsHandler(options: MetricsHandlerOptions): MetricsRequestHandler {
-  const timeoutMs = options.checkTimeoutMs ?? 5_000;
+  const timeoutMs = options.checkTimeoutMs ?? healthCheckTimeoutMs;
   const ready = options.ready ?? options.health;
   const live = options.live ?? (async () => ({ health: true, reason: '' }));
   return (req, res) => {

@@ -123,7 +123,7 @@ export function forwardHost(c: ServerCore, cluster: ClusterOps): LeaderForwardHo
     leasesReady: () => c.leadership.leasesReady(),
     peerRequest: c.parts.peerRequest,
     onRemoved: () => c.parts.onRemoved(),
-    timedHash: (run) => timedHash(c.parts, run),
+    timedHashKV: (run) => timedHash(c.parts, 'hashKV', run),
   };
 }
 

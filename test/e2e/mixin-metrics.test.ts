@@ -5,7 +5,7 @@
  * unless it is below, with the reason.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { clientOf, closeClients, freePort, killAll, startServer, waitFor } from './harness.js';
+import { clientOf, closeClients, etcdctl, freePort, haveEtcdctl, killAll, startServer, waitFor } from './harness.js';
 
 afterAll(async () => {
   closeClients();
@@ -65,6 +65,7 @@ describe("etcd's dashboard and alerts (contrib/mixin)", () => {
     expect(before('etcd_server_health_success')).toBe(0);
     expect(before('etcd_server_health_failures')).toBe(0);
     expect(before('etcd_mvcc_hash_duration_seconds_count')).toBe(0);
+    expect(before('etcd_mvcc_hash_rev_duration_seconds_count')).toBe(0);
     expect(before('etcd_disk_defrag_inflight')).toBe(0);
     expect(before('etcd_mvcc_db_open_read_transactions')).toBe(0);
     // /health on both ports counts; /readyz and /status do not.
@@ -72,13 +73,17 @@ describe("etcd's dashboard and alerts (contrib/mixin)", () => {
     expect((await fetch(`http://127.0.0.1:${sp.metricsPort}/health`)).status).toBe(200);
     await fetch(`http://127.0.0.1:${sp.metricsPort}/readyz`);
     await c.maintenance.hash();
-    await c.maintenance.hash(); // (the etcd3 client's hashKV names a method its proto lacks)
+    await c.maintenance.hash();
+    // HashKV through etcdctl (the etcd3 client's hashKV names a method its proto lacks).
+    const hashKvs = haveEtcdctl() && (await etcdctl(sp.clientUrl, ['endpoint', 'hashkv'])).code === 0 ? 1 : 0;
     await c.maintenance.defragment();
     const after = await scrape();
+    expect(after('etcd_mvcc_hash_rev_duration_seconds_count')).toBe(hashKvs);
     expect(after('etcd_server_health_success')).toBe(2);
     expect(after('etcd_server_health_failures')).toBe(0);
     expect(after('etcd_mvcc_hash_duration_seconds_count')).toBe(2);
     expect(after('etcd_mvcc_hash_duration_seconds_sum')).toBeGreaterThan(0);
+    expect(after('etcd_mvcc_db_open_read_transactions')).toBe(0); // the hashes' views are closed again
     expect(after('etcd_disk_defrag_inflight')).toBe(0); // 1 only while it runs: test/metrics/backend-timing.test.ts
 
     // A member without a quorum (the other member of its static cluster never starts) fails its checks.
