@@ -29,6 +29,7 @@ import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { PeerTransport } from '../peer/transport.js';
 import { registerTransportMetrics } from '../peer/transport-metrics.js';
+import { startPeerProber, type PeerProber } from '../peer/peer-prober.js';
 import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
@@ -168,6 +169,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     let metricsHttp: MetricsHttp | undefined;
     let scheduledSnapshots: SnapshotScheduler | undefined;
     let diskWatch: DiskWatch | undefined;
+    let prober: PeerProber | undefined;
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
       (closing ??= (async () => {
@@ -181,6 +183,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         await stage('snapshots', () => scheduledSnapshots?.stop());
         await stage('disk watch', () => diskWatch?.stop());
         wear.stop();
+        prober?.stop();
         await stage('server', () => server.stop());
         await stage('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
         await stage('grpc', () => grpc?.close(500));
@@ -260,6 +263,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics, backendOpenReads: () => backend.openReads });
     registerTransportMetrics(metrics.registry, transport, identity.memberId);
     registerWearMetrics(metrics.registry, wear);
+    prober = startPeerProber({
+      transport,
+      registry: metrics.registry,
+      peers: () => server.state.membership.list().flatMap((m) => (m.id !== identity.memberId && m.peerUrls[0] !== undefined ? [{ id: m.id, url: m.peerUrls[0] }] : [])),
+    });
     if (o.listenMetricsUrls.length > 0) {
       metricsHttp = await startMetricsHttp({
         listenUrls: o.listenMetricsUrls,

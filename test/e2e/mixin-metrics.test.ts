@@ -32,9 +32,7 @@ const notOurs: Record<string, string> = {
 };
 
 /** Families a member should export and does not yet: each one listed here must really be missing. */
-const knownMissing: Record<string, string> = {
-  etcd_network_peer_round_trip_time_seconds: 'needs a peer probe (etcd probes /raft/probing every 5 s); the transport has none yet',
-};
+const knownMissing: Record<string, string> = {};
 
 describe("etcd's dashboard and alerts (contrib/mixin)", () => {
   it('finds every family they use in /metrics, but for the justified exceptions', async () => {
