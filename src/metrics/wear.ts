@@ -11,7 +11,7 @@
  *
  * The projection counts what this member writes, on a new disk: the card's earlier wear, other programs and
  * the flash's own write amplification (the rating assumes a workload) are not known here. It takes the larger
- * of the member's own count (WAL + backend) and the kernel's (write_bytes of /proc/self/io: every byte the
+ * of the two rates, the member's own count (WAL + backend) and the kernel's (write_bytes of /proc/self/io: every byte the
  * process sent towards the device, in whole pages, including the snapshots it saves), so it never flatters.
  */
 import { assert } from '../base/assert.js';
@@ -42,7 +42,7 @@ export interface WrittenBytes {
 }
 
 export interface WearRate {
-  /** Bytes per day, by counter, and the one the projection uses (the larger count). */
+  /** Bytes per day, by counter, and the one the projection uses: the larger of the member's (WAL + backend) and the kernel's. */
   walPerDay: number;
   backendPerDay: number;
   processPerDay: number | undefined;
@@ -55,11 +55,6 @@ export interface WearRate {
 export function projectLifeYears(enduranceBytes: number, bytesPerDay: number): number {
   assert(enduranceBytes > 0 && bytesPerDay >= 0, 'endurance above zero, rate not negative');
   return bytesPerDay === 0 ? Infinity : enduranceBytes / bytesPerDay / daysPerYear;
-}
-
-/** The larger of the member's own count and the kernel's. */
-export function writtenOf(b: WrittenBytes): number {
-  return Math.max(b.wal + b.backend, b.process ?? 0);
 }
 
 export interface WearMeterOptions {
@@ -109,13 +104,10 @@ export class WearMeter {
     if (first === undefined || nowMs <= first.atMs) return { total: now, rate: undefined, projectedLifeYears: undefined, warning: false };
     const spanMs = nowMs - first.atMs;
     const perDay = (later: number, earlier: number): number => (Math.max(0, later - earlier) * msPerDay) / spanMs;
-    const rate: WearRate = {
-      walPerDay: perDay(now.wal, first.bytes.wal),
-      backendPerDay: perDay(now.backend, first.bytes.backend),
-      processPerDay: now.process !== undefined && first.bytes.process !== undefined ? perDay(now.process, first.bytes.process) : undefined,
-      perDay: perDay(writtenOf(now), writtenOf(first.bytes)),
-      spanMs,
-    };
+    const walPerDay = perDay(now.wal, first.bytes.wal);
+    const backendPerDay = perDay(now.backend, first.bytes.backend);
+    const processPerDay = now.process !== undefined && first.bytes.process !== undefined ? perDay(now.process, first.bytes.process) : undefined;
+    const rate: WearRate = { walPerDay, backendPerDay, processPerDay, perDay: Math.max(walPerDay + backendPerDay, processPerDay ?? 0), spanMs };
     const years = projectLifeYears(this.#o.enduranceBytes, rate.perDay);
     return { total: now, rate, projectedLifeYears: years, warning: spanMs >= wearWarningSpanMsMin && years < this.#o.warningYears };
   }
