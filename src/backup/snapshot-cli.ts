@@ -18,6 +18,7 @@ import { parseInitialCluster } from '../config/config-validate.js';
 import { fetchSnapshot, type EndpointTls, type EndpointUser } from './fetch-snapshot.js';
 import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
 import { humanBytes, Progress, type ProgressOutput } from './progress.js';
+import { textTable } from '../base/text-table.js';
 import { restoreSnapshotFile, snapshotStatus } from './etcd-db-file.js';
 import { migrateFromKine } from './kine-migrate.js';
 
@@ -44,12 +45,12 @@ const valueFlags = new Set([
 ]);
 const boolFlags = new Set(['skip-hash-check', 'insecure-skip-tls-verify']);
 
-interface Args {
+export interface Args {
   positional: string[];
   flags: Map<string, string>;
 }
 
-function parseArgs(argv: string[]): Args {
+export function parseArgs(argv: string[]): Args {
   const positional: string[] = [];
   const flags = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
@@ -93,7 +94,7 @@ function restoreCluster(a: Args): RestoreCluster {
  * etcdctl's connection flags, each with its ETCDCTL_* environment variable as etcdctl reads them (a flag wins):
  * --cacert, --cert, --key, --insecure-skip-tls-verify, --user NAME[:PASSWORD], --password.
  */
-function tlsOf(a: Args, env: NodeJS.ProcessEnv = process.env): EndpointTls {
+export function tlsOf(a: Args, env: NodeJS.ProcessEnv = process.env): EndpointTls {
   const ca = a.flags.get('cacert') ?? env.ETCDCTL_CACERT;
   const cert = a.flags.get('cert') ?? env.ETCDCTL_CERT;
   const key = a.flags.get('key') ?? env.ETCDCTL_KEY;
@@ -243,14 +244,7 @@ async function migrateKine(file: string, a: Args, io: CliStreams): Promise<numbe
 }
 
 function statusTable(s: { hash: number; revision: number; totalKey: number; totalSize: number }): string {
-  const cells = [s.hash.toString(16), String(s.revision), String(s.totalKey), humanBytes(s.totalSize)];
-  const heads = ['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE'];
-  const widths = heads.map((h, i) => Math.max(h.length, cells[i]!.length) + 2);
-  const line = `+${widths.map((w) => '-'.repeat(w)).join('+')}+\n`;
-  const center = (x: string, w: number): string => x.padStart(Math.floor((w + x.length) / 2)).padEnd(w);
-  const head = `|${heads.map((h, i) => ` ${center(h, widths[i]! - 2)} `).join('|')}|\n`;
-  const row = `|${cells.map((x, i) => ` ${x.padStart(widths[i]! - 2)} `).join('|')}|\n`;
-  return line + head + line + row + line;
+  return textTable(['HASH', 'REVISION', 'TOTAL KEYS', 'TOTAL SIZE'], [[s.hash.toString(16), String(s.revision), String(s.totalKey), humanBytes(s.totalSize)]]);
 }
 
 /** Expected failures (bad flags, a damaged or mismatched file, an unreachable endpoint) as one line, exit 1. */

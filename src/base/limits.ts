@@ -184,3 +184,18 @@ export const passwordBackoffMsMax = 8_000;
 export const passwordBackoffUsersMax = 10_000;
 /** etcd's --auth-token-ttl default, seconds. */
 export const authTokenTtlSecondsDefault = 300;
+/**
+ * --storage-endurance-tbw's default, terabytes: what an ordinary 32 GB SD card (a Raspberry Pi's) can be
+ * expected to take. Endurance cards publish ratings as hours of Full HD video at 26 Mbit/s (11.7 GB an hour):
+ * Samsung PRO Endurance (2018) 32 GB, 17,520 h ≈ 205 TB; SanDisk High Endurance 128 GB, 10,000 h ≈ 117 TB,
+ * so ≈ 29 TB at 32 GB. Ordinary cards publish nothing; Samsung states its endurance line takes 25× what its
+ * speed-focused cards take: 205 / 25 ≈ 8 TB, for sequential video. Small synced writes (one page per fsync)
+ * wear flash harder than video, so half of it. Conservative on purpose: set your card's or SSD's rating.
+ */
+export const storageEnduranceTbwDefault = 4;
+/**
+ * --storage-life-warning-years' default: below this projected card life the member logs a warning and
+ * raises etcetera_disk_life_warning. A k3s server at rest (≈ 34 KB/s per member, README "Benchmarks") gives
+ * a 4 TBW card ≈ 3.7 years: at rest it does not warn; twice that rate does.
+ */
+export const storageLifeWarningYearsDefault = 3;

@@ -6,7 +6,7 @@
  * Every etcd 3.5 flag is a row: those we act on here (this file), and those accepted for compatibility with
  * a logged notice or refused with a clear error (config-etcd-notices.ts). `optionSpecs` is the one table.
  */
-import { requestBytesMax, snapshotCountDefault, txnOpsMax } from '../base/index.js';
+import { requestBytesMax, snapshotCountDefault, storageEnduranceTbwDefault, storageLifeWarningYearsDefault, txnOpsMax } from '../base/index.js';
 import { etcdCompatSpecs } from './config-etcd-notices.js';
 
 export type { OptionGroup, OptionKind, OptionSpec } from './option-spec.js';
@@ -29,6 +29,8 @@ const specs: OptionSpec[] = [
   { group: 'member', flag: 'auto-compaction-mode', kind: 'enum', values: ['periodic', 'revision'], default: 'periodic', help: "Interpret 'auto-compaction-retention' as a duration ('periodic') or a revision count ('revision')." },
   { group: 'member', flag: 'auto-compaction-retention', kind: 'string', default: '0', help: "Auto compaction retention: hours or a duration like '5m' (periodic), or revisions. 0 disables it." },
   { group: 'member', flag: 'storage-profile', kind: 'enum', values: ['auto', 'remeasure', 'ssd', 'emmc', 'sd'], default: 'auto', help: "Write-ahead log tuning for the device: 'auto' measures fsync latency once and remembers it in the data dir; 'remeasure' measures again." },
+  { group: 'member', flag: 'storage-endurance-tbw', kind: 'string', default: u(storageEnduranceTbwDefault), help: "The data disk's write endurance in terabytes written (the card's or SSD's rating; the default is a conservative figure for an ordinary SD card). Projects the disk's life at the current write rate (etcetera status, etcetera_disk_projected_life_years)." },
+  { group: 'member', flag: 'storage-life-warning-years', kind: 'string', default: u(storageLifeWarningYearsDefault), help: 'Log a warning and set etcetera_disk_life_warning when the projected disk life drops below this many years.' },
   { group: 'member', flag: 'config-file', kind: 'string', default: '', help: 'Path to a YAML file with options (keys are etcd\'s config-file names); flags and environment override it.' },
   { group: 'member', flag: 'unsafe-no-fsync', kind: 'bool', default: 'false', help: 'Disables fsync, unsafe, will cause data loss.' },
   { group: 'member', flag: 'force-new-cluster', kind: 'bool', default: 'false', help: 'Force to create a new one member cluster.' },

@@ -40,6 +40,16 @@ export class Typed {
     }
     return n;
   }
+  /** A decimal number above zero ("4", "0.5", "1e3"). */
+  positiveNumber(flag: string): number {
+    const { raw } = this.#get(flag);
+    const text = raw.value.trim();
+    const n = Number(text);
+    if (text === '' || !Number.isFinite(n) || n <= 0) {
+      throw new ConfigError(`invalid value ${JSON.stringify(raw.value)} for --${flag} (from ${raw.where}): expected a number above zero`);
+    }
+    return n;
+  }
   enumValue<T extends string>(flag: string): T {
     const { spec, raw } = this.#get(flag);
     if (!(spec.values ?? []).includes(raw.value)) {

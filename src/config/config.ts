@@ -126,6 +126,8 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     autoCompactionRetentionMs: retentionMs,
     autoCompactionRetentionRevisions: retentionRevisions,
     storageProfile: o.enumValue('storage-profile'),
+    storageEnduranceTbw: o.positiveNumber('storage-endurance-tbw'),
+    storageLifeWarningYears: o.positiveNumber('storage-life-warning-years'),
     bootstrap,
     ...(token !== undefined ? { token } : {}),
     ...tls,

@@ -2,6 +2,7 @@
  * The typed options of one etcetera member, as an embedding host passes them (the CLI maps its flags to
  * these). Names follow etcd's flags.
  */
+import { storageEnduranceTbwDefault, storageLifeWarningYearsDefault } from '../base/limits.js';
 import type { ProfileChoice } from '../wal/profiles.js';
 import type { Logger } from './log.js';
 import type { TestFault } from './test-faults.js';
@@ -97,6 +98,10 @@ export interface MemberOptions {
   quotaBackendBytes: number;
   autoCompaction?: { mode: 'periodic' | 'revision'; retention: string };
   storageProfile: ProfileChoice;
+  /** The data disk's write endurance, terabytes (--storage-endurance-tbw): projects its life (main/wear-watch.ts). */
+  storageEnduranceTbw: number;
+  /** Below this projected disk life, years, the member warns (--storage-life-warning-years). */
+  storageLifeWarningYears: number;
   bootstrap: ClusterBootstrap;
   /**
    * `etcetera witness`: join as a witness member (src/raft/witness.ts; main/witness.ts), which votes and keeps
@@ -161,6 +166,8 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
     snapshotCount: input.snapshotCount ?? 10_000,
     quotaBackendBytes: input.quotaBackendBytes ?? 0,
     storageProfile: input.storageProfile ?? 'auto',
+    storageEnduranceTbw: input.storageEnduranceTbw ?? storageEnduranceTbwDefault,
+    storageLifeWarningYears: input.storageLifeWarningYears ?? storageLifeWarningYearsDefault,
     bootstrap: input.bootstrap ?? { kind: 'init' },
     logger: input.logger ?? logger,
     ...(input.autoCompaction !== undefined ? { autoCompaction: input.autoCompaction } : {}),
@@ -174,6 +181,7 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
     throw new TypeError(`election timeout ${o.electionTimeoutMs} ms must be at least 5 × the heartbeat interval (${o.heartbeatIntervalMs} ms), as etcd requires`);
   }
   if (o.snapshotCount < 1) throw new TypeError('snapshotCount must be positive');
+  if (!(o.storageEnduranceTbw > 0) || !(o.storageLifeWarningYears > 0)) throw new TypeError('storageEnduranceTbw and storageLifeWarningYears must be above zero');
   return o;
 }
 

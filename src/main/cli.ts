@@ -8,6 +8,7 @@
  *   etcetera version            print versions
  *   etcetera snapshot ...       save/status/restore etcd-format snapshots (src/backup/snapshot-cli.ts)
  *   etcetera migrate ...        restore a live etcd's data into a new data directory
+ *   etcetera status ...         health, leader, term, fsync latency and disk wear of members (status-cli.ts)
  *
  * Signals: SIGTERM/SIGINT stop gracefully (a leader hands leadership over first, everything is flushed); a
  * second signal exits at once. A member removed from the cluster stops and says so.
@@ -25,6 +26,7 @@ import { restoreForClusterReset } from '../backup/cluster-reset-restore.js';
 import { runSnapshotDirCommand } from '../backup/snapshot-dir-cli.js';
 import { parseTestFaults, testFaultsEnv } from '../config/test-faults.js';
 import { makeNewFilesPrivate, warnIfShared } from './private-files.js';
+import { statusCommand } from './status-cli.js';
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API
 
@@ -33,6 +35,7 @@ Usage:
   etcetera witness --name N --data-dir D --server URL --token T   a witness: a third voter that holds no data
                              (votes and keeps the Raft log's tail; serves /health and /metrics only; same flags)
   etcetera version           print the version
+  etcetera status [--endpoints HOST:PORT,...] [-w table|json]   health, leader, term, fsync and disk wear per member
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
   etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
   etcetera migrate --from-etcd URL --data-dir DIR     a live etcd's data into a new member (see \`etcetera migrate --help\`)
@@ -66,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
     return (await runSnapshotDirCommand(rest, out)) ?? snapshotCommand(rest, process);
   }
   if (command === 'migrate') return migrateCommand(rest, process);
+  if (command === 'status') return statusCommand(rest, process);
   if (command !== 'server' && command !== 'witness') {
     process.stderr.write(`etcetera: unknown command ${JSON.stringify(command)}\n\n${usage}`);
     return 2;

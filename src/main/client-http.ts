@@ -1,12 +1,15 @@
 /** What a member serves on HTTP/1.1 besides gRPC (etcd's /health, /version, /metrics) and its gauges. */
 import type { EtcdServer } from '../node/etcd-server.js';
-import { createMetricsHandler, createVersionHandler, type HealthResult, type MetricsRequestHandler } from '../metrics/metrics-http.js';
+import { createMetricsHandler, createVersionHandler, healthCheckTimeoutMs, type HealthResult, type MetricsRequestHandler } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 
-/** What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics. */
-export function clientPortHttp(server: EtcdServer, registry: ServerMetrics['registry']): MetricsRequestHandler {
-  const routes = [createMetricsHandler({ registry, health: () => health(server) }), createVersionHandler(etcdVersion)];
+/**
+ * What the client port serves on HTTP/1.1 besides the JSON gateway, as etcd: /health, /version, /metrics;
+ * and ours: the `extra` routes (/status).
+ */
+export function clientPortHttp(server: EtcdServer, metrics: ServerMetrics, extra: MetricsRequestHandler[] = []): MetricsRequestHandler {
+  const routes = [createMetricsHandler({ registry: metrics.registry, health: () => countedHealth(server, metrics) }), createVersionHandler(etcdVersion), ...extra];
   return (req, res) => routes.some((route) => route(req, res));
 }
 
@@ -19,11 +22,18 @@ export async function health(server: EtcdServer): Promise<HealthResult> {
   const alarms = server.state.alarms.list();
   if (alarms.length > 0) return { health: false, reason: `ALARM ${alarms.map((a) => a.alarm).join(',')}` };
   try {
-    await server.linearizableBarrier({ requireLeader: true, signal: AbortSignal.timeout(5000) });
+    await server.linearizableBarrier({ requireLeader: true, signal: AbortSignal.timeout(healthCheckTimeoutMs) });
   } catch (error) {
     return { health: false, reason: `QGET ERROR: ${error instanceof Error ? error.message : String(error)}` };
   }
   return { health: true, reason: '' };
+}
+
+/** /health, counted in etcd_server_health_success / _failures as etcd's /health handler counts. */
+export async function countedHealth(server: EtcdServer, metrics: Pick<ServerMetrics, 'healthSuccess' | 'healthFailures'>): Promise<HealthResult> {
+  const result = await health(server);
+  (result.health ? metrics.healthSuccess : metrics.healthFailures).inc();
+  return result;
 }
 
 export function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void {

@@ -28,13 +28,14 @@ import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { PeerTransport } from '../peer/transport.js';
 import { registerTransportMetrics } from '../peer/transport-metrics.js';
+import { startPeerProber, type PeerProber } from '../peer/peer-prober.js';
 import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { writeIdentity, type Identity } from '../node/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../peer/join-service.js';
-import { clientPortHttp, collectServerMetrics, health } from './client-http.js';
+import { clientPortHttp, collectServerMetrics, countedHealth, health } from './client-http.js';
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport, transportBase, withPort } from './peers.js';
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
@@ -43,6 +44,10 @@ import { startDiskWatch, type DiskWatch } from './disk-watch.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
 import { registerClientTraffic } from '../metrics/client-traffic.js';
+import { WearWatch } from './wear-watch.js';
+import { registerWearMetrics } from '../metrics/wear-metrics.js';
+import { createJsonHandler } from '../metrics/metrics-http.js';
+import { memberStatus } from './member-status.js';
 
 export interface RunningMember {
   readonly memberId: bigint;
@@ -109,6 +114,14 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
       !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
 
+    const wear = new WearWatch({
+      enduranceTbw: o.storageEnduranceTbw,
+      warningYears: o.storageLifeWarningYears,
+      walBytes: () => wal.metrics.bytesWritten + wal.metrics.preallocatedBytes,
+      backendBytes: () => backend.writtenBytes(),
+      fsyncSeconds: () => wal.metrics.syncSeconds,
+      logger: log,
+    });
     const metrics = createServerMetrics();
     const grpcMetrics = instrumentMember(metrics.registry, backend);
     let resolveStopped!: (v: { reason: string }) => void;
@@ -146,6 +159,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     let metricsHttp: MetricsHttp | undefined;
     let scheduledSnapshots: SnapshotScheduler | undefined;
     let diskWatch: DiskWatch | undefined;
+    let prober: PeerProber | undefined;
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> =>
       (closing ??= (async () => {
@@ -158,6 +172,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         };
         await stage('snapshots', () => scheduledSnapshots?.stop());
         await stage('disk watch', () => diskWatch?.stop());
+        wear.stop();
+        prober?.stop();
         await stage('server', () => server.stop());
         await stage('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
         await stage('grpc', () => grpc?.close(500));
@@ -215,6 +231,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
     toClose.push(() => close());
 
+    const statusRoute = createJsonHandler('/status', () => memberStatus(server, { name: o.name, storageProfile: wal.profile, wear }));
     grpc = await startGrpcServer({
       api: server,
       listenUrls: o.listenClientUrls,
@@ -222,7 +239,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
       ...grpcOptionsOf(o),
       metrics: grpcMetrics,
-      http: clientPortHttp(server, metrics.registry),
+      http: clientPortHttp(server, metrics, [statusRoute]),
       services: [{
         definition: joinServiceDefinition,
         implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
@@ -233,14 +250,21 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const grpcHandle = grpc;
     registerClientTraffic(metrics.registry, () => grpcHandle.trafficBytes());
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
-    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics });
+    registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics, backendOpenReads: () => backend.openReads });
     registerTransportMetrics(metrics.registry, transport, identity.memberId);
+    registerWearMetrics(metrics.registry, wear);
+    prober = startPeerProber({
+      transport,
+      registry: metrics.registry,
+      peers: () => server.state.membership.list().flatMap((m) => (m.id !== identity.memberId && m.peerUrls[0] !== undefined ? [{ id: m.id, url: m.peerUrls[0] }] : [])),
+    });
     if (o.listenMetricsUrls.length > 0) {
       metricsHttp = await startMetricsHttp({
         listenUrls: o.listenMetricsUrls,
         registry: metrics.registry,
-        health: () => health(server),
+        health: () => countedHealth(server, metrics),
         ready: () => health(server),
+        routes: [statusRoute],
         logger: log,
       });
     }
@@ -251,6 +275,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       });
     }
     diskWatch = startDiskWatch(o, identity.memberId, server);
+    wear.start();
     log.info('serving client requests', { clientUrls, peerUrl });
 
     return {

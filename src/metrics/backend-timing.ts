@@ -1,9 +1,10 @@
 /**
  * etcd_disk_backend_commit_duration_seconds: the time of each backend batch write (our commit), measured
- * around the backend's write. The backend itself (src/mvcc) stays free of clocks.
+ * around the backend's write; etcd_disk_defrag_inflight: 1 while the backend rewrites its files (Defragment,
+ * or the rewrite after a compaction, the same operation). The backend itself (src/mvcc) stays free of clocks.
  */
 import type { Backend } from '../mvcc/backend.js';
-import type { Histogram } from './metrics.js';
+import type { Gauge, Histogram } from './metrics.js';
 
 export function timeBackendCommits(backend: Backend, seconds: Histogram): void {
   const write = backend.write.bind(backend);
@@ -13,6 +14,18 @@ export function timeBackendCommits(backend: Backend, seconds: Histogram): void {
       await write(ops, options);
     } finally {
       seconds.observe((performance.now() - start) / 1000);
+    }
+  };
+}
+
+export function trackDefragments(backend: Backend, inflight: Gauge): void {
+  const defragment = backend.defragment.bind(backend);
+  backend.defragment = async () => {
+    inflight.inc();
+    try {
+      await defragment();
+    } finally {
+      inflight.dec();
     }
   };
 }

@@ -31,6 +31,8 @@ export interface MemberMetricsHost {
   /** Effective quota (0 means etcd's default, already resolved by the caller). */
   quotaBackendBytes: number;
   grpc: GrpcMetrics;
+  /** The backend's open read views and iterators (LevelBackend.openReads). */
+  backendOpenReads(): number;
 }
 
 /** etcd_disk_backend_commit_duration_seconds, observed by the backend wrapper (backend-timing.ts). */
@@ -62,6 +64,7 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
   const compacted = r.gauge({ name: 'etcd_debugging_mvcc_compact_revision', help: 'The revision of the last compaction in store.' });
   const backlog = r.gauge({ name: 'etcetera_backend_backlog_bytes', help: 'Applied state not yet written to the backend (memory held by the write buffer and queued flushes).' });
   const holds = r.counter({ name: 'etcetera_apply_holds_total', help: 'Times apply waited for a backend that fell behind the offered load.' });
+  const openReads = r.gauge({ name: 'etcd_mvcc_db_open_read_transactions', help: 'The number of currently open read transactions' });
   r.onCollect(() => {
     const store = h.server.state.store;
     backlog.set(store.backlogBytes);
@@ -72,6 +75,7 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
     keys.set(store.keyCount);
     current.set(store.revision);
     compacted.set(store.compactRevision);
+    openReads.set(h.backendOpenReads());
   });
   registerWriteCounters(h);
   registerRequestCounters(h);

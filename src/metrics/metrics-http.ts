@@ -28,9 +28,12 @@ export interface MetricsHandlerOptions {
   ready?: HealthCheck;
   /** Default: always live (answering at all proves the event loop runs). */
   live?: HealthCheck;
-  /** A check that has not answered by then counts as failed (default 5 s, like etcdctl's timeout). */
+  /** A check that has not answered by then counts as failed (default healthCheckTimeoutMs). */
   checkTimeoutMs?: number;
 }
+
+/** How long a /health check may take before it counts as failed: etcdctl's --command-timeout default. */
+export const healthCheckTimeoutMs = 5_000;
 
 /** Handles the routes above; returns false (and writes nothing) for other paths, so hosts can chain. */
 export type MetricsRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
@@ -38,7 +41,7 @@ export type MetricsRequestHandler = (req: http.IncomingMessage, res: http.Server
 const routes = new Set(['/metrics', '/health', '/livez', '/readyz']);
 
 export function createMetricsHandler(options: MetricsHandlerOptions): MetricsRequestHandler {
-  const timeoutMs = options.checkTimeoutMs ?? 5_000;
+  const timeoutMs = options.checkTimeoutMs ?? healthCheckTimeoutMs;
   const ready = options.ready ?? options.health;
   const live = options.live ?? (async () => ({ health: true, reason: '' }));
   return (req, res) => {
@@ -85,6 +88,22 @@ export function createVersionHandler(serverVersion: string): MetricsRequestHandl
   };
 }
 
+/** GET `path`: the JSON of `body()` (500 with {"error"} when it fails), e.g. /status (main/member-status.ts). */
+export function createJsonHandler(path: string, body: () => Promise<unknown>): MetricsRequestHandler {
+  return (req, res) => {
+    if (new URL(req.url ?? '/', 'http://x').pathname !== path) return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method Not Allowed\n');
+      return true;
+    }
+    body().then(
+      (value) => respond(res, req.method, 200, 'application/json', `${JSON.stringify(value)}\n`),
+      (error: unknown) => respond(res, req.method, 500, 'application/json', `${JSON.stringify({ error: error instanceof Error ? error.message : String(error) })}\n`),
+    );
+    return true;
+  };
+}
+
 async function runCheck(check: HealthCheck, timeoutMs: number): Promise<HealthResult> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<HealthResult>((resolve) => {
@@ -107,6 +126,8 @@ function respond(res: http.ServerResponse, method: string | undefined, status: n
 export interface MetricsHttpOptions extends MetricsHandlerOptions {
   /** http(s)://host:port (port 0 picks a free one). */
   listenUrls: string[];
+  /** More routes, tried after the metrics and health ones (e.g. /status). */
+  routes?: MetricsRequestHandler[];
   /** Needed for https URLs (etcd uses --cert-file/--key-file for metrics URLs too). */
   tls?: { certFile: string; keyFile: string };
   logger?: Logger;
@@ -119,7 +140,8 @@ export interface MetricsHttp {
 }
 
 export async function startMetricsHttp(options: MetricsHttpOptions): Promise<MetricsHttp> {
-  const handler = createMetricsHandler(options);
+  const routes = [createMetricsHandler(options), ...(options.routes ?? [])];
+  const handler: MetricsRequestHandler = (req, res) => routes.some((route) => route(req, res));
   const servers: http.Server[] = [];
   const urls: string[] = [];
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {

@@ -4,7 +4,7 @@
  * counters and fsync histogram, the store's size) are read at collect time, not pushed per event.
  */
 import type { HistogramSnapshot } from '../wal/metrics.js';
-import { Registry, registerProcessMetrics, type Counter, type Gauge } from './metrics.js';
+import { Registry, registerProcessMetrics, type Counter, type Gauge, type Histogram } from './metrics.js';
 
 export interface ServerMetrics {
   registry: Registry;
@@ -16,10 +16,20 @@ export interface ServerMetrics {
   proposalsPending: Gauge;
   proposalsFailed: Counter;
   dbTotalSize: Gauge;
+  /** /health checks that passed and failed (etcd counts them in its /health handler). */
+  healthSuccess: Counter;
+  healthFailures: Counter;
+  /** Each Hash of the whole key space (etcd's storage hash operation). */
+  hashSeconds: Histogram;
+  /** Each hash at a revision: HashKV, and both sides of the corruption check (etcd's hash by revision). */
+  hashRevSeconds: Histogram;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
   walFsync?: () => HistogramSnapshot;
 }
 
+
+/** etcd's hash buckets: 10 ms doubling to 163.84 s. */
+const hashBuckets: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.01 * 2 ** i);
 
 export function createServerMetrics(): ServerMetrics {
   const registry = new Registry();
@@ -34,6 +44,12 @@ export function createServerMetrics(): ServerMetrics {
     proposalsPending: registry.gauge({ name: 'etcd_server_proposals_pending', help: 'The current number of pending proposals to commit.' }),
     proposalsFailed: registry.counter({ name: 'etcd_server_proposals_failed_total', help: 'The total number of failed proposals seen.' }),
     dbTotalSize: registry.gauge({ name: 'etcd_mvcc_db_total_size_in_bytes', help: 'Total size of the underlying database physically allocated in bytes.' }),
+    healthSuccess: registry.counter({ name: 'etcd_server_health_success', help: 'The total number of successful health checks' }),
+    healthFailures: registry.counter({ name: 'etcd_server_health_failures', help: 'The total number of failed health checks' }),
+    hashSeconds: registry.histogram({ name: 'etcd_mvcc_hash_duration_seconds', help: 'The latency distribution of storage hash operation.', buckets: hashBuckets }),
+    hashRevSeconds: registry.histogram({
+      name: 'etcd_mvcc_hash_rev_duration_seconds', help: 'The latency distribution of storage hash by revision operation.', buckets: hashBuckets,
+    }),
   };
   registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());
   return m;

@@ -390,11 +390,12 @@ export class EtcdServer implements EtcdApi {
     if (this.#leadership.isLeader && this.#conf.voters.length > 1) {
       const target = this.#maintenance.bestTransferee();
       if (target !== undefined) {
+        const t0 = schedulerOf(this.#p).nowMs();
         try {
           await this.transferLeadership(target, this.#p.electionMs * 2);
-          this.#p.logger.info('leadership transferred before stopping', { to: hex(target) });
+          this.#p.logger.info('leadership transferred before stopping', { to: hex(target), ms: schedulerOf(this.#p).nowMs() - t0 });
         } catch {
-          this.#p.logger.warn('leadership transfer before stop timed out');
+          this.#p.logger.warn('leadership transfer before stop timed out', { to: hex(target), ms: schedulerOf(this.#p).nowMs() - t0 });
         }
       }
     }

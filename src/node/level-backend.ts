@@ -95,6 +95,11 @@ export class LevelBackend implements Backend {
   readonly #diskBytes: (() => Promise<number>) | undefined;
 
   readonly #raw: RawBatch;
+  /** Keys and values handed to LevelDB in batches: what its log file receives (see writtenBytes). */
+  #batchBytes = 0;
+  #openReads = 0;
+  /** LevelDB's compaction writes at the last look, kept past a close (its stats are gone then). */
+  #compactionBytes = 0;
 
   private constructor(db: Db, options: LevelBackendOptions) {
     this.#db = db;
@@ -120,10 +125,13 @@ export class LevelBackend implements Backend {
     if (ops.length === 0 && options.sync !== true) return;
     if (ops.length === 0) ops = [{ type: 'del', bucket: 'meta', key: syncMarkerKey }];
     const raw = new Array<RawOp>(ops.length);
+    let bytes = 0;
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
       raw[i] = op.type === 'put' ? { type: 'put', key: prefixed(op.bucket, op.key), value: op.value } : { type: 'del', key: prefixed(op.bucket, op.key) };
+      bytes += op.key.length + 1 + (op.type === 'put' ? op.value.length : 0);
     }
+    this.#batchBytes += bytes;
     // Not open (closing, closed): the public method, for its errors.
     if (this.#db.status !== 'open') return this.#db.batch(raw, { sync: options.sync === true });
     await this.#raw._batch(raw, { sync: options.sync === true });
@@ -151,6 +159,8 @@ export class LevelBackend implements Backend {
     // Double-buffered: LevelDB reads the next batch on its thread while the caller works through this one
     // (a restart's key index scan spent half its time waiting for each batch in turn).
     let next = it.nextv(scanBatchEntries);
+    // A view's scans read inside the view's transaction; a bare scan is a read transaction of its own.
+    if (snapshot === undefined) this.#openReads += 1;
     try {
       for (;;) {
         const batch = await next;
@@ -164,19 +174,35 @@ export class LevelBackend implements Backend {
     } finally {
       // An iterator closes only once its read in flight is done.
       await next.catch(() => {});
+      if (snapshot === undefined) this.#openReads -= 1;
       await it.close();
     }
   }
 
+  /**
+   * Read transactions open now (etcd_mvcc_db_open_read_transactions): views (a LevelDB snapshot each, held
+   * by a snapshot export, a HashKV or a catch-up) and scans outside a view. Point reads are synchronous and
+   * never stay open.
+   */
+  get openReads(): number {
+    return this.#openReads;
+  }
+
   view(): BackendView {
     const snapshot = this.#db.snapshot();
+    this.#openReads += 1;
+    let closed = false;
     return {
       get: async (bucket, key) => {
         const value = await this.#db.get(prefixed(bucket, key), { snapshot });
         return value === undefined ? undefined : plain(value);
       },
       scan: (bucket, options = {}) => this.#scan(bucket, options, snapshot),
-      close: () => snapshot.close(),
+      close: () => {
+        if (!closed) this.#openReads -= 1;
+        closed = true;
+        return snapshot.close();
+      },
     };
   }
 
@@ -190,6 +216,17 @@ export class LevelBackend implements Backend {
     return this.#db.approximateSize(new Uint8Array([0]), new Uint8Array([buckets.length]));
   }
 
+  /**
+   * Bytes this backend wrote to its files so far (flash wear, main/wear-watch.ts): the batches' keys and
+   * values, which LevelDB appends to its log, plus what its compactions wrote (memtable flushes to level 0
+   * and merges between levels, its `leveldb.stats` Write(MB) column, whole MiB). LevelDB's record headers
+   * and the file system's own writes are not counted: /proc/self/io's write_bytes is the cross-check.
+   */
+  writtenBytes(): number {
+    if (this.#db.status === 'open') this.#compactionBytes = Math.max(this.#compactionBytes, compactionWrittenBytes(this.#db.getProperty('leveldb.stats')));
+    return this.#batchBytes + this.#compactionBytes;
+  }
+
   /** Compact the whole key space, dropping deleted entries and rewriting the files (etcd's Defragment). */
   async defragment(): Promise<void> {
     await this.#db.compactRange(new Uint8Array([0]), new Uint8Array([buckets.length]));
@@ -198,4 +235,22 @@ export class LevelBackend implements Backend {
   async close(): Promise<void> {
     await this.#db.close();
   }
+}
+
+/**
+ * The sum of the Write(MB) column of LevelDB's `leveldb.stats`, in bytes:
+ *
+ *                                Compactions
+ *   Level  Files Size(MB) Time(sec) Read(MB) Write(MB)
+ *   --------------------------------------------------
+ *     0        2        1         0        0         3
+ *     1        5        4         0        6         5     → (3 + 5) MiB
+ */
+export function compactionWrittenBytes(stats: string): number {
+  let mib = 0;
+  for (const line of stats.split('\n')) {
+    const cells = line.trim().split(/\s+/);
+    if (cells.length === 6 && cells.every((c) => /^\d+$/.test(c))) mib += Number(cells[5]);
+  }
+  return mib * 1024 * 1024;
 }

@@ -3,6 +3,7 @@
  * (what it may read and call), built here from the one ServerCore the facade owns. Closures, not copies:
  * the state object is replaced when a snapshot is restored, and leadership changes under them.
  */
+import { timedHash } from './maintenance/timed-hash.js';
 import { randomBytes } from 'node:crypto';
 import type { WatchHub } from '../mvcc/watch-hub.js';
 import type { AppliedWait } from './request/applied-wait.js';
@@ -122,6 +123,7 @@ export function forwardHost(c: ServerCore, cluster: ClusterOps): LeaderForwardHo
     leasesReady: () => c.leadership.leasesReady(),
     peerRequest: c.parts.peerRequest,
     onRemoved: () => c.parts.onRemoved(),
+    timedHashKV: (run) => timedHash(c.parts, 'hashKV', run),
   };
 }
 

@@ -29,6 +29,9 @@ export function validateMessages(value: unknown, from: NodeId, self: NodeId): Me
 }
 
 /** Answers one request on a `request` connection, then closes it. */
+/** The request a prober sends (peer-prober.ts); the transport answers it itself. */
+export const probeMethod = 'probe';
+
 export async function serveRequest(
   conn: FramedConnection,
   from: NodeId,
@@ -49,7 +52,9 @@ export async function serveRequest(
     return conn.destroy();
   }
   let response: PeerResponse;
-  if (onRequest === undefined) {
+  if (req.method === probeMethod) {
+    response = { ok: true }; // answered here, like etcd's /raft/probing: the round trip is the measure
+  } else if (onRequest === undefined) {
     response = { ok: false, error: 'this member does not serve peer requests', code: 'unimplemented' };
   } else {
     try {

@@ -27,7 +27,7 @@ import { type HandshakeIdentity, acceptHandshake, offerHandshake } from './hands
 import { hex } from '../base/hex.js';
 import { PeerStream } from './peer-stream.js';
 import { receiveSnapshot, streamSnapshot } from './snapshot-stream.js';
-import { serveRequest, validateMessages } from './inbound.js';
+import { probeMethod, serveRequest, validateMessages } from './inbound.js';
 import {
   type PeerRequest,
   type PeerResponse,
@@ -211,14 +211,28 @@ export class PeerTransport {
 
   /** A one-shot RPC to any member by its peer URL (members and would-be members alike). */
   async request(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId } = {}): Promise<PeerResponse> {
+    return (await this.#exchange(url, req, options)).response;
+  }
+
+  /**
+   * The round trip of one probe request to a member, in ms: from sending the request on a connection
+   * already dialled and authenticated to its answer (etcd_network_peer_round_trip_time_seconds).
+   */
+  async probe(url: string, to: NodeId, timeoutMs: number): Promise<number> {
+    return (await this.#exchange(url, { method: probeMethod }, { timeoutMs, to })).roundTripMs;
+  }
+
+  async #exchange(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId }): Promise<{ response: PeerResponse; roundTripMs: number }> {
     const timeoutMs = options.timeoutMs ?? this.#limits.requestTimeoutMs;
     const conn = await dial(url, this.#tls, timeoutMs);
     try {
       await offerHandshake(conn, this.#identity, 'request', options.to ?? 0n, timeoutMs);
+      const sentAt = performance.now();
       conn.send(FrameType.Request, req);
       const frame = await conn.nextFrame(timeoutMs, `response to ${req.method}`);
+      const roundTripMs = performance.now() - sentAt;
       if (frame.type !== FrameType.Response) throw new Error(`expected a response frame, got type ${frame.type}`);
-      return decodePayload(frame) as PeerResponse;
+      return { response: decodePayload(frame) as PeerResponse, roundTripMs };
     } finally {
       conn.destroy();
     }

@@ -73,6 +73,14 @@ const expected: Record<string, [string, string[]]> = {
   etcd_disk_wal_fsync_duration_seconds: ['histogram', []],
   etcd_disk_wal_write_bytes_total: ['gauge', []],
   etcd_disk_backend_commit_duration_seconds: ['histogram', []],
+  etcd_disk_defrag_inflight: ['gauge', []],
+  etcd_server_health_success: ['counter', []],
+  etcd_server_health_failures: ['counter', []],
+  etcd_mvcc_db_open_read_transactions: ['gauge', []],
+  etcd_mvcc_hash_duration_seconds: ['histogram', []],
+  etcd_mvcc_hash_rev_duration_seconds: ['histogram', []],
+  etcd_network_client_grpc_received_bytes_total: ['counter', []],
+  etcd_network_client_grpc_sent_bytes_total: ['counter', []],
   etcd_mvcc_db_total_size_in_bytes: ['gauge', []],
   etcd_mvcc_db_total_size_in_use_in_bytes: ['gauge', []],
   etcd_mvcc_put_total: ['counter', []],
@@ -91,6 +99,7 @@ const expected: Record<string, [string, string[]]> = {
   etcd_network_peer_received_bytes_total: ['counter', ['From']],
   etcd_network_peer_sent_failures_total: ['counter', ['To']],
   etcd_network_active_peers: ['gauge', ['Local', 'Remote']],
+  etcd_network_peer_round_trip_time_seconds: ['histogram', ['To']],
   etcd_network_snapshot_send_success: ['counter', ['To']],
   etcd_network_snapshot_send_failures: ['counter', ['To']],
   etcd_network_snapshot_receive_success: ['counter', ['From']],
@@ -118,9 +127,11 @@ describe.runIf(enabled)('etcd metric families', () => {
     await workload(sp.clientUrl);
     const ours = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
     const second = await startServer({ name: 'peer', args: ['--server', sp.peerUrl, '--token', await tokenOf(sp.dataDir)] });
+    // Peer families, once the prober has timed a round trip to the new member (every 4 s).
     const withPeer = await waitFor('peer metrics', async () => {
       const f = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
-      return f.get('etcd_network_active_peers')?.samples.size ? f : undefined;
+      const probed = [...(f.get('etcd_network_peer_round_trip_time_seconds')?.samples ?? [])].some(([k, v]) => k.includes('_count{') && v > 0);
+      return f.get('etcd_network_active_peers')?.samples.size && probed ? f : undefined;
     }, 30_000);
     for (const [name, [type, labels]] of Object.entries(expected)) {
       const family = (peerFamilies.test(name) ? withPeer : ours).get(name);

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { freePort, killAll, repoRoot, startServer, waitFor } from './harness.js';
+import { freePort, killAll, repoRoot, runCli, startServer, waitFor } from './harness.js';
 
 const fixtures = join(repoRoot, 'test/peer/fixtures');
 const ca = join(fixtures, 'ca.pem');
@@ -59,5 +59,12 @@ describe('TLS for clients and peers', () => {
     expect(await waitFor('replicated over TLS peers', async () => (await cb.get('secure').string()) ?? undefined, 30_000)).toBe('yes');
     const noCert = tlsClient(a.clientUrl, false);
     await expect(noCert.get('secure').string()).rejects.toThrow();
+    // etcetera status speaks TLS with etcdctl's flags, to both members; without a client certificate it is refused.
+    const status = await runCli(['status', '--endpoints', `${a.clientUrl},${b.clientUrl}`, '--cacert', ca, '--cert', cert, '--key', key, '-w', 'json']);
+    expect(status.code, status.stderr).toBe(0);
+    const rows = JSON.parse(status.stdout) as Array<{ health: boolean; leader: string }>;
+    expect(rows.map((r) => r.health)).toEqual([true, true]);
+    expect(rows[0]!.leader).toBe(rows[1]!.leader);
+    expect((await runCli(['status', '--endpoints', a.clientUrl, '--cacert', ca])).code).toBe(1);
   }, 90_000);
 });

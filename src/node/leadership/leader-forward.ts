@@ -24,6 +24,8 @@ export interface LeaderForwardHost {
   leasesReady(): Promise<void>;
   peerRequest: PeerCall;
   onRemoved(): void;
+  /** Times each hash at a revision (maintenance/timed-hash.ts). */
+  timedHashKV<T>(run: () => Promise<T>): Promise<T>;
 }
 
 export class LeaderForward {
@@ -59,7 +61,7 @@ export class LeaderForward {
         await this.#h.leasesReady();
         return state.lessor.renew(rpc.payload.id, this.#h.scheduler.nowMs());
       case 'hashKV':
-        return state.store.hashKV(rpc.payload.revision).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
+        return this.#h.timedHashKV(() => state.store.hashKV(rpc.payload.revision)).then((h) => ({ hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision }));
       case 'leaseTimeToLive':
         if (!this.#h.isLeader()) throw new EtcdError('notLeader');
         return state.lessor.timeToLive(rpc.payload.id, this.#h.scheduler.nowMs(), rpc.payload.keys);

@@ -2,6 +2,7 @@
  * etcd's Maintenance service on a member: alarms, status, defragment, hashes, the backup snapshot, leader
  * moves, and the leader's periodic corruption check.
  */
+import { timedHash } from './timed-hash.js';
 import { tmpdir } from 'node:os';
 import type { AlarmMember, AlarmType } from '../../mvcc/types.js';
 import { maintenanceSnapshot } from './maintenance-snapshot.js';
@@ -89,13 +90,13 @@ export class MaintenanceOps {
 
   async hash(ctx: RequestContext): Promise<HashResult> {
     await this.#h.auth.gate.checkMaintenanceAdmin(ctx);
-    const h = await this.#h.state().store.hash();
+    const h = await timedHash(this.#h.parts, 'hash', () => this.#h.state().store.hash());
     return { hash: h.hash, revision: h.hashRevision };
   }
 
   async hashKV(revision: number, ctx: RequestContext): Promise<HashKvResult> {
     await this.#h.auth.gate.checkMaintenanceAdmin(ctx);
-    const h = await this.#h.state().store.hashKV(revision);
+    const h = await timedHash(this.#h.parts, 'hashKV', () => this.#h.state().store.hashKV(revision));
     return { hash: h.hash, revision: h.hashRevision, compactRevision: h.compactRevision };
   }
 
@@ -157,7 +158,7 @@ export class MaintenanceOps {
       memberId: this.#h.memberId,
       members: () => this.#h.state().membership.list(),
       localHash: async (revision) => {
-        const h = await this.#h.state().store.hashKV(revision);
+        const h = await timedHash(this.#h.parts, 'hashKV', () => this.#h.state().store.hashKV(revision));
         return { hash: h.hash, compactRevision: h.compactRevision, revision: h.hashRevision };
       },
       currentRevision: () => this.#h.state().store.revision,
