@@ -3,7 +3,7 @@
  *
  * - One outbound Raft stream per peer (PeerStream): ordered, batched per event-loop turn, bounded, reconnecting.
  *   Inbound streams are the peers' outbound ones, so each direction of a pair has its own connection.
- * - Snapshots: a fresh connection each, chunked (snapshot.ts). `send()` diverts MsgSnap there by itself.
+ * - Snapshots: a fresh connection each, chunked (snapshot-stream.ts). `send()` diverts MsgSnap there by itself.
  * - `request()`: a connection per call to any URL, for members and would-be members alike.
  * Every connection begins with the token handshake (handshake.ts).
  *
