@@ -88,7 +88,9 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
 }
 
 /** The stop's stages, in the stop's order (see member-stop.ts). */
-const memberStopOrder = ['snapshots', 'disk watch', 'wear', 'prober', 'server', 'checkpoint', 'grpc', 'metrics', 'transport', 'wal', 'backend'] as const;
+// etcd's order: a leader hands over, the client port stops taking calls while those in flight finish through
+// the new leader (streams are cut after a grace), then the node stops and flushes.
+const memberStopOrder = ['snapshots', 'disk watch', 'wear', 'prober', 'handover', 'grpc', 'server', 'checkpoint', 'metrics', 'transport', 'wal', 'backend'] as const;
 
 async function runMember(o: MemberOptions, identity: Identity, token: string, fresh: boolean): Promise<RunningMember> {
   const log = o.logger;
@@ -196,6 +198,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       authorizePeer: (from) => (server.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
     server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
+    stop.add('handover', () => server.handOver());
     stop.add('server', () => server.stop());
     stop.add('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
 
