@@ -16,6 +16,8 @@ import { describeOp } from '../../chaos/check-l1.js';
 import { ServerCluster } from './server-cluster.js';
 import type { NodeTuning } from './server-node.js';
 import { Workload } from './workload.js';
+import { replaceMember } from './replace-member.js';
+import type { ServerNode } from './server-node.js';
 
 export const chaosMs = 20_000;
 export const livenessMs = 30_000;
@@ -26,6 +28,11 @@ export interface NodeSeedOptions {
   /** Members (1–5); random when absent. */
   nodes?: number;
   faults?: Set<TestFault>;
+  /**
+   * WAL damage seeds (3–5 members): one crash damages a complete record of the member's WAL (wal-damage.ts);
+   * its restart must be refused, and the operator replaces it (replace-member.ts).
+   */
+  walDamage?: boolean;
   trace?: (line: string) => void;
 }
 
@@ -34,21 +41,43 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number };
   trace: string[];
 }
 
+/**
+ * The WAL damage of a damage seed: its own stream (the seed's other draws stay as they were), and at most one
+ * damaged member per seed, so the members left always hold a quorum of the configuration.
+ */
+interface DamagePlan {
+  rng: Prng;
+}
+
+/** Whether this crash damages the member's WAL: half the crashes, while no member was damaged yet. */
+function damageNow(c: ServerCluster, damage: DamagePlan | undefined): DamagePlan | undefined {
+  if (damage === undefined || c.nodes.some((n) => n.walDamage !== undefined) || c.nodes.length < 3) return undefined;
+  if (c.walRefusals > 0 || c.nodes.some((n) => n.member.isLearner)) return undefined;
+  return damage.rng.int(2) === 0 ? damage : undefined;
+}
+
+function crashMaybeDamaged(c: ServerCluster, n: ServerNode, damage: DamagePlan | undefined): void {
+  const d = damageNow(c, damage);
+  if (d === undefined) c.crash(n);
+  else c.crashDamaged(n, d.rng.int(2) === 0 ? 'bitflip' : 'zero-sector', d.rng);
+}
+
 /** One fault of the chaos phase, and how long it lasts. */
-function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean): void {
+function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean, damage?: DamagePlan): void {
   const x = rng.next();
-  const nodes = c.nodes;
+  const nodes = c.nodes.slice();
   const pick = nodes[rng.int(nodes.length)]!;
   const ms = 300 + rng.int(3000);
   if (x < 0.3) {
-    c.crash(pick);
+    crashMaybeDamaged(c, pick, damage);
     c.loop.at(ms, () => c.restart(pick));
   } else if (x < 0.36 && allowPowerCut) {
     c.trace('POWER CUT (every member)');
+    crashMaybeDamaged(c, pick, damage);
     for (const n of nodes) c.crash(n);
     c.loop.at(ms, () => nodes.forEach((n) => c.restart(n)));
   } else if (x < 0.55 && nodes.length > 1) {
@@ -105,11 +134,11 @@ export function tuningOf(rng: Prng, faults: Set<TestFault>, seed = 0): NodeTunin
 
 export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   const rng = new Prng(o.seed ^ 0x5eed_0de);
-  const voters = o.nodes ?? 1 + rng.int(membersMax);
+  const voters = o.nodes ?? (o.walDamage === true ? 3 + rng.int(membersMax - 2) : 1 + rng.int(membersMax));
   const tuning = tuningOf(rng, o.faults ?? new Set(), o.seed);
   const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
   const w = new Workload(c, rng.fork());
-  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0 };
+  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0, walRefusals: 0, replaced: 0 };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
     stats.ops = ops.length;
@@ -120,13 +149,15 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.applyHolds = c.applyHolds;
     stats.lostBatches = c.nodes.reduce((n, node) => n + node.disk.backend.lostBatches, 0);
     stats.simEvents = c.loop.events;
+    stats.walRefusals = c.walRefusals;
     return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
   };
   // An exception out of a callback or an unhandled rejection would stop a real member: fatal for the seed.
   const onRejection = (error: unknown): void => void c.fatal.push(`unhandled rejection: ${describeError(error)}`);
   process.on('unhandledRejection', onRejection);
   try {
-    return await run(c, w, rng, stats, result);
+    const damage = o.walDamage === true ? { rng: new Prng(o.seed ^ 0xda3a_6e5) } : undefined;
+    return await run(c, w, rng, stats, result, damage);
   } finally {
     process.off('unhandledRejection', onRejection);
   }
@@ -138,16 +169,28 @@ function describeError(error: unknown): string {
 
 type Finish = (phase: NodeSeedResult['phase'], error?: string) => NodeSeedResult;
 
-async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish): Promise<NodeSeedResult> {
+async function run(
+  c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish, damage: DamagePlan | undefined,
+): Promise<NodeSeedResult> {
   const fatal = (): boolean => {
     if (c.loop.thrown !== undefined && c.fatal.length === 0) c.fatal.push(`thrown: ${describeError(c.loop.thrown)}`);
     return c.fatal.length > 0;
   };
+  // A member lost for good (a refused start on a damaged WAL) is replaced by the operator.
+  let replacing = 0;
+  c.onLost = (lost) => {
+    replacing++;
+    void replaceMember(c, lost, c.nodes.length + 1 + stats.replaced + replacing).then(() => {
+      replacing--;
+      stats.replaced++;
+    });
+  };
+  const operatorDone = (): boolean => replacing === 0 && c.nodes.every((n) => n.walDamage === undefined);
   for (const n of c.nodes) c.start(n);
   w.start(3, 2);
   // Chaos: a fault every 0.3–2.3 s (the first after the cluster had a moment to elect).
   const allowPowerCut = rng.int(3) === 0;
-  for (let t = 2000 + rng.int(1000); t < chaosMs; t += 300 + rng.int(2000)) c.loop.at(t - c.loop.nowMs, () => injectFault(c, rng, allowPowerCut));
+  for (let t = 2000 + rng.int(1000); t < chaosMs; t += 300 + rng.int(2000)) c.loop.at(t - c.loop.nowMs, () => injectFault(c, rng, allowPowerCut, damage));
   await c.loop.runUntil(chaosMs, fatal);
   if (fatal()) return result('chaos', c.fatal[0]);
 
@@ -160,9 +203,10 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
   let done = false;
   void stopping.then(() => (done = true));
   const deadline = healedAt + livenessMs;
-  await c.loop.runUntil(deadline, () => done || fatal());
+  await c.loop.runUntil(deadline, () => (done && operatorDone()) || fatal());
   if (fatal()) return result('liveness', c.fatal[0]);
   if (!done) return result('liveness', `liveness: clients did not finish within ${livenessMs} ms of the heal`);
+  if (!operatorDone()) return result('liveness', `liveness: the lost member was not replaced within ${livenessMs} ms of the heal`);
   const final = await finalRevision(c, w, deadline);
   if (fatal()) return result('liveness', c.fatal[0]);
   if (typeof final === 'string') return result('liveness', final);

@@ -33,6 +33,7 @@ import type { RevisionRecord } from '../../../src/backup/revision-record.js';
 import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';
 import { PowerLossBackend } from './power-loss-backend.js';
+import type { WalDamage } from './wal-damage.js';
 
 export interface NodeDisk {
   fs: SimFs;
@@ -86,7 +87,7 @@ export interface NodeEnv {
   trace(line: string): void;
 }
 
-const walDir = '/member/wal';
+export const walDir = '/member/wal';
 const walTuning = { segmentBytes: 256 * 1024, preallocate: false, recycleSegmentsMax: 0 };
 
 export class ServerNode {
@@ -102,6 +103,10 @@ export class ServerNode {
   incarnation = 0;
   /** Started and not crashed (it may still be booting: `server` is set once it serves). */
   up = false;
+  /** Complete records of its WAL were damaged at its last crash (wal-damage.ts): its next start must be refused. */
+  walDamage: WalDamage | undefined;
+  /** Lost for good (its start was refused): never restarted; the operator replaces it (replace-member.ts). */
+  lost = false;
 
   constructor(member: Member, env: NodeEnv, rng: Prng) {
     this.member = member;

@@ -45,6 +45,11 @@ export function kvOf(kv: KeyValue): Kv {
   return { key: fromUtf8(kv.key), value: fromUtf8(kv.value), modRev: kv.modRevision, createRev: kv.createRevision, version: kv.version, lease: kv.lease.toString() };
 }
 
+/** The members a client may use: serving, and not learners. */
+export function serving(c: ServerCluster): ServerNode[] {
+  return c.nodes.filter((n) => n.server !== undefined && !n.server.isLearner());
+}
+
 export class Workload {
   readonly recorder = new Recorder();
   readonly #c: ServerCluster;
@@ -88,9 +93,12 @@ export class Workload {
     return this.#watchers.every((w) => w.caughtUp(revision));
   }
 
-  /** A random serving member (a client's endpoint list); undefined while none serves. */
+  /**
+   * A random serving member (a client's endpoint list); undefined while none serves. A learner is no endpoint
+   * (etcd's interceptors refuse a learner most calls; a replacement member is one until promoted).
+   */
   pick(): ServerNode | undefined {
-    const up = this.#c.nodes.filter((n) => n.server !== undefined);
+    const up = serving(this.#c);
     return up.length === 0 ? undefined : up[this.#rng.int(up.length)];
   }
 
@@ -250,7 +258,7 @@ class Watcher {
   }
 
   #open(): void {
-    const up = this.#c.nodes.filter((n) => n.server !== undefined);
+    const up = serving(this.#c);
     if (up.length === 0) return;
     const node = up[this.#rng.int(up.length)]!;
     const prior = this.#session;
