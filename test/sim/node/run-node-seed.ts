@@ -18,6 +18,9 @@ import type { NodeTuning } from './server-node.js';
 import { Workload } from './workload.js';
 import { replaceMember } from './replace-member.js';
 import type { ServerNode } from './server-node.js';
+import { SimAuth } from './sim-auth.js';
+import { Coordination } from './coordination.js';
+import { checkElections, checkLocks, KeyLifetimes } from './coordination-check.js';
 
 export const chaosMs = 20_000;
 export const livenessMs = 30_000;
@@ -33,6 +36,10 @@ export interface NodeSeedOptions {
    * its restart must be refused, and the operator replaces it (replace-member.ts).
    */
   walDamage?: boolean;
+  /** Lock/Election clients beside the workload (coordination.ts), judged by coordination-check.ts. */
+  coordination?: boolean;
+  /** Auth on: users, roles, tokens for every client, intruders getting etcd's errors (sim-auth.ts). */
+  auth?: boolean;
   trace?: (line: string) => void;
 }
 
@@ -41,7 +48,7 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number; locks: number; wins: number; authErrors: number };
   trace: string[];
 }
 
@@ -135,10 +142,19 @@ export function tuningOf(rng: Prng, faults: Set<TestFault>, seed = 0): NodeTunin
 export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   const rng = new Prng(o.seed ^ 0x5eed_0de);
   const voters = o.nodes ?? (o.walDamage === true ? 3 + rng.int(membersMax - 2) : 1 + rng.int(membersMax));
-  const tuning = tuningOf(rng, o.faults ?? new Set(), o.seed);
+  const tuning = { ...tuningOf(rng, o.faults ?? new Set(), o.seed), ...(o.auth === true ? { auth: true } : {}) };
   const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
-  const w = new Workload(c, rng.fork());
-  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0, walRefusals: 0, replaced: 0 };
+  const auth = o.auth === true ? new SimAuth(c, o.seed) : undefined;
+  const w = new Workload(c, rng.fork(), auth);
+  const extras: Extras = {
+    ...(o.walDamage === true ? { damage: { rng: new Prng(o.seed ^ 0xda3a_6e5) } } : {}),
+    ...(auth !== undefined ? { auth } : {}),
+    ...(o.coordination === true ? { coordination: new Coordination(c, new Prng(o.seed ^ 0xc00_4d), auth) } : {}),
+  };
+  const stats: NodeSeedResult['stats'] = {
+    nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0,
+    walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0,
+  };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
     stats.ops = ops.length;
@@ -150,14 +166,16 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.lostBatches = c.nodes.reduce((n, node) => n + node.disk.backend.lostBatches, 0);
     stats.simEvents = c.loop.events;
     stats.walRefusals = c.walRefusals;
+    stats.locks = extras.coordination?.counts.locks ?? 0;
+    stats.wins = extras.coordination?.counts.wins ?? 0;
+    stats.authErrors = [...(auth?.seen.values() ?? [])].reduce((a, b) => a + b, 0);
     return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
   };
   // An exception out of a callback or an unhandled rejection would stop a real member: fatal for the seed.
   const onRejection = (error: unknown): void => void c.fatal.push(`unhandled rejection: ${describeError(error)}`);
   process.on('unhandledRejection', onRejection);
   try {
-    const damage = o.walDamage === true ? { rng: new Prng(o.seed ^ 0xda3a_6e5) } : undefined;
-    return await run(c, w, rng, stats, result, damage);
+    return await run(c, w, rng, stats, result, extras);
   } finally {
     process.off('unhandledRejection', onRejection);
   }
@@ -169,9 +187,52 @@ function describeError(error: unknown): string {
 
 type Finish = (phase: NodeSeedResult['phase'], error?: string) => NodeSeedResult;
 
-async function run(
-  c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish, damage: DamagePlan | undefined,
-): Promise<NodeSeedResult> {
+/** What a seed runs beside the plain workload. */
+interface Extras {
+  damage?: DamagePlan;
+  auth?: SimAuth;
+  coordination?: Coordination;
+}
+
+/** Auth set up first (no chaos yet), then the workload, the Lock/Election clients and the intruders. */
+async function startActors(c: ServerCluster, w: Workload, x: Extras): Promise<string | undefined> {
+  if (x.auth !== undefined) {
+    let ready = false;
+    void x.auth.setup().then(() => (ready = true));
+    await c.loop.runUntil(c.loop.nowMs + 10_000, () => ready || c.fatal.length > 0);
+    if (!ready) return c.fatal[0] ?? 'auth setup did not finish within 10 s';
+    x.auth.startIntruders(() => w.pick());
+  }
+  w.start(3, 2);
+  x.coordination?.start(4, 2, 1);
+  return undefined;
+}
+
+/** Clients, Lock/Election clients and intruders finish their calls and stop. */
+function stopActors(w: Workload, x: Extras): Promise<unknown> {
+  return Promise.all([w.stopClients(), x.coordination?.stop(), x.auth?.stop()]);
+}
+
+/** The checks of the extras: Lock/Election (coordination-check.ts) and auth (sim-auth.ts). */
+function extraViolations(w: Workload, x: Extras): string[] {
+  const out: string[] = [];
+  if (x.coordination !== undefined) {
+    const keys = new KeyLifetimes(w.recorder.watches);
+    out.push(...checkLocks(x.coordination.holds, keys), ...checkElections(x.coordination.wins, x.coordination.seen, keys));
+  }
+  if (x.auth !== undefined) {
+    out.push(...x.auth.violations);
+    for (const s of w.recorder.watches) {
+      for (const r of s.responses) {
+        for (const e of r.events) if (x.auth.refusedValues.has(e.kv.value)) out.push(`auth: the refused write of ${e.kv.value} to ${e.kv.key} is in the key space at revision ${e.kv.modRev}`);
+      }
+    }
+  }
+  return out;
+}
+
+async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish, x: Extras): Promise<NodeSeedResult> {
+  const damage = x.damage;
   const fatal = (): boolean => {
     if (c.loop.thrown !== undefined && c.fatal.length === 0) c.fatal.push(`thrown: ${describeError(c.loop.thrown)}`);
     return c.fatal.length > 0;
@@ -187,7 +248,8 @@ async function run(
   };
   const operatorDone = (): boolean => replacing === 0 && c.nodes.every((n) => n.walDamage === undefined);
   for (const n of c.nodes) c.start(n);
-  w.start(3, 2);
+  const notStarted = await startActors(c, w, x);
+  if (notStarted !== undefined) return result('chaos', notStarted);
   // Chaos: a fault every 0.3–2.3 s (the first after the cluster had a moment to elect).
   const allowPowerCut = rng.int(3) === 0;
   for (let t = 2000 + rng.int(1000); t < chaosMs; t += 300 + rng.int(2000)) c.loop.at(t - c.loop.nowMs, () => injectFault(c, rng, allowPowerCut, damage));
@@ -199,7 +261,7 @@ async function run(
   c.heal();
   for (const n of c.nodes) c.restart(n);
   const healedAt = c.loop.nowMs;
-  const stopping = w.stopClients();
+  const stopping = stopActors(w, x);
   let done = false;
   void stopping.then(() => (done = true));
   const deadline = healedAt + livenessMs;
@@ -217,10 +279,11 @@ async function run(
   await c.loop.runUntil(c.loop.nowMs + 1000, () => closed);
 
   const report = checkHistory(w.recorder.history(), { finalRev: final });
-  if (report.violations.length > 0) {
-    const first = report.violations[0]!;
+  const violations = [...report.violations, ...extraViolations(w, x)];
+  if (violations.length > 0) {
+    const first = violations[0]!;
     const related = w.recorder.ops.filter((op) => first.includes(`#${op.id} `)).map(describeOp);
-    return result('check', `${report.violations.length} violation(s): ${first}${related.length > 0 ? ` (${related.join('; ')})` : ''}`);
+    return result('check', `${violations.length} violation(s): ${first}${related.length > 0 ? ` (${related.join('; ')})` : ''}`);
   }
   return result('check');
 }

@@ -34,6 +34,7 @@ import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';
 import { PowerLossBackend } from './power-loss-backend.js';
 import type { WalDamage } from './wal-damage.js';
+import { simAuthOptions } from './sim-auth.js';
 
 export interface NodeDisk {
   fs: SimFs;
@@ -60,6 +61,8 @@ export interface NodeTuning {
   walCommitDelayMs: number;
   /** Segments zero-filled before use and recycled, as every production profile does. */
   walPreallocate: boolean;
+  /** Auth seeds: the members' auth made deterministic, with short token TTLs (sim-auth.ts). */
+  auth?: boolean;
   faults: Set<TestFault>;
 }
 
@@ -214,6 +217,8 @@ export class ServerNode {
       scheduler,
       randomMemberId: () => (BigInt(this.#ids.int(2 ** 32)) << 32n) | BigInt(this.#ids.int(2 ** 32)),
       ...(t.faults.size > 0 ? { unsafeTestFaults: t.faults } : {}),
+      // Token prefixes from a stream of the member and incarnation (the seed's other draws stay as they were).
+      ...(t.auth === true ? { auth: simAuthOptions(new Prng(Number(this.id % 0x7fffffffn) ^ (this.incarnation * 0x2545f491))) } : {}),
       saveSnapshot: (s) => (ackBeforePersist ? env.loop.sleep(500, owner).then(() => wal.saveSnapshot(s)) : wal.saveSnapshot(s)),
       snapshotData: {
         source: async (meta: SnapshotMeta) => {
