@@ -55,7 +55,11 @@ export function createServerAuth(host: ServerAuthHost, options: ServerAuthOption
     ...host,
     gate,
     bcryptCost: options.bcryptCost ?? bcryptCostDefault,
-    passwords: { now: () => scheduler.nowMs(), ...(d !== undefined ? { verifyHash: (p: string, h: string) => d.verifyHash(p, h) } : {}) },
+    passwords: {
+      now: () => scheduler.nowMs(),
+      sleep: (ms: number) => new Promise<void>((resolve) => void scheduler.after(ms, resolve)),
+      ...(d !== undefined ? { verifyHash: (p: string, h: string) => d.verifyHash(p, h) } : {}),
+    },
     ...(d !== undefined ? { tokenPrefix: () => d.tokenPrefix() } : {}),
   });
   host.auth().setHooks(tokens);
