@@ -108,8 +108,18 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
     const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
     const transport = new PeerTransport({
       ...transportBase(o, identity, token, driver),
-      // A witness answers no request (joins, member changes, leases go to data members) and takes no state.
-      onRequest: async (req) => ({ ok: false, error: `a witness serves no ${req.method} request: ask a data member` }),
+      // A witness answers no request (joins, member changes, leases go to data members) and takes no state,
+      // except a data member's word that it was removed (`etcdctl member remove`): its own removal's commit
+      // may never reach it, since the leader stops replicating to it as it applies the change.
+      onRequest: async (req) => {
+        if (req.method === 'removed' && (req.payload as { id?: unknown } | undefined)?.id === identity.memberId) {
+          log.warn('this witness was removed from the cluster; stopping', { member: hex(identity.memberId) });
+          resolveStopped({ reason: 'removed from the cluster' });
+          setImmediate(() => void close());
+          return { ok: true, payload: {} };
+        }
+        return { ok: false, error: `a witness serves no ${req.method} request: ask a data member` };
+      },
       // A data leader sends a witness snapshot metadata over an empty stream: it moves the start of the log.
       onSnapshot: (_from, snapshot, message) => {
         if (snapshot.data.byteLength > 0) throw new Error('a witness holds no state: it takes no snapshot data');
