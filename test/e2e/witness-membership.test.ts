@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, etcdctl, exitWithin, haveEtcdctl, killAll, startServer, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, etcdctl, exitWithin, freePort, haveEtcdctl, killAll, startServer, waitFor, type ServerProcess } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -123,6 +123,18 @@ describe('a witness in the membership', () => {
     await clientOf(a).put('after-witness-removed').value('x');
     expect((await clientOf(b).get('after-witness-removed').string())).toBe('x');
   }, 120_000);
+
+  it('etcd\'s add-then-start (--initial-cluster-state existing) is refused for a witness, pointing at --server and --token', async () => {
+    // etcd's MemberAdd has no witness field: a member added with it would be a data voter, never a witness.
+    const peerPort = await freePort();
+    const w = await startServer({
+      name: 'wx', command: 'witness', waitReady: false, peerPort,
+      args: ['--initial-cluster', `wa=http://127.0.0.1:1,wx=http://127.0.0.1:${peerPort}`, '--initial-cluster-state', 'existing'],
+    });
+    const code = await exitWithin(w, 15_000);
+    expect(w.output.join('\n')).toContain('a witness joins a running cluster with --server');
+    expect(code).toBe(1);
+  }, 30_000);
 
   it.runIf(haveEtcdctl())('a data member replaced by a witness, then the witness by a data member: quorum kept throughout, nothing acknowledged lost', async () => {
     const token = 'wconv';
