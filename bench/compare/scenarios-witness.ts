@@ -68,6 +68,7 @@ export const witnessScenario: Scenario = {
       const conns = openConnections(leader.clientUrl, connectionsFor(clients));
       const value = Buffer.alloc(valueBytes, 0x61);
       const requests = Array.from({ length: keySpace }, (_, i) => encodePut(Buffer.from(`wit/${String(i).padStart(6, '0')}`), value));
+      const cpuBefore = sampleProc(cluster.pid(third) ?? -1)?.cpuMs ?? NaN;
       let r;
       try {
         r = await closedLoop({
@@ -83,6 +84,7 @@ export const witnessScenario: Scenario = {
       // Heartbeats carry the data members' durable index to the witness; a few let it drop what they hold.
       await sleep(3000);
       const t = sampleProc(cluster.pid(third) ?? -1);
+      const cpuMsPerKput = t === undefined ? NaN : ((t.cpuMs - cpuBefore) * 1000) / r.opsAll;
       const d = sampleProc(cluster.pid(leader) ?? -1);
       if (t === undefined || d === undefined) throw new Error('a member exited');
       const thirdDisk = diskBytes(third.dataDir) / 2 ** 20;
@@ -90,12 +92,13 @@ export const witnessScenario: Scenario = {
       const floorKb = ctx.system === 'etcetera' ? await nodeAloneRssKb() : NaN;
       const entries = third.witness ? await witnessLogEntries(third) : NaN;
       const written = (r.opsAll * valueBytes) / 2 ** 20;
-      ctx.log(`  ${cluster.describe()}${third.witness ? ' (m3 a witness)' : ''}: ${r.opsPerSec.toFixed(0)} puts/s (${written.toFixed(0)} MiB of values); third voter RSS ${mb(t.rssKb).toFixed(1)} MB (anon ${mb(t.rssAnonKb).toFixed(1)}, file ${mb(t.rssFileKb).toFixed(1)}, peak ${mb(t.peakRssKb).toFixed(1)}), disk ${thirdDisk.toFixed(2)} MiB${third.witness ? `, ${entries} log entries held` : ''}; data leader RSS ${mb(d.rssKb).toFixed(1)} MB, disk ${dataDisk.toFixed(1)} MiB${ctx.system === 'etcetera' ? `; node alone ${mb(floorKb).toFixed(1)} MB` : ''}`);
+      ctx.log(`  ${cluster.describe()}${third.witness ? ' (m3 a witness)' : ''}: ${r.opsPerSec.toFixed(0)} puts/s (${written.toFixed(0)} MiB of values); third voter RSS ${mb(t.rssKb).toFixed(1)} MB (anon ${mb(t.rssAnonKb).toFixed(1)}, file ${mb(t.rssFileKb).toFixed(1)}, peak ${mb(t.peakRssKb).toFixed(1)}), disk ${thirdDisk.toFixed(2)} MiB, CPU ${cpuMsPerKput.toFixed(0)} ms per 1,000 puts${third.witness ? `, ${entries} log entries held` : ''}; data leader RSS ${mb(d.rssKb).toFixed(1)} MB, disk ${dataDisk.toFixed(1)} MiB${ctx.system === 'etcetera' ? `; node alone ${mb(floorKb).toFixed(1)} MB` : ''}`);
       return [
         { key: 'wit.rate', label: `puts of 1 KiB, ${clients} clients`, unit: 'puts/s', better: 'higher', value: r.opsPerSec },
         { key: 'wit.third.rss', label: 'third voter RSS at rest after the load', unit: 'MB', better: 'lower', value: mb(t.rssKb) },
         { key: 'wit.third.anon', label: 'same, its anonymous memory (RssAnon)', unit: 'MB', better: 'lower', value: mb(t.rssAnonKb) },
         { key: 'wit.third.peak', label: 'third voter peak RSS', unit: 'MB', better: 'lower', value: mb(t.peakRssKb) },
+        { key: 'wit.third.cpu', label: 'third voter CPU per 1,000 puts (the 3 s at rest included)', unit: 'ms', better: 'lower', value: cpuMsPerKput },
         { key: 'wit.third.disk', label: 'third voter data directory on disk', unit: 'MiB', better: 'lower', value: thirdDisk },
         { key: 'wit.data.rss', label: 'data leader RSS at rest', unit: 'MB', better: 'lower', value: mb(d.rssKb) },
         { key: 'wit.data.disk', label: 'data leader data directory on disk', unit: 'MiB', better: 'lower', value: dataDisk },
