@@ -17,7 +17,7 @@ import { withMemberDefaults, type MemberOptionsInput } from './config/member-opt
 
 export type { MemberOptions, MemberOptionsInput, ClusterBootstrap, TlsFiles } from './config/member-options.js';
 export type { EtcdApi } from './node/server-api.js';
-export { EmbeddedClient } from './api/embedded-client.js';
+export { EmbeddedClient, type EmbeddedClientOptions } from './api/embedded-client.js';
 export { EtcdError } from './node/errors.js';
 export * from './mvcc/types.js';
 export * from './backup/index.js';
@@ -28,7 +28,7 @@ export interface Etcetera {
   /** Client URLs with their bound ports. */
   readonly clientUrls: string[];
   readonly peerUrl: string;
-  /** KV, Txn, Watch and Lease, called in process. */
+  /** KV, Txn, Watch and Lease, called in process; under auth, `await client.authenticate(user, password)`. */
   readonly client: EmbeddedClient;
   /** The member's whole API (what the gRPC services call). */
   readonly api: RunningMember['server'];

@@ -4,7 +4,7 @@
  * every run, the ratio etcetera/etcd and the issue's target. JSON goes to bench/results/<date>-<mode>.json.
  *
  *   --quick            short durations (a smoke run of the harness, ~3 min)
- *   --scenario a,b     only these (puts, slow-fsync, at-rest, sd-stalls, reads, memory, memory-1m,
+ *   --scenario a,b     only these (puts, slow-fsync, at-rest, sd-stalls, reads, watch, memory, memory-1m,
  *                      memory-kube, memory-cluster, memory-cgroup, witness)
  *   --low-end          every server capped at half a core and 512 MiB, every fsync delayed 20 ms (SD card)
  *   --reps N           runs per system (default 2)
@@ -25,11 +25,11 @@ import { makeCaps } from './proc.js';
 import { profileMarkdown, summarizeProfiles } from './profile.js';
 import { describeMachine, machineMarkdown, markdown, Results } from './report.js';
 import { memoryScenarios } from './scenarios-memory.js';
-import { reads } from './scenarios-read.js';
+import { reads, watchOnly } from './scenarios-read.js';
 import { witnessScenario } from './scenarios-witness.js';
 import { atRest, putsPlain, putsSlowFsync, sdStalls } from './scenarios-write.js';
 
-const all: Scenario[] = [putsPlain, putsSlowFsync, atRest, sdStalls, reads, ...memoryScenarios, witnessScenario];
+const all: Scenario[] = [putsPlain, putsSlowFsync, atRest, sdStalls, reads, watchOnly, ...memoryScenarios, witnessScenario];
 
 const { values: args } = parseArgs({
   options: {

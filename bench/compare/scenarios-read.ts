@@ -117,3 +117,11 @@ export const reads: Scenario = {
     });
   },
 };
+
+/** The watch fan-out alone (also part of `reads`): for profiling delivery with --cpu-prof. */
+export const watchOnly: Scenario = {
+  name: 'watch',
+  title: '5w. watch fan-out alone (3 members)',
+  seconds: (quick) => (quick ? 5 : 10),
+  run: (ctx) => withCluster(ctx, { size: 3 }, (cluster) => watchFanOut(ctx, cluster)),
+};

@@ -173,13 +173,17 @@ export const passwordChecksMax = 2;
 export const passwordChecksQueuedMax = 64;
 /**
  * Past passwordFailuresFree wrong passwords in a row, a user's next check waits passwordBackoffMsMin,
- * doubling per further failure up to the max, and a check inside the wait fails at once as a wrong password
- * without bcrypt: parallel guesses at one user cost about one bcrypt run per wait. A right password clears
- * it. The free failures keep etcd's answers for a client that mistypes and retries at once.
+ * doubling per further failure up to the max, and a check inside the wait fails as a wrong password without
+ * bcrypt, answered when the wait ends: parallel guesses at one user cost about one bcrypt run per wait, and a
+ * caller that sends its next guess as soon as it is answered gets one answer per wait (answered at once, 50
+ * such callers sent thousands a second and slowed every put; issue 20's measurement). A right password
+ * clears it. The free failures keep etcd's answers for a client that mistypes and retries at once.
  */
 export const passwordFailuresFree = 3;
 export const passwordBackoffMsMin = 250;
 export const passwordBackoffMsMax = 8_000;
+/** Refusals held until their user's backoff ends; past it they are answered at once (each holds a timer). */
+export const passwordRefusalsHeldMax = 4096;
 /** Users with a backoff remembered; the oldest is forgotten past it (users can be added without bound). */
 export const passwordBackoffUsersMax = 10_000;
 /** etcd's --auth-token-ttl default, seconds. */

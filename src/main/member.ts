@@ -1,8 +1,9 @@
 /**
  * Starting and stopping one etcetera member: the composition root. Bootstrap (bootstrap.ts) decides between
  * restart, new cluster, k3s-style join and etcd static bootstrap; storage.ts opens the WAL and the backend;
- * this file builds, in dependency order, the Raft driver, the peer transport (peers.ts), the node
- * (src/node/etcd-server.ts) and the gRPC server, and starts them.
+ * this file builds, in dependency order and with nothing patched in afterwards, the stop sequence
+ * (member-stop.ts), the Raft driver, the peer transport with its port bound (peers.ts), the node
+ * (src/node/etcd-server.ts), which then serves that port, and the gRPC server, and starts them.
  *
  * Data directory layout:
  *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
@@ -22,14 +23,13 @@ import { grpcOptionsOf, initialCheckHost, instrumentMember } from './member-etcd
 import { registerMemberMetrics } from '../metrics/member-metrics.js';
 import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
-import type { SnapshotScheduler } from '../backup/snapshot-scheduler.js';
 import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
 import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { PeerTransport } from '../peer/transport.js';
 import { registerTransportMetrics } from '../peer/transport-metrics.js';
-import { startPeerProber, type PeerProber } from '../peer/peer-prober.js';
-import { startMetricsHttp, type MetricsHttp } from '../metrics/metrics-http.js';
+import { startPeerProber } from '../peer/peer-prober.js';
+import { startMetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { writeIdentity, type Identity } from '../node/identity.js';
@@ -40,7 +40,7 @@ import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStre
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
-import { startDiskWatch, type DiskWatch } from './disk-watch.js';
+import { startDiskWatch } from './disk-watch.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
 import { registerClientTraffic } from '../metrics/client-traffic.js';
@@ -48,6 +48,7 @@ import { WearWatch } from './wear-watch.js';
 import { registerWearMetrics } from '../metrics/wear-metrics.js';
 import { createJsonHandler } from '../metrics/metrics-http.js';
 import { memberStatus } from './member-status.js';
+import { MemberStop } from './member-stop.js';
 
 export interface RunningMember {
   readonly memberId: bigint;
@@ -86,15 +87,20 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
   }
 }
 
+/** The stop's stages, in the stop's order (see member-stop.ts). */
+// etcd's order: a leader hands over, the client port stops taking calls while those in flight finish through
+// the new leader (streams are cut after a grace), then the node stops and flushes.
+const memberStopOrder = ['snapshots', 'disk watch', 'wear', 'prober', 'handover', 'grpc', 'server', 'checkpoint', 'metrics', 'transport', 'wal', 'backend'] as const;
+
 async function runMember(o: MemberOptions, identity: Identity, token: string, fresh: boolean): Promise<RunningMember> {
   const log = o.logger;
   const memberDir = join(o.dataDir, 'member');
-  // Until the server runs, a WAL failure also rejects the open or save that met it: nothing more to do.
-  let fatal: (error: unknown) => void = () => {};
-  const storage = await openMemberStorage(o, identity, fresh, (error) => fatal(error));
+  const stop = new MemberStop(log, memberStopOrder, 'stopped');
+  // Until the member runs, a WAL failure also rejects the open or save that met it, and the start fails.
+  const storage = await openMemberStorage(o, identity, fresh, (error) => stop.fatal(error));
   const { backend, state, stateOptions, wal, walState, snapshotData, applied } = storage;
-  // What a start that fails half-way must close again (the lock, the backend, listeners), in reverse order.
-  const toClose: Array<() => Promise<unknown>> = [...storage.closers];
+  stop.add('wal', () => wal.close());
+  stop.add('backend', () => backend.close());
   try {
     if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
     const node = createRawNode(o, identity.memberId, storage);
@@ -108,11 +114,6 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     const refused = joinsRefusedWarning(token);
     if (refused !== undefined) log.warn(refused);
-    // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
-    // while the token is public.
-    const joinsAccepted = isSecretToken(token);
-    const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
-      !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
 
     const wear = new WearWatch({
       enduranceTbw: o.storageEnduranceTbw,
@@ -122,69 +123,28 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       fsyncSeconds: () => wal.metrics.syncSeconds,
       logger: log,
     });
+    stop.add('wear', () => wear.stop());
     const metrics = createServerMetrics();
     const grpcMetrics = instrumentMember(metrics.registry, backend);
-    let resolveStopped!: (v: { reason: string }) => void;
-    const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
-    let server!: EtcdServer;
+    // Outbound first; the peer port is bound now (the member is built with its URL) and served once the
+    // server that answers it exists.
     const transport = new PeerTransport({
       ...transportBase(o, identity, token, driver),
-      onRequest: async (req) => {
-        try {
-          return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
-        } catch (error) {
-          return { ok: false, ...describePeerError(error) };
-        }
-      },
-      snapshotSink: snapshotData,
       onPeerRefused: (_id, refusal) => {
         // A peer refuses us because the cluster removed this member while it was away.
         if (refusal.code === 'removed') {
           log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason: refusal.reason });
-          resolveStopped({ reason: 'removed from the cluster' });
-          void close();
+          stop.request('removed from the cluster');
         }
       },
-      authorizePeer: (from) => (server?.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
-    toClose.push(() => transport.close());
-    const { port: peerPort } = await transport.start();
+    stop.add('transport', () => transport.close());
+    const { port: peerPort } = await transport.listen();
     if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
     const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
-
-    const peerRequest = peerRequestOf(transport);
     const peers = new PeerSync(transport, identity.memberId);
 
-    let grpc: GrpcServerHandle | undefined;
-    let metricsHttp: MetricsHttp | undefined;
-    let scheduledSnapshots: SnapshotScheduler | undefined;
-    let diskWatch: DiskWatch | undefined;
-    let prober: PeerProber | undefined;
-    let closing: Promise<void> | undefined;
-    const close = (): Promise<void> =>
-      (closing ??= (async () => {
-        // Each stage's time is logged: a stop must fit a service manager's timeout (etcd: under 2 s).
-        const stages: Record<string, number> = {};
-        const stage = async (name: string, step: () => Promise<unknown> | undefined): Promise<void> => {
-          const t0 = performance.now();
-          await step();
-          stages[name] = Math.round(performance.now() - t0);
-        };
-        await stage('snapshots', () => scheduledSnapshots?.stop());
-        await stage('disk watch', () => diskWatch?.stop());
-        wear.stop();
-        prober?.stop();
-        await stage('server', () => server.stop());
-        await stage('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
-        await stage('grpc', () => grpc?.close(500));
-        await stage('metrics', () => metricsHttp?.close());
-        await stage('transport', () => transport.close());
-        await stage('wal', () => wal.close());
-        await stage('backend', () => backend.close());
-        log.info('stopped', { ms: stages });
-      })());
-
-    server = new EtcdServer({
+    const server = new EtcdServer({
       memberId: identity.memberId,
       clusterId: identity.clusterId,
       name: o.name,
@@ -209,30 +169,41 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         o.unsafeTestFaults?.has('ack-before-persist') === true
           ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
           : wal.saveSnapshot(s),
-      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => fatal(error)),
-      peerRequest,
+      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => stop.fatal(error)),
+      peerRequest: peerRequestOf(transport),
       syncPeers: (members) => peers.sync(members.length > 0 ? members : identity.joinPeers),
-      onRemoved: () => {
-        resolveStopped({ reason: 'removed from the cluster' });
-        void close();
-      },
+      onRemoved: () => stop.request('removed from the cluster'),
       notifyRemoved: (member) => void notifyRemoved(transport, member, log),
-      onFatal: (error) => fatal(error),
+      onFatal: (error) => stop.fatal(error),
       auth: {
         ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
         clientCertAuth: o.clientTls?.clientCertAuth === true,
       },
     }, driver);
-    fatal = (error) => {
-      log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
-      resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
-      void close().catch(() => {});
-    };
+    // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
+    // while the token is public.
+    const joinsAccepted = isSecretToken(token);
+    const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
+      !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
+    transport.serve({
+      onMessages: (msgs) => driver.step(msgs),
+      onRequest: async (req) => {
+        try {
+          return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
+        } catch (error) {
+          return { ok: false, ...describePeerError(error) };
+        }
+      },
+      snapshotSink: snapshotData,
+      authorizePeer: (from) => (server.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
+    });
     server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
-    toClose.push(() => close());
+    stop.add('handover', () => server.handOver());
+    stop.add('server', () => server.stop());
+    stop.add('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
 
     const statusRoute = createJsonHandler('/status', () => memberStatus(server, { name: o.name, storageProfile: wal.profile, wear }));
-    grpc = await startGrpcServer({
+    const grpc: GrpcServerHandle = await startGrpcServer({
       api: server,
       listenUrls: o.listenClientUrls,
       leaderCheckIntervalMs: o.electionTimeoutMs,
@@ -245,21 +216,22 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         implementation: joinService({ token, handle: peerRequestGate, describeError: describePeerError }),
       }],
     });
-    const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc!.ports[i]!));
+    stop.add('grpc', () => grpc.close(500));
+    const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc.ports[i]!));
     metrics.walFsync = () => wal.metrics.syncSeconds;
-    const grpcHandle = grpc;
-    registerClientTraffic(metrics.registry, () => grpcHandle.trafficBytes());
+    registerClientTraffic(metrics.registry, () => grpc.trafficBytes());
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
     registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics, backendOpenReads: () => backend.openReads });
     registerTransportMetrics(metrics.registry, transport, identity.memberId);
     registerWearMetrics(metrics.registry, wear);
-    prober = startPeerProber({
+    const prober = startPeerProber({
       transport,
       registry: metrics.registry,
       peers: () => server.state.membership.list().flatMap((m) => (m.id !== identity.memberId && m.peerUrls[0] !== undefined ? [{ id: m.id, url: m.peerUrls[0] }] : [])),
     });
+    stop.add('prober', () => prober.stop());
     if (o.listenMetricsUrls.length > 0) {
-      metricsHttp = await startMetricsHttp({
+      const metricsHttp = await startMetricsHttp({
         listenUrls: o.listenMetricsUrls,
         registry: metrics.registry,
         health: () => countedHealth(server, metrics),
@@ -267,15 +239,19 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         routes: [statusRoute],
         logger: log,
       });
+      stop.add('metrics', () => metricsHttp.close());
     }
     if (o.scheduledSnapshots !== undefined) {
-      scheduledSnapshots = startScheduledSnapshots({
+      const scheduledSnapshots = startScheduledSnapshots({
         options: o.scheduledSnapshots, nodeName: o.name, store: { exportSnapshot: () => server.state.store.exportSnapshot() },
         serverVersion: etcdVersion, registry: metrics.registry, logger: log,
       });
+      stop.add('snapshots', () => scheduledSnapshots.stop());
     }
-    diskWatch = startDiskWatch(o, identity.memberId, server);
+    const diskWatch = startDiskWatch(o, identity.memberId, server);
+    stop.add('disk watch', () => diskWatch.stop());
     wear.start();
+    stop.arm();
     log.info('serving client requests', { clientUrls, peerUrl });
 
     return {
@@ -286,11 +262,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       peerUrl,
       metrics,
       wal,
-      stopped,
-      close,
+      stopped: stop.stopped,
+      close: () => stop.run(),
     };
   } catch (error) {
-    for (const closeOne of toClose.reverse()) await closeOne().catch(() => undefined);
+    await stop.run().catch(() => undefined);
     throw error;
   }
 }

@@ -27,7 +27,6 @@ export function transportBase(o: MemberOptions, identity: Identity, token: strin
     alsoListenUrls: o.listenPeerUrls.slice(1),
     tls: peerTlsOf(o),
     logger: o.logger.child({ component: 'transport' }),
-    onMessages: (msgs) => driver.step(msgs),
     onUnreachable: (id) => driver.reportUnreachable(id),
     onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
   };

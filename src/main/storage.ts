@@ -32,8 +32,6 @@ export interface MemberStorage {
   snapshot: Snapshot | undefined;
   /** Where apply resumes: the backend's consistent index, or the snapshot's when that is ahead. */
   applied: number;
-  /** Close what was opened, last first (the WAL and its lock, then the backend). */
-  closers: Array<() => Promise<unknown>>;
 }
 
 export async function openMemberStorage(o: MemberOptions, identity: Identity, fresh: boolean, onFatal: (error: unknown) => void): Promise<MemberStorage> {
@@ -104,7 +102,7 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
     await snapshotData.removeAll(); // what the backend holds, or a snapshot Raft never took
     const snapshot: Snapshot | undefined = walState.snapshot.index > 0 ? { meta: walState.snapshot, data: new Uint8Array(0) } : undefined;
     const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
-    return { backend, state, stateOptions, wal, walState, snapshotData, snapshot, applied, closers };
+    return { backend, state, stateOptions, wal, walState, snapshotData, snapshot, applied };
   } catch (error) {
     for (const closeOne of [...closers].reverse()) await closeOne().catch(() => undefined);
     throw error;

@@ -21,7 +21,7 @@ import type { WalTuning } from '../wal/profiles.js';
 import { Wal } from '../wal/wal.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { Registry, registerProcessMetrics } from '../metrics/metrics.js';
-import { startMetricsHttp, type HealthResult, type MetricsHttp } from '../metrics/metrics-http.js';
+import { startMetricsHttp, type HealthResult } from '../metrics/metrics-http.js';
 import { electionTicksOf } from '../node/apply/catch-up.js';
 import { RaftDriver } from '../node/driver/raft-driver.js';
 import { decodeConfChangeContext } from '../node/driver/raft-request.js';
@@ -30,6 +30,7 @@ import { walDirOf } from '../node/wal-dir.js';
 import { PeerTransport } from '../peer/transport.js';
 import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
+import { MemberStop } from './member-stop.js';
 
 /**
  * A witness's log is a tail of a few entries, so its segments are small whatever the device: the storage
@@ -71,16 +72,19 @@ export async function startWitness(options: MemberOptions): Promise<RunningWitne
   }
 }
 
+/** The stop's stages, in the stop's order (see member-stop.ts): the old close's order. */
+const witnessStopOrder = ['refresh', 'driver', 'http', 'transport', 'wal'] as const;
+
 async function runWitness(o: MemberOptions, identity: Identity, token: string): Promise<RunningWitness> {
   const log = o.logger;
-  let fatal: (error: unknown) => void = () => {};
+  const stop = new MemberStop(log, witnessStopOrder, 'witness stopped');
   const { wal, state: walState } = await Wal.open(walDirOf(o.dataDir, o.walDir), {
     profile: o.storageProfile,
     tuning: witnessWalTuning,
     logger: (line) => log.info(line),
-    onFatal: (error) => fatal(error),
+    onFatal: (error) => stop.fatal(error),
   });
-  const toClose: Array<() => Promise<unknown>> = [() => wal.close()];
+  stop.add('wal', () => wal.close());
   try {
     const node = new RawNode(
       {
@@ -104,18 +108,24 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       releaseLog: (meta) => wal.saveSnapshot({ meta, data: new Uint8Array(0) }).then(() => wal.releaseTo(meta.index)),
     }, { tickIntervalMs: o.heartbeatIntervalMs });
 
-    let resolveStopped!: (v: { reason: string }) => void;
-    const stopped = new Promise<{ reason: string }>((r) => (resolveStopped = r));
     const transport = new PeerTransport({
       ...transportBase(o, identity, token, driver),
+      onPeerRefused: (_id, refusal) => {
+        if (refusal.code !== 'removed') return;
+        log.warn('a peer refused this witness: it was removed from the cluster; stopping', { reason: refusal.reason });
+        stop.request('removed from the cluster');
+      },
+    });
+    stop.add('transport', () => transport.close());
+    const { port: peerPort } = await transport.start({
+      onMessages: (msgs) => driver.step(msgs),
       // A witness answers no request (joins, member changes, leases go to data members) and takes no state,
       // except a data member's word that it was removed (`etcdctl member remove`): its own removal's commit
       // may never reach it, since the leader stops replicating to it as it applies the change.
       onRequest: async (req) => {
         if (req.method === 'removed' && (req.payload as { id?: unknown } | undefined)?.id === identity.memberId) {
           log.warn('this witness was removed from the cluster; stopping', { member: hex(identity.memberId) });
-          resolveStopped({ reason: 'removed from the cluster' });
-          setImmediate(() => void close());
+          stop.request('removed from the cluster');
           return { ok: true, payload: {} };
         }
         return { ok: false, error: `a witness serves no ${req.method} request: ask a data member` };
@@ -125,59 +135,34 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
         if (snapshot.data.byteLength > 0) throw new Error('a witness holds no state: it takes no snapshot data');
         driver.step([message]);
       },
-      onPeerRefused: (_id, refusal) => {
-        if (refusal.code !== 'removed') return;
-        log.warn('a peer refused this witness: it was removed from the cluster; stopping', { reason: refusal.reason });
-        resolveStopped({ reason: 'removed from the cluster' });
-        void close();
-      },
     });
-    toClose.push(() => transport.close());
-    const { port: peerPort } = await transport.start();
     const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
     const peers = new WitnessPeers(new PeerSync(transport, identity.memberId), identity, peerRequestOf(transport), log);
 
     const registry = new Registry();
     registerWitnessMetrics(registry, driver, identity.memberId);
-    let http: MetricsHttp | undefined;
-    let refresh: NodeJS.Timeout | undefined;
-    let closing: Promise<void> | undefined;
-    const close = (): Promise<void> =>
-      (closing ??= (async () => {
-        clearInterval(refresh);
-        driver.stop();
-        await http?.close();
-        await transport.close();
-        await wal.close();
-        log.info('witness stopped');
-      })());
-    fatal = (error) => {
-      log.error('fatal error; stopping', { error: error instanceof Error ? error.message : String(error) });
-      resolveStopped({ reason: `fatal: ${error instanceof Error ? error.message : String(error)}` });
-      void close().catch(() => {});
-    };
     driver.start({
       // No store to fall behind: the witness only reads membership changes from what it "applies".
       applyHold: () => undefined,
       applyEntries: (entries) => {
-        if (peers.apply(driver, entries)) {
-          resolveStopped({ reason: 'removed from the cluster' });
-          void close();
-        }
+        if (peers.apply(driver, entries)) stop.request('removed from the cluster');
       },
       // Snapshot metadata from a data leader: the log restarts after it; peers added before it are asked for.
       restoreSnapshot: async () => void peers.refresh(),
       onSoftState: (state) => log.info('leader changed', { leader: hex(state.leader), role: state.role }),
       onReadStates: () => {},
       onStable: () => {},
-      onFatal: (error) => fatal(error),
+      onFatal: (error) => stop.fatal(error),
     }, transport);
-    toClose.push(() => close());
+    stop.add('driver', () => driver.stop());
     peers.start();
     void peers.refresh();
-    refresh = setInterval(() => void peers.refresh(), witnessMembersRefreshMs);
+    const refresh = setInterval(() => void peers.refresh(), witnessMembersRefreshMs);
     refresh.unref();
-    http = await startMetricsHttp({ listenUrls: [...o.listenClientUrls, ...o.listenMetricsUrls], registry, health: async () => witnessHealth(driver), logger: log });
+    stop.add('refresh', () => clearInterval(refresh));
+    const http = await startMetricsHttp({ listenUrls: [...o.listenClientUrls, ...o.listenMetricsUrls], registry, health: async () => witnessHealth(driver), logger: log });
+    stop.add('http', () => http.close());
+    stop.arm();
     log.info('witness running: votes and keeps the log tail, holds no data, serves no client', { peerUrl, healthUrls: http.urls });
     return {
       memberId: identity.memberId,
@@ -185,12 +170,12 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       clientUrls: http.urls,
       peerUrl,
       wal,
-      stopped,
+      stopped: stop.stopped,
       status: () => driver.status(),
-      close,
+      close: () => stop.run(),
     };
   } catch (error) {
-    for (const closeOne of toClose.reverse()) await closeOne().catch(() => undefined);
+    await stop.run().catch(() => undefined);
     throw error;
   }
 }

@@ -15,7 +15,7 @@
  * then never leaves a consistent index the log cannot replay past.
  *
  * Parts: flush-marks.ts (the cuts), backend-queue.ts (the I/O queue and size), physical-compaction.ts
- * (backend deletes and reclaim), kv-snapshot-io.ts (export/import), hash.ts, kv-events.ts, kv-inspect.ts.
+ * (backend deletes and reclaim), state-stream-io.ts (export/import), hash.ts, kv-events.ts, kv-inspect.ts.
  */
 import { assert, assertSafeInteger } from '../base/assert.js';
 import { quotaBackendBytesDefault, quotaBackendBytesMax, reclaimAtQuotaFraction, reclaimGarbageFraction, valueCacheBytesDefault } from '../base/limits.js';
@@ -33,7 +33,7 @@ import { readEvents } from './kv-events.js';
 import { checkCoreInvariants, liveKeyCount, retainedBytes } from './kv-inspect.js';
 import { consistentIndexKey, termKey, u64Bytes, readU64 } from './kv-meta.js';
 import { rangeRequest } from './kv-read.js';
-import { checkSnapshot, exportView, writeSnapshotInto, type SnapshotExport, type SnapshotSource } from './kv-snapshot-io.js';
+import { checkSnapshot, exportView, writeSnapshotInto, type SnapshotExport, type SnapshotSource } from './state-stream-io.js';
 import type { LeaseHooks } from './lease-hooks.js';
 import { PhysicalCompaction } from './physical-compaction.js';
 import { bytesToRevision, revisionToBytes } from './revision.js';
@@ -45,7 +45,7 @@ import {
   type RangeRequest, type RangeResponse, type TxnRequest, type TxnResponse,
 } from './types.js';
 
-export type { CheckedSnapshot, SnapshotExport, SnapshotSource } from './kv-snapshot-io.js';
+export type { CheckedSnapshot, SnapshotExport, SnapshotSource } from './state-stream-io.js';
 
 export interface KvStoreOptions {
   /** NOSPACE threshold; 0 or absent: etcd's 2 GiB default; negative: no quota; clamped to 8 GiB. */
@@ -168,8 +168,8 @@ export class KvStore {
   }
 
   /**
-   * Replace the backend's contents with a snapshot stream (from exportSnapshot), then open the store on it
-   * (kv-snapshot-io.ts: the stream is checked whole first unless it is a CheckedSnapshot, and the consistent
+   * Replace the backend's contents with a state stream (from exportSnapshot), then open the store on it
+   * (state-stream-io.ts: the stream is checked whole first unless it is a CheckedSnapshot, and the consistent
    * index is written last).
    */
   static async importSnapshot(backend: Backend, source: SnapshotSource, options: KvStoreOptions = {}): Promise<KvStore> {

@@ -75,6 +75,8 @@ export class EtcdServer implements EtcdApi {
   readonly #requests: RequestPipeline;
   readonly #auth: ServerAuth;
   #stopped = false;
+  /** The leadership hand-over of a stop, run once (handOver()). */
+  #handOver: Promise<void> | undefined;
   #watchTimer: TimerHandle | undefined;
   #compactor: AutoCompactor | undefined;
   #corruptTimer: TimerHandle | undefined;
@@ -384,21 +386,32 @@ export class EtcdServer implements EtcdApi {
 
   // ---- Lifecycle ----
 
-  /** Graceful stop: a leader hands leadership to the most caught-up voter first (etcd's TransferLeadership). */
+  /**
+   * The first step of a graceful stop: a leader hands leadership to the most caught-up voter (etcd's
+   * TransferLeadership), bounded by two election timeouts. The member keeps serving as a follower, so requests
+   * in flight finish through the new leader while the client port closes (member.ts runs that in between).
+   */
+  handOver(): Promise<void> {
+    return (this.#handOver ??= this.#transferBeforeStop());
+  }
+
+  async #transferBeforeStop(): Promise<void> {
+    if (this.#stopped || !this.#leadership.isLeader || this.#conf.voters.length <= 1) return;
+    const target = this.#maintenance.bestTransferee();
+    if (target === undefined) return;
+    const t0 = schedulerOf(this.#p).nowMs();
+    try {
+      await this.transferLeadership(target, this.#p.electionMs * 2);
+      this.#p.logger.info('leadership transferred before stopping', { to: hex(target), ms: schedulerOf(this.#p).nowMs() - t0 });
+    } catch {
+      this.#p.logger.warn('leadership transfer before stop timed out', { to: hex(target), ms: schedulerOf(this.#p).nowMs() - t0 });
+    }
+  }
+
+  /** Graceful stop: hand over (when not done already), then fail what still waits, flush and stop. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
-    if (this.#leadership.isLeader && this.#conf.voters.length > 1) {
-      const target = this.#maintenance.bestTransferee();
-      if (target !== undefined) {
-        const t0 = schedulerOf(this.#p).nowMs();
-        try {
-          await this.transferLeadership(target, this.#p.electionMs * 2);
-          this.#p.logger.info('leadership transferred before stopping', { to: hex(target), ms: schedulerOf(this.#p).nowMs() - t0 });
-        } catch {
-          this.#p.logger.warn('leadership transfer before stop timed out', { to: hex(target), ms: schedulerOf(this.#p).nowMs() - t0 });
-        }
-      }
-    }
+    await this.handOver();
     this.#stopped = true;
     this.#loops.stop();
     this.#compactor?.stop();

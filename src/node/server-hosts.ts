@@ -69,6 +69,7 @@ export function authHost(c: ServerCore): ServerAuthHost {
     commit: () => c.leadership.commit,
     waitApplied: (index: number) => c.appliedWait.wait(index),
     timeoutMs: requestTimeoutMs(c.parts.electionMs),
+    scheduler: schedulerOf(c.parts),
     awaitLeader: (ctx) => c.barrier.awaitLeader(ctx),
     linearizableBarrier: (ctx) => c.barrier.linearizableBarrier(ctx),
     propose: <R extends RaftRequest>(req: R, signal?: AbortSignal) => c.proposer.propose(req, signal),

@@ -11,7 +11,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CheckedSnapshot } from '../mvcc/kv-store.js';
-import { SnapshotDecoder } from '../mvcc/snapshot.js';
+import { StateStreamDecoder } from '../mvcc/state-stream.js';
 import type { Message, SnapshotMeta } from '../raft/types.js';
 
 const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
@@ -59,7 +59,7 @@ export class SnapshotDataDir implements SnapshotSink {
     const final = this.#path(meta);
     const tmp = `${final}.${++this.#receives}.tmp`;
     const file: FileHandle = await open(tmp, 'wx');
-    const checker = new SnapshotDecoder();
+    const checker = new StateStreamDecoder();
     let closed = false;
     const close = async (): Promise<void> => {
       if (closed) return;

@@ -7,7 +7,7 @@ import type { Logger } from '../config/log.js';
 import type { FramedConnection } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
 import { hex } from '../base/hex.js';
-import type { PeerRequest, PeerResponse, PeerTransportOptions } from './types.js';
+import type { PeerInbound, PeerRequest, PeerResponse } from './types.js';
 
 const messageTypes = new Set<string>(Object.values(MessageType));
 
@@ -35,7 +35,7 @@ export const probeMethod = 'probe';
 export async function serveRequest(
   conn: FramedConnection,
   from: NodeId,
-  onRequest: PeerTransportOptions['onRequest'],
+  onRequest: PeerInbound['onRequest'],
   timeoutMs: number,
   logger: Logger,
 ): Promise<void> {

@@ -1,6 +1,7 @@
 export { PeerTransport, defaultTransportLimits } from './transport.js';
 export { parsePeerUrl } from './connection.js';
 export {
+  type PeerInbound,
   type PeerRequest,
   type PeerRequestInfo,
   type PeerResponse,

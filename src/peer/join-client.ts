@@ -43,7 +43,6 @@ export async function askCluster<M extends PeerMethod>(o: AskOptions, urls: stri
     listenUrl: '127.0.0.1:0',
     ...(o.peerTls !== undefined ? { tls: o.peerTls } : {}),
     logger: log,
-    onMessages: () => {},
   });
   const retryMs = Math.max(joinRetryMsMin, 10 * o.electionTimeoutMs);
   const deadline = Date.now() + retryMs;

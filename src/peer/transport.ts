@@ -3,9 +3,13 @@
  *
  * - One outbound Raft stream per peer (PeerStream): ordered, batched per event-loop turn, bounded, reconnecting.
  *   Inbound streams are the peers' outbound ones, so each direction of a pair has its own connection.
- * - Snapshots: a fresh connection each, chunked (snapshot.ts). `send()` diverts MsgSnap there by itself.
+ * - Snapshots: a fresh connection each, chunked (snapshot-stream.ts). `send()` diverts MsgSnap there by itself.
  * - `request()`: a connection per call to any URL, for members and would-be members alike.
  * Every connection begins with the token handshake (handshake.ts).
+ *
+ * Outbound needs nothing but the options; inbound connections are answered by the PeerInbound given to serve().
+ * `listen()` binds first (a member's peer URL names the bound port, and the member is built with it); peers that
+ * connect before `serve()` wait, their sockets held unread.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
@@ -30,6 +34,7 @@ import { receiveSnapshot, streamSnapshot } from './snapshot-stream.js';
 import { probeMethod, serveRequest, validateMessages } from './inbound.js';
 import {
   type PeerRequest,
+  type PeerInbound,
   type PeerResponse,
   type PeerStats,
   type PeerTransportLimits,
@@ -63,6 +68,9 @@ export class PeerTransport {
   #peers = new Map<NodeId, PeerStream>();
   #stats = new Map<NodeId, PeerStats>();
   #inbound = new Set<FramedConnection>();
+  #serving: PeerInbound | undefined;
+  /** Connections accepted between listen() and serve(). */
+  #held: net.Socket[] = [];
   #closed = false;
 
   constructor(options: PeerTransportOptions) {
@@ -81,13 +89,30 @@ export class PeerTransport {
 
   /**
    * Listens on listenUrl (and alsoListenUrls: etcd --listen-peer-urls may name several, e.g. loopback and the
-   * node's address, as k3s writes it). Resolves with listenUrl's bound port (useful with port 0).
+   * node's address, as k3s writes it). Resolves with listenUrl's bound port (useful with port 0). Connections
+   * wait for serve().
    */
-  async start(): Promise<{ port: number }> {
-    assert(this.#server === undefined && !this.#closed, 'transport already started or closed');
+  async listen(): Promise<{ port: number }> {
+    assert(this.#server === undefined && !this.#closed, 'transport already listening or closed');
     const port = await this.#listen(this.#o.listenUrl, (server) => (this.#server = server));
     for (const url of this.#o.alsoListenUrls ?? []) await this.#listen(url, (server) => this.#extraServers.push(server));
     return { port };
+  }
+
+  /** Answers peers' connections from now on, those waiting since listen() first. */
+  serve(inbound: PeerInbound): void {
+    assert(this.#serving === undefined, 'transport already serving');
+    this.#serving = inbound;
+    const held = this.#held;
+    this.#held = [];
+    for (const socket of held) this.#accept(socket);
+  }
+
+  /** listen() and serve() at once, for a node that exists before its port does. */
+  async start(inbound: PeerInbound): Promise<{ port: number }> {
+    const bound = await this.listen();
+    this.serve(inbound);
+    return bound;
   }
 
   async #listen(url: string, keep: (server: net.Server) => void): Promise<number> {
@@ -250,6 +275,8 @@ export class PeerTransport {
     this.#peers.clear();
     for (const conn of this.#inbound) conn.destroy();
     this.#inbound.clear();
+    for (const socket of this.#held) socket.destroy();
+    this.#held = [];
     const servers = [...(this.#server !== undefined ? [this.#server] : []), ...this.#extraServers];
     await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
   }
@@ -283,33 +310,40 @@ export class PeerTransport {
 
   #accept(socket: net.Socket): void {
     if (this.#closed) return void socket.destroy();
-    if (this.#inbound.size >= this.#limits.inboundConnectionsMax) {
+    if (this.#inbound.size + this.#held.length >= this.#limits.inboundConnectionsMax) {
       // Unauthenticated connections cost memory until their handshake times out; cap them.
       this.#logger.warn('too many inbound peer connections; closing a new one', { remote: socket.remoteAddress, max: this.#limits.inboundConnectionsMax });
       return void socket.destroy();
     }
+    const inbound = this.#serving;
+    if (inbound === undefined) {
+      this.#held.push(socket);
+      // A peer that gives up while waiting leaves no socket behind.
+      socket.once('close', () => (this.#held = this.#held.filter((s) => s !== socket)));
+      return;
+    }
     const conn = new FramedConnection(socket);
     this.#inbound.add(conn);
     conn.onClose(() => this.#inbound.delete(conn));
-    void this.#serve(conn);
+    void this.#serve(conn, inbound);
   }
 
-  async #serve(conn: FramedConnection): Promise<void> {
+  async #serve(conn: FramedConnection, inbound: PeerInbound): Promise<void> {
     let peer;
     try {
-      peer = await acceptHandshake(conn, this.#identity, this.#limits.handshakeTimeoutMs, this.#o.authorizePeer);
+      peer = await acceptHandshake(conn, this.#identity, this.#limits.handshakeTimeoutMs, inbound.authorizePeer);
     } catch (err) {
       this.#logger.warn('peer connection refused', { remote: conn.remoteAddress, error: (err as Error).message });
       if (!(err instanceof Error && err.name === 'PeerAuthError')) conn.destroy();
       return;
     }
     const { kind, from } = peer;
-    if (kind === 'raft') return this.#serveRaft(conn, from);
-    if (kind === 'snapshot') return this.#serveSnapshot(conn, from);
-    return serveRequest(conn, from, this.#o.onRequest, this.#limits.requestTimeoutMs, this.#logger);
+    if (kind === 'raft') return this.#serveRaft(conn, from, inbound);
+    if (kind === 'snapshot') return this.#serveSnapshot(conn, from, inbound);
+    return serveRequest(conn, from, inbound.onRequest, this.#limits.requestTimeoutMs, this.#logger);
   }
 
-  #serveRaft(conn: FramedConnection, from: NodeId): void {
+  #serveRaft(conn: FramedConnection, from: NodeId, inbound: PeerInbound): void {
     this.#peers.get(from)?.redialNow();
     const stats = this.#statsFor(from);
     let lastBytes = conn.bytesRead;
@@ -323,15 +357,15 @@ export class PeerTransport {
       }
       stats.framesReceived += 1;
       stats.messagesReceived += msgs.length;
-      this.#o.onMessages(msgs);
+      inbound.onMessages(msgs);
     });
   }
 
-  async #serveSnapshot(conn: FramedConnection, from: NodeId): Promise<void> {
+  async #serveSnapshot(conn: FramedConnection, from: NodeId, inbound: PeerInbound): Promise<void> {
     const stats = this.#statsFor(from);
     let message: Message;
     try {
-      message = await receiveSnapshot(conn, from, this.#limits.snapshotAckTimeoutMs, this.#o.snapshotSink);
+      message = await receiveSnapshot(conn, from, this.#limits.snapshotAckTimeoutMs, inbound.snapshotSink);
     } catch (err) {
       this.#logger.warn('snapshot receive failed', { peer: hex(from), error: (err as Error).message });
       return;
@@ -341,8 +375,8 @@ export class PeerTransport {
     const snapshot = message.snapshot;
     assert(snapshot !== undefined, 'received snapshot lost its data');
     try {
-      if (this.#o.onSnapshot !== undefined) await this.#o.onSnapshot(from, snapshot, message);
-      else this.#o.onMessages([message]);
+      if (inbound.onSnapshot !== undefined) await inbound.onSnapshot(from, snapshot, message);
+      else inbound.onMessages([message]);
       conn.send(FrameType.SnapAck, { ok: true });
     } catch (err) {
       this.#logger.error('applying a received snapshot failed', { peer: hex(from), error: err as Error });

@@ -40,15 +40,6 @@ export interface PeerTransportOptions {
   alsoListenUrls?: string[];
   tls?: PeerTlsOptions;
   logger: Logger;
-  onMessages(msgs: Message[]): void;
-  /**
-   * A snapshot arrived whole. `message` is its MsgSnap with `snapshot` attached. The sender is told the
-   * snapshot succeeded when the returned promise resolves (failed if it rejects). Default: onMessages([message]).
-   */
-  onSnapshot?(from: NodeId, snapshot: Snapshot, message: Message): void | Promise<void>;
-  /** Without one, a received snapshot is gathered in memory and attached to the MsgSnap as its data. */
-  snapshotSink?: SnapshotSink;
-  onRequest?(req: PeerRequest, info: PeerRequestInfo): Promise<PeerResponse>;
   /** Messages to `id` were dropped (queue full or link down): Raft should move the peer to probe. */
   onUnreachable?(id: NodeId): void;
   /**
@@ -59,10 +50,26 @@ export interface PeerTransportOptions {
   onPeerRefused?(id: NodeId, refusal: PeerRefusal): void;
   /** Outcome of a snapshot sent to `id` (Raft's ReportSnapshot). */
   onSnapshotStatus?(id: NodeId, ok: boolean): void;
-  /** Return why to refuse an authenticated peer (e.g. a removed member), or undefined to accept. */
-  authorizePeer?(from: NodeId): PeerRefusal | undefined;
   /** Overrides for tests; defaults from src/base/limits.ts. */
   limits?: Partial<PeerTransportLimits>;
+}
+
+/**
+ * What serves the peers' connections to us. Given to `serve()` once the node that answers them exists: a member
+ * binds its peer port first (its URL is part of the member it builds) and serves it once that member is built.
+ */
+export interface PeerInbound {
+  onMessages(msgs: Message[]): void;
+  /**
+   * A snapshot arrived whole. `message` is its MsgSnap with `snapshot` attached. The sender is told the
+   * snapshot succeeded when the returned promise resolves (failed if it rejects). Default: onMessages([message]).
+   */
+  onSnapshot?(from: NodeId, snapshot: Snapshot, message: Message): void | Promise<void>;
+  /** Without one, a received snapshot is gathered in memory and attached to the MsgSnap as its data. */
+  snapshotSink?: SnapshotSink;
+  onRequest?(req: PeerRequest, info: PeerRequestInfo): Promise<PeerResponse>;
+  /** Return why to refuse an authenticated peer (e.g. a removed member), or undefined to accept. */
+  authorizePeer?(from: NodeId): PeerRefusal | undefined;
 }
 
 export interface PeerTransportLimits {

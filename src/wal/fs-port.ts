@@ -6,7 +6,9 @@
  */
 import { constants as fsConstants, fdatasync, writeSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { acquireDirLock } from './lock.js';
+import { acquireDirLock, type DirLock } from './lock.js';
+
+export type { DirLock };
 
 export interface FilePort {
   readonly path: string;
@@ -23,10 +25,6 @@ export interface FilePort {
   truncate(length: number): Promise<void>;
   size(): Promise<number>;
   close(): Promise<void>;
-}
-
-export interface DirLock {
-  release(): Promise<void>;
 }
 
 export interface FsPort {

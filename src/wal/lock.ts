@@ -17,7 +17,11 @@ import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as path from 'node:path';
 import { WalLockedError } from './errors.js';
-import type { DirLock } from './fs-port.js';
+
+/** A held directory lock (FsPort.lock). */
+export interface DirLock {
+  release(): Promise<void>;
+}
 
 const lockName = 'LOCK';
 

@@ -50,7 +50,8 @@ export class ReferenceLog {
       return;
     }
     at.set(ev.key, ev);
-    if (ev.type === 'put') {
+    // An empty value marks no write (etcd's Lock recipe puts its key with one): only non-empty values are unique.
+    if (ev.type === 'put' && ev.value !== '') {
       const other = this.putByValue.get(ev.value);
       if (other !== undefined && (other.rev !== ev.rev || other.key !== ev.key)) {
         this.violations.push(`value ${ev.value} written twice: ${describe(other)} and ${describe(ev)}`);

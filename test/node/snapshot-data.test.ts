@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SnapshotDataDir, snapshotDataName } from '../../src/node/snapshot-data.js';
-import { SnapshotEncoder } from '../../src/mvcc/snapshot.js';
+import { StateStreamEncoder } from '../../src/mvcc/state-stream.js';
 import { MessageType, type Message } from '../../src/raft/types.js';
 import { removeDir, tempDir } from '../e2e/harness.js';
 
@@ -17,7 +17,7 @@ const message = { type: MessageType.Snap, from: 1n, to: 2n, term: 3, snapshot: {
 
 /** A whole snapshot stream whose values are all `fill`, cut into `pieces` writes. */
 function stream(fill: number, pieces: number): Uint8Array[] {
-  const encoder = new SnapshotEncoder();
+  const encoder = new StateStreamEncoder();
   const parts: Uint8Array[] = [];
   for (let i = 0; i < 100; i++) {
     const chunk = encoder.add('key', new Uint8Array([i]), new Uint8Array(1000).fill(fill));

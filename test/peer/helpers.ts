@@ -1,7 +1,7 @@
 import type { Message, NodeId } from '../../src/raft/types.js';
 import { type Logger, createLogger } from '../../src/config/log.js';
 import { PeerTransport } from '../../src/peer/index.js';
-import type { PeerTransportOptions } from '../../src/peer/index.js';
+import type { PeerInbound, PeerTransportOptions } from '../../src/peer/index.js';
 
 export const token = 'test-join-token';
 
@@ -42,23 +42,29 @@ export interface Node {
 
 export async function startNode(
   id: NodeId,
-  overrides: Partial<PeerTransportOptions> = {},
+  overrides: Partial<PeerTransportOptions & PeerInbound> = {},
   port = 0,
 ): Promise<Node> {
   const received: Message[] = [];
   const unreachable: NodeId[] = [];
   const { logger, lines } = capturingLogger();
+  const { onMessages, onSnapshot, snapshotSink, onRequest, authorizePeer, ...options } = overrides;
   const transport = new PeerTransport({
     selfId: id,
     token,
     listenUrl: `http://127.0.0.1:${port}`,
     logger,
-    onMessages: (msgs) => received.push(...msgs),
     onUnreachable: (peer) => unreachable.push(peer),
     limits: { reconnectDelayMsMin: 10, reconnectDelayMsMax: 100 },
-    ...overrides,
+    ...options,
   });
-  const started = await transport.start();
+  const started = await transport.start({
+    onMessages: onMessages ?? ((msgs) => received.push(...msgs)),
+    ...(onSnapshot !== undefined ? { onSnapshot } : {}),
+    ...(snapshotSink !== undefined ? { snapshotSink } : {}),
+    ...(onRequest !== undefined ? { onRequest } : {}),
+    ...(authorizePeer !== undefined ? { authorizePeer } : {}),
+  });
   return { id, transport, port: started.port, url: `http://127.0.0.1:${started.port}`, received, unreachable, lines };
 }
 

@@ -3,7 +3,8 @@ import * as net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message, Snapshot } from '../../src/raft/types.js';
 import { PeerAuthError } from '../../src/peer/index.js';
-import { type Node, append, connectAll, heartbeat, startNode, waitFor } from './helpers.js';
+import { PeerTransport } from '../../src/peer/transport.js';
+import { type Node, append, capturingLogger, connectAll, heartbeat, startNode, token, waitFor } from './helpers.js';
 
 const open: { close(): unknown }[] = [];
 afterEach(async () => {
@@ -55,6 +56,23 @@ describe('peer transport between three members', () => {
     expect(got.entries[0]?.data).toBeInstanceOf(Uint8Array);
     expect([...(got.context ?? [])]).toEqual([0, 255]);
     expect({ ...got, entries: [], context: undefined }).toEqual({ ...msg, entries: [], context: undefined });
+  });
+
+  it('holds peers that connect between listen() and serve(), and answers them once it serves', async () => {
+    // A member binds its peer port before the server that answers it is built (its URL is part of the member).
+    const { logger } = capturingLogger();
+    const b = new PeerTransport({ selfId: 2n, token, listenUrl: 'http://127.0.0.1:0', logger });
+    open.push(b);
+    const { port } = await b.listen();
+    const a = await node(1n);
+    a.transport.addPeer(2n, [`http://127.0.0.1:${port}`]);
+    a.transport.send([heartbeat(1n, 2n, 5)]);
+    const received: Message[] = [];
+    await new Promise((r) => setTimeout(r, 200));
+    expect(received).toEqual([]);
+    b.serve({ onMessages: (msgs) => received.push(...msgs) });
+    await waitFor(() => received.length === 1, 'the heartbeat sent before serve()');
+    expect(received[0]?.commit).toBe(5);
   });
 
   it('reconnects after the remote restarts on the same port', async () => {

@@ -51,17 +51,35 @@
  * rebuilt by the production restore from a backup of another cluster's member, two members joining it under
  * seeded faults, then the restored member lost for good (TESTING.md O1, issue 25).
  *
+ * WAL DAMAGE. --damage-seeds D (default N / 40) production-node seeds of 3–5 members in which one crash also
+ * damages a complete record of the member's WAL (test/sim/node/wal-damage.ts: bits flipped in a record's
+ * CRC-covered bytes, half the time in the log's last batch, or a zeroed sector with a later batch after it;
+ * synced or not, never the torn tail). Its restart must be refused with the WAL's WalCorruptError calling it
+ * damage, not a torn write, with its files untouched (issue 25, item 2; TESTING.md W5, O3); the operator then
+ * removes it and adds a fresh member through MemberAdd/MemberPromote (test/sim/node/replace-member.ts), and
+ * every checker of the node seeds must still pass.
+ *
+ * LOCK, ELECTION AND AUTH. --lock-seeds L (default N / 50) production-node seeds whose clients also run etcd's
+ * Lock and Election recipes (src/api/concurrency) on short session leases (test/sim/node/coordination.ts:
+ * three contenders for one lock, one on another, two candidates and a Leader observer), judged against the
+ * key space the watchers saw (coordination-check.ts: a Lock answer at revision R names the oldest live key of
+ * the lock at R, no two holders' spans overlap; a Campaign winner is the oldest live candidate when its member
+ * answers; a Leader answer names the oldest live candidate at its revision). On odd lock seeds auth is on
+ * (sim-auth.ts): every client authenticates and sends its token (5 s TTL, so tokens expire), and intruders
+ * (a wrong password, a forged token, no token, a read-only user writing, a token unused past its TTL) must get
+ * etcd's codes and messages, and their writes must never appear.
+ *
  * Output: one line per failing seed with the command replaying it, a line of totals per kind, then exactly
  * `N passed, M failed` over both kinds (exit status 1 if M > 0). Flags: --nodes k (initial voters), --verbose
  * (trace), --messages (trace every delivery), --known-bugs (scenarios and checks of open FINDINGS.md entries),
  * --fault <voteBeforePersist|commitEarlierTermByCount|learnersVote> (break the core on purpose),
  * --node-seeds K, --node-fault <skip-read-index|ack-before-persist|drop-watch-event> (break the server on
- * purpose: src/config/test-faults.ts). SIM_TRACE_APPLY=1 with --verbose also traces the production members'
+ * purpose: src/config/test-faults.ts), --damage-seeds D, --lock-seeds L. SIM_TRACE_APPLY=1 with --verbose also traces the production members'
  * soft state, stable index, applied revisions, lease entries and lease RPCs.
  */
 import type { RaftConfig } from '../../src/raft/types.js';
 import { parseTestFaults, type TestFault } from '../../src/config/test-faults.js';
-import { runNodeSeed, type NodeSeedResult } from './node/run-node-seed.js';
+import { runNodeSeed, type NodeSeedOptions, type NodeSeedResult } from './node/run-node-seed.js';
 import { runRestoreSeed } from './node/run-restore-seed.js';
 import { witnessTopology } from './cli-topology.js';
 import { runSeed, type SeedResult } from './run-seed.js';
@@ -78,6 +96,8 @@ interface CliArgs {
   nodeFault?: TestFault;
   restoreSeeds?: number;
   witnessSeeds?: number;
+  damageSeeds?: number;
+  lockSeeds?: number;
 }
 
 type Fault = keyof NonNullable<RaftConfig['unsafeTestFaults']>;
@@ -103,10 +123,12 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--node-fault') args.nodeFault = parseNodeFault(argv[++i]);
     else if (a === '--restore-seeds') args.restoreSeeds = v();
     else if (a === '--witness-seeds') args.witnessSeeds = v();
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--witness-seeds W])`);
+    else if (a === '--damage-seeds') args.damageSeeds = v();
+    else if (a === '--lock-seeds') args.lockSeeds = v();
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--witness-seeds W] [--damage-seeds D] [--lock-seeds L])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
-  if (args.seeds < 0 || (args.nodeSeeds ?? 0) < 0 || (args.witnessSeeds ?? 0) < 0) throw new Error('--seeds, --node-seeds and --witness-seeds must be ≥ 0');
+  if ([args.seeds, args.nodeSeeds, args.witnessSeeds, args.restoreSeeds, args.damageSeeds, args.lockSeeds].some((n) => (n ?? 0) < 0)) throw new Error('seed counts must be ≥ 0');
   return args;
 }
 
@@ -122,17 +144,36 @@ function parseNodeFault(name: string | undefined): TestFault {
   return f[0]!;
 }
 
-function replayNode(r: NodeSeedResult, args: CliArgs): string {
-  const extra = `${args.nodes !== undefined ? ` --nodes ${args.nodes}` : ''}${args.nodeFault !== undefined ? ` --node-fault ${args.nodeFault}` : ''}`;
-  return `npm run sim -- --seeds 0 --node-seeds 1 --start ${r.seed}${extra} --verbose`;
+/**
+ * A kind of production-node seeds: the plain ones, those with WAL damage (`--damage-seeds`), or those with
+ * Lock/Election clients and, on odd seeds, auth (`--lock-seeds`).
+ */
+interface NodeKind {
+  label: string;
+  /** The word of its failure lines. */
+  name: 'node' | 'damage' | 'lock';
+  flag: '--node-seeds' | '--damage-seeds' | '--lock-seeds';
+  options: (seed: number) => Partial<NodeSeedOptions>;
 }
 
-/** The production-node seeds: one line per failure, one of totals; returns [passed, failed]. */
-async function runNodeSeeds(args: CliArgs, count: number): Promise<[number, number]> {
+const plainKind: NodeKind = { label: 'production node', name: 'node', flag: '--node-seeds', options: () => ({}) };
+const damageKind: NodeKind = { label: 'WAL damage', name: 'damage', flag: '--damage-seeds', options: () => ({ walDamage: true }) };
+const lockKind: NodeKind = {
+  label: 'Lock/Election (auth on odd seeds)', name: 'lock', flag: '--lock-seeds',
+  options: (seed) => ({ coordination: true, ...(seed % 2 === 1 ? { auth: true } : {}) }),
+};
+
+function replayNode(r: NodeSeedResult, args: CliArgs, kind: NodeKind): string {
+  const extra = `${args.nodes !== undefined ? ` --nodes ${args.nodes}` : ''}${args.nodeFault !== undefined ? ` --node-fault ${args.nodeFault}` : ''}`;
+  return `npm run sim -- --seeds 0 ${kind === plainKind ? '' : '--node-seeds 0 '}${kind.flag} 1 --start ${r.seed}${extra} --verbose`;
+}
+
+/** Production-node seeds of one kind: one line per failure, one of totals; returns [passed, failed]. */
+async function runNodeSeeds(args: CliArgs, count: number, kind: NodeKind): Promise<[number, number]> {
   if (count === 0) return [0, 0];
   let passed = 0;
   let failed = 0;
-  const totals = { ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0 };
+  const totals = { ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0 };
   let livenessMsMax = 0;
   const t0 = performance.now();
   for (let s = args.start; s < args.start + count; s++) {
@@ -140,20 +181,24 @@ async function runNodeSeeds(args: CliArgs, count: number): Promise<[number, numb
       seed: s,
       ...(args.nodes !== undefined ? { nodes: Math.min(args.nodes, 5) } : {}),
       ...(args.nodeFault !== undefined ? { faults: new Set([args.nodeFault]) } : {}),
+      ...kind.options(s),
       ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}),
     });
     if (r.ok) passed++;
     else {
       failed++;
-      console.log(`node seed ${r.seed} FAILED (${r.phase}, ${r.stats.nodes} members): ${r.error} — replay: ${replayNode(r, args)}`);
+      console.log(`${kind.name} seed ${r.seed} FAILED (${r.phase}, ${r.stats.nodes} members): ${r.error} — replay: ${replayNode(r, args, kind)}`);
     }
     livenessMsMax = Math.max(livenessMsMax, r.stats.livenessMs);
     for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.stats[k];
   }
   const seconds = (performance.now() - t0) / 1000;
+  const damage =
+    (kind === damageKind ? `, ${totals.walRefusals} starts refused on a damaged WAL and ${totals.replaced} members replaced` : '') +
+    (kind === lockKind ? `, ${totals.locks} locks held, ${totals.wins} elections won, ${totals.authErrors} auth errors judged` : '');
   console.log(
-    `production node: ${count} seeds in ${seconds.toFixed(1)} s; ${totals.ops} client calls (${totals.acked} answered), ` +
-      `${totals.events} watch events, ${totals.crashes} crashes (${totals.lostBatches} unsynced backend batches lost), ${totals.snapshots} snapshots sent, ${totals.applyHolds} apply holds; liveness took ≤ ${livenessMsMax} ms`,
+    `${kind.label}: ${count} seeds in ${seconds.toFixed(1)} s; ${totals.ops} client calls (${totals.acked} answered), ` +
+      `${totals.events} watch events, ${totals.crashes} crashes (${totals.lostBatches} unsynced backend batches lost)${damage}, ${totals.snapshots} snapshots sent, ${totals.applyHolds} apply holds; liveness took ≤ ${livenessMsMax} ms`,
   );
   return [passed, failed];
 }
@@ -261,9 +306,16 @@ async function main(): Promise<void> {
   const [witnessPassed, witnessFailed] = runWitnessSeeds(args, args.witnessSeeds ?? Math.floor(args.seeds / 20));
   passed += witnessPassed;
   failed += witnessFailed;
-  const [nodePassed, nodeFailed] = await runNodeSeeds(args, args.nodeSeeds ?? Math.floor(args.seeds / 10));
-  passed += nodePassed;
-  failed += nodeFailed;
+  const kinds: [NodeKind, number][] = [
+    [plainKind, args.nodeSeeds ?? Math.floor(args.seeds / 10)],
+    [damageKind, args.damageSeeds ?? Math.floor(args.seeds / 40)],
+    [lockKind, args.lockSeeds ?? Math.floor(args.seeds / 50)],
+  ];
+  for (const [kind, count] of kinds) {
+    const [p, f] = await runNodeSeeds(args, count, kind);
+    passed += p;
+    failed += f;
+  }
   const [restorePassed, restoreFailed] = await runRestoreSeeds(args, args.restoreSeeds ?? Math.floor(args.seeds / 50));
   passed += restorePassed;
   failed += restoreFailed;

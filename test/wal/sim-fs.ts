@@ -182,6 +182,12 @@ export class SimFs implements FsPort {
   bytes(path: string): Uint8Array {
     return this.#inode(path).data;
   }
+
+  /** Corruption tests: a file's current bytes (as bytes() changed them) are what the disk holds, crash or not. */
+  persistBytes(path: string): void {
+    const inode = this.#inode(path);
+    inode.durable = inode.data.slice();
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Metadata, ServerUnaryCall, handleUnaryCall, sendUnaryData } from '
 import type { EtcdApi, RequestContext } from '../../node/server-api.js';
 import { EtcdError } from '../../node/errors.js';
 import { toGrpcError } from './grpc-error.js';
+import { repairedCommonName, repairedConnectionHeader } from '../http2/repaired-peers.js';
 import type { Wire } from './proto.js';
 
 /** etcd's rpctypes.MetadataRequireLeaderKey / MetadataHasLeader. */
@@ -27,10 +28,14 @@ function tokenOf(metadata: Metadata): string | undefined {
   return w.length > 0 && typeof w[0] === 'string' ? w[0] : undefined;
 }
 
-/** grpc-js reports a peer certificate only for a verified TLS connection. */
+/**
+ * grpc-js reports a peer certificate only for a verified TLS connection it holds itself; a connection the
+ * authority repair wraps has its common name found by the tag on each of its requests.
+ */
 function certCommonName(call: Cancellable): string | undefined {
   const cn = call.getAuthContext?.().sslPeerCertificate?.subject?.CN;
-  return Array.isArray(cn) ? cn[0] : cn;
+  if (cn !== undefined) return Array.isArray(cn) ? cn[0] : cn;
+  return repairedCommonName(call.metadata.get(repairedConnectionHeader));
 }
 
 export function requiresLeader(metadata: Metadata): boolean {

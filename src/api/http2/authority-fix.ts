@@ -7,12 +7,14 @@
  *   - authority fine (every modern client): the bytes read so far are put back and the raw socket goes to
  *     grpc-js: the native fast path, no copying afterwards;
  *   - schemed authority: the connection goes to grpc-js through a Duplex that repairs every later header
- *     block too (a slower JS path, only for those clients).
+ *     block too (a slower JS path, only for those clients). grpc-js cannot see a Duplex's TLS certificate, so
+ *     each request of a TLS connection with a verified one is tagged with its connection (repaired-peers.ts).
  * A client that sends no request within `sniffMs` is handed over natively as is.
  */
 import { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { scanHeaderBlock } from './hpack-authority.js';
+import { tagRepairedConnection } from './repaired-peers.js';
 
 const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const emptySettings = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
@@ -73,11 +75,23 @@ function frame(type: number, flags: number, streamId: number, payload: Buffer): 
   return Buffer.concat([head, payload]);
 }
 
-/** Collects HEADERS + CONTINUATION frames into one block and re-emits it, repaired, as fresh frames. */
+/**
+ * Collects HEADERS + CONTINUATION frames into one block and re-emits it, repaired, as fresh frames. From the
+ * first schemed authority on (the connection will be repaired), each block that opens a stream gets the
+ * connection's tag (repaired-peers.ts) when `tag` gives one.
+ */
 class HeaderAssembler {
+  readonly #tag: () => Buffer | undefined;
   #frames: Frame[] = [];
   #fragments: Buffer[] = [];
   #bytes = 0;
+  /** undefined until a schemed authority is seen; then the tag, or null when the connection has none. */
+  #field: Buffer | null | undefined;
+  #lastStreamId = 0;
+
+  constructor(tag: () => Buffer | undefined) {
+    this.#tag = tag;
+  }
 
   get open(): boolean {
     return this.#frames.length > 0;
@@ -106,7 +120,12 @@ class HeaderAssembler {
     this.#bytes = 0;
     if (first.type !== frameType.headers) return { out: frames.map((x) => x.raw) };
     const priority = first.flags & flag.priority ? first.payload.subarray(first.flags & flag.padded ? 1 : 0).subarray(0, 5) : undefined;
-    const out = reframe(first, scan.block, priority);
+    if (this.#field === undefined && scan.authority?.includes('://') === true) this.#field = this.#tag() ?? null;
+    // A client opens streams with ever larger ids; a later block on an open stream is its trailers.
+    const opens = first.streamId > this.#lastStreamId;
+    if (opens) this.#lastStreamId = first.streamId;
+    const block = opens && this.#field ? Buffer.concat([scan.block, this.#field]) : scan.block;
+    const out = reframe(first, block, priority);
     return scan.authority === undefined ? { out } : { out, authority: scan.authority };
   }
 
@@ -188,7 +207,7 @@ const sniffBytesMax = 1 << 20;
 export function handOver(socket: Socket, inject: (connection: Duplex) => void, sniffMs = 10_000): void {
   socket.setNoDelay(true);
   const reader = new FrameReader();
-  const headers = new HeaderAssembler();
+  const headers = new HeaderAssembler(() => tagRepairedConnection(socket));
   const kept: Buffer[] = [];
   let buffered = 0;
   let ackDropped = false;

@@ -14,7 +14,7 @@ import type { RaftRequest } from '../driver/raft-request.js';
 import type { ProposeResult } from '../request/propose-results.js';
 import type { AuthGate } from './auth-gate.js';
 import { SimpleTokens } from './simple-tokens.js';
-import { PasswordChecks } from './password-checks.js';
+import { PasswordChecks, type PasswordChecksOptions } from './password-checks.js';
 
 export interface AuthApiHost {
   auth(): AuthStore;
@@ -23,6 +23,10 @@ export interface AuthApiHost {
   linearizableBarrier(ctx: RequestContext): Promise<void>;
   propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>>;
   bcryptCost: number;
+  /** The password checks' clock and comparison (defaults: wall time, bcrypt on the thread pool). */
+  passwords?: PasswordChecksOptions;
+  /** Draws a simple token's random prefix (default: SimpleTokens.genPrefix, from node:crypto). */
+  tokenPrefix?: () => string;
 }
 
 export interface UserAddRequest {
@@ -36,10 +40,13 @@ export interface UserAddRequest {
 /** What the gRPC Auth service calls; each method rejects with AuthError / EtcdError as etcd's. */
 export class AuthApi {
   readonly #h: AuthApiHost;
-  readonly #passwords = new PasswordChecks();
+  readonly #passwords: PasswordChecks;
+  readonly #tokenPrefix: () => string;
 
   constructor(host: AuthApiHost) {
     this.#h = host;
+    this.#passwords = new PasswordChecks(host.passwords);
+    this.#tokenPrefix = host.tokenPrefix ?? (() => SimpleTokens.genPrefix());
   }
 
   async #propose<R extends AuthRequest>(req: R, ctx: RequestContext): Promise<ProposeResult<R>> {
@@ -70,7 +77,7 @@ export class AuthApi {
     await this.#h.linearizableBarrier(ctx);
     for (let attempt = 0; attempt < authenticateAttemptsMax; attempt++) {
       const checkedRevision = await this.#checkPassword(name, password);
-      const simpleTokenPrefix = SimpleTokens.genPrefix();
+      const simpleTokenPrefix = this.#tokenPrefix();
       const r = await this.#h.propose({ kind: 'authenticate', name, simpleTokenPrefix }, ctx.signal);
       if (checkedRevision === this.#h.auth().revision) return this.#h.gate.tokens.issue(name, simpleTokenPrefix, r.index, r.revision);
     }

@@ -9,6 +9,7 @@
  * asked for anything and tokens are ignored (etcd 3.5).
  */
 import { pendingProposalsMax } from '../../base/limits.js';
+import type { Scheduler, TimerHandle } from '../../base/scheduler.js';
 import { checkRange, checkTxn, type AuthStore } from '../../auth/index.js';
 import { AuthError, type AuthInfo } from '../../auth/types.js';
 import type { TxnRequest } from '../../mvcc/types.js';
@@ -23,6 +24,8 @@ export interface AuthGateHost {
   commit(): number;
   waitApplied(index: number): Promise<void>;
   timeoutMs: number;
+  /** The member's timers and clock (the simulator's event loop under test/sim). */
+  scheduler: Scheduler;
 }
 
 export interface AuthGateOptions {
@@ -77,14 +80,14 @@ export class AuthGate {
   async #waitApplied(index: number): Promise<void> {
     // An index far past anything committed is not a token of this cluster; do not park a waiter for it.
     if (index > this.#host.commit() + pendingProposalsMax) throw new AuthError('invalidAuthToken');
-    let timer: NodeJS.Timeout | undefined;
+    let timer: TimerHandle | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new AuthError('invalidAuthToken')), this.#host.timeoutMs);
+      timer = this.#host.scheduler.after(this.#host.timeoutMs, () => reject(new AuthError('invalidAuthToken')));
     });
     try {
       await Promise.race([this.#host.waitApplied(index), timeout]);
     } finally {
-      clearTimeout(timer);
+      timer?.cancel();
     }
   }
 

@@ -21,9 +21,15 @@ export interface ServerAuthOptions {
   bcryptCost?: number;
   /** etcd's --client-cert-auth: a verified certificate's common name is the user when no token is sent. */
   clientCertAuth?: boolean;
+  /**
+   * For the simulator only (test/sim/node), whose runs are functions of their seed: bcrypt's comparison runs on
+   * libuv's thread pool and ends in real time, and a simple token's prefix is drawn from node:crypto. Production
+   * leaves both unset.
+   */
+  deterministic?: { verifyHash(password: string, hash: string): Promise<boolean>; tokenPrefix(): string };
 }
 
-export type ServerAuthHost = AuthGateHost & Omit<AuthApiHost, 'gate' | 'bcryptCost'> & { revision(): number };
+export type ServerAuthHost = AuthGateHost & Omit<AuthApiHost, 'gate' | 'bcryptCost' | 'passwords' | 'tokenPrefix'> & { revision(): number };
 
 export interface ServerAuth {
   readonly gate: AuthGate;
@@ -36,13 +42,22 @@ export interface ServerAuth {
 }
 
 export function createServerAuth(host: ServerAuthHost, options: ServerAuthOptions = {}): ServerAuth {
+  // Time through the member's scheduler (real in production, the simulator's event loop there).
+  const scheduler = host.scheduler;
   const tokens: TokenProvider = createTokenProvider(options.authToken ?? 'simple', {
     ttlSeconds: options.authTokenTtlSeconds ?? authTokenTtlSecondsDefault,
-    clock: { nowMs: () => performance.now() },
-    wallClockMs: () => Date.now(),
+    clock: { nowMs: () => scheduler.nowMs() },
+    wallClockMs: () => scheduler.wallMs(),
   });
   const gate = new AuthGate(host, { tokens, clientCertAuth: options.clientCertAuth === true });
-  const api = new AuthApi({ ...host, gate, bcryptCost: options.bcryptCost ?? bcryptCostDefault });
+  const d = options.deterministic;
+  const api = new AuthApi({
+    ...host,
+    gate,
+    bcryptCost: options.bcryptCost ?? bcryptCostDefault,
+    passwords: { now: () => scheduler.nowMs(), ...(d !== undefined ? { verifyHash: (p: string, h: string) => d.verifyHash(p, h) } : {}) },
+    ...(d !== undefined ? { tokenPrefix: () => d.tokenPrefix() } : {}),
+  });
   host.auth().setHooks(tokens);
   return {
     gate,

@@ -5,7 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { hashSync, verifySync } from '@node-rs/bcrypt';
-import { passwordBackoffMsMin, passwordChecksMax, passwordChecksQueuedMax, passwordFailuresFree } from '../../../src/base/limits.js';
+import {
+  passwordBackoffMsMin,
+  passwordChecksMax,
+  passwordChecksQueuedMax,
+  passwordFailuresFree,
+  passwordRefusalsHeldMax,
+} from '../../../src/base/limits.js';
 import { PasswordChecks } from '../../../src/node/access/password-checks.js';
 
 /** A fake bcrypt: answers `right === password` after `ms`, counting calls and the most at once. */
@@ -41,7 +47,7 @@ describe('password checks', () => {
     expect(await checks.verify('u', 'right', 'h')).toBe(true);
   });
 
-  it('fails at once inside the backoff, checks again after it, and the right password clears it', async () => {
+  it('fails inside the backoff without bcrypt, checks again after it, and the right password clears it', async () => {
     let now = 1_000_000;
     const bcrypt = fakeBcrypt(0);
     const checks = new PasswordChecks({ now: () => now, verifyHash: bcrypt.verifyHash });
@@ -53,6 +59,41 @@ describe('password checks', () => {
     expect(await checks.verify('u', 'right', 'h')).toBe(true);
     for (let i = 0; i < passwordFailuresFree; i++) expect(await checks.verify('u', 'wrong', 'h')).toBe(false);
     expect(await checks.verify('u', 'right', 'h')).toBe(true); // cleared: the free failures again
+  });
+
+  it('answers a refusal inside the backoff when the backoff ends, so a caller retrying on each answer is slowed to one per backoff', async () => {
+    let now = 0;
+    const slept: number[] = [];
+    const release: Array<() => void> = [];
+    const sleep = (ms: number): Promise<void> => {
+      slept.push(ms);
+      return new Promise((resolve) => release.push(resolve));
+    };
+    const checks = new PasswordChecks({ now: () => now, verifyHash: fakeBcrypt(0).verifyHash, sleep });
+    for (let i = 0; i <= passwordFailuresFree; i++) expect(await checks.verify('u', 'wrong', 'h')).toBe(false);
+    expect(slept).toEqual([]); // the free failures and the one that starts the backoff are answered at once
+    now += 100;
+    let answered = false;
+    const held = checks.verify('u', 'wrong', 'h').then((ok) => {
+      answered = true;
+      return ok;
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(answered).toBe(false);
+    expect(slept).toEqual([passwordBackoffMsMin - 100]);
+    release.shift()!();
+    expect(await held).toBe(false);
+  });
+
+  it(`holds at most ${passwordRefusalsHeldMax} refusals; past that they are answered at once`, async () => {
+    const pending: Array<() => void> = [];
+    const checks = new PasswordChecks({ now: () => 0, verifyHash: fakeBcrypt(0).verifyHash, sleep: () => new Promise((r) => pending.push(r)) });
+    for (let i = 0; i <= passwordFailuresFree; i++) await checks.verify('u', 'wrong', 'h');
+    const held = Array.from({ length: passwordRefusalsHeldMax }, () => checks.verify('u', 'wrong', 'h'));
+    expect(await checks.verify('u', 'wrong', 'h')).toBe(false);
+    expect(pending).toHaveLength(passwordRefusalsHeldMax);
+    for (const r of pending) r();
+    expect((await Promise.all(held)).every((ok) => !ok)).toBe(true);
   });
 
   it('doubles the backoff per failure', async () => {

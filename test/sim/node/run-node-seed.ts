@@ -16,6 +16,11 @@ import { describeOp } from '../../chaos/check-l1.js';
 import { ServerCluster } from './server-cluster.js';
 import type { NodeTuning } from './server-node.js';
 import { Workload } from './workload.js';
+import { replaceMember } from './replace-member.js';
+import type { ServerNode } from './server-node.js';
+import { SimAuth } from './sim-auth.js';
+import { Coordination } from './coordination.js';
+import { checkElections, checkLocks, KeyLifetimes } from './coordination-check.js';
 
 export const chaosMs = 20_000;
 export const livenessMs = 30_000;
@@ -26,6 +31,15 @@ export interface NodeSeedOptions {
   /** Members (1–5); random when absent. */
   nodes?: number;
   faults?: Set<TestFault>;
+  /**
+   * WAL damage seeds (3–5 members): one crash damages a complete record of the member's WAL (wal-damage.ts);
+   * its restart must be refused, and the operator replaces it (replace-member.ts).
+   */
+  walDamage?: boolean;
+  /** Lock/Election clients beside the workload (coordination.ts), judged by coordination-check.ts. */
+  coordination?: boolean;
+  /** Auth on: users, roles, tokens for every client, intruders getting etcd's errors (sim-auth.ts). */
+  auth?: boolean;
   trace?: (line: string) => void;
 }
 
@@ -34,21 +48,43 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number; locks: number; wins: number; authErrors: number };
   trace: string[];
 }
 
+/**
+ * The WAL damage of a damage seed: its own stream (the seed's other draws stay as they were), and at most one
+ * damaged member per seed, so the members left always hold a quorum of the configuration.
+ */
+interface DamagePlan {
+  rng: Prng;
+}
+
+/** Whether this crash damages the member's WAL: half the crashes, while no member was damaged yet. */
+function damageNow(c: ServerCluster, damage: DamagePlan | undefined): DamagePlan | undefined {
+  if (damage === undefined || c.nodes.some((n) => n.walDamage !== undefined) || c.nodes.length < 3) return undefined;
+  if (c.walRefusals > 0 || c.nodes.some((n) => n.member.isLearner)) return undefined;
+  return damage.rng.int(2) === 0 ? damage : undefined;
+}
+
+function crashMaybeDamaged(c: ServerCluster, n: ServerNode, damage: DamagePlan | undefined): void {
+  const d = damageNow(c, damage);
+  if (d === undefined) c.crash(n);
+  else c.crashDamaged(n, d.rng.int(2) === 0 ? 'bitflip' : 'zero-sector', d.rng);
+}
+
 /** One fault of the chaos phase, and how long it lasts. */
-function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean): void {
+function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean, damage?: DamagePlan): void {
   const x = rng.next();
-  const nodes = c.nodes;
+  const nodes = c.nodes.slice();
   const pick = nodes[rng.int(nodes.length)]!;
   const ms = 300 + rng.int(3000);
   if (x < 0.3) {
-    c.crash(pick);
+    crashMaybeDamaged(c, pick, damage);
     c.loop.at(ms, () => c.restart(pick));
   } else if (x < 0.36 && allowPowerCut) {
     c.trace('POWER CUT (every member)');
+    crashMaybeDamaged(c, pick, damage);
     for (const n of nodes) c.crash(n);
     c.loop.at(ms, () => nodes.forEach((n) => c.restart(n)));
   } else if (x < 0.55 && nodes.length > 1) {
@@ -105,11 +141,20 @@ export function tuningOf(rng: Prng, faults: Set<TestFault>, seed = 0): NodeTunin
 
 export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   const rng = new Prng(o.seed ^ 0x5eed_0de);
-  const voters = o.nodes ?? 1 + rng.int(membersMax);
-  const tuning = tuningOf(rng, o.faults ?? new Set(), o.seed);
+  const voters = o.nodes ?? (o.walDamage === true ? 3 + rng.int(membersMax - 2) : 1 + rng.int(membersMax));
+  const tuning = { ...tuningOf(rng, o.faults ?? new Set(), o.seed), ...(o.auth === true ? { auth: true } : {}) };
   const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
-  const w = new Workload(c, rng.fork());
-  const stats: NodeSeedResult['stats'] = { nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0 };
+  const auth = o.auth === true ? new SimAuth(c, o.seed) : undefined;
+  const w = new Workload(c, rng.fork(), auth);
+  const extras: Extras = {
+    ...(o.walDamage === true ? { damage: { rng: new Prng(o.seed ^ 0xda3a_6e5) } } : {}),
+    ...(auth !== undefined ? { auth } : {}),
+    ...(o.coordination === true ? { coordination: new Coordination(c, new Prng(o.seed ^ 0xc00_4d), auth) } : {}),
+  };
+  const stats: NodeSeedResult['stats'] = {
+    nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0,
+    walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0,
+  };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
     stats.ops = ops.length;
@@ -120,13 +165,17 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.applyHolds = c.applyHolds;
     stats.lostBatches = c.nodes.reduce((n, node) => n + node.disk.backend.lostBatches, 0);
     stats.simEvents = c.loop.events;
+    stats.walRefusals = c.walRefusals;
+    stats.locks = extras.coordination?.counts.locks ?? 0;
+    stats.wins = extras.coordination?.counts.wins ?? 0;
+    stats.authErrors = [...(auth?.seen.values() ?? [])].reduce((a, b) => a + b, 0);
     return { seed: o.seed, ok: error === undefined, phase, ...(error !== undefined ? { error } : {}), stats, trace: c.traceLines };
   };
   // An exception out of a callback or an unhandled rejection would stop a real member: fatal for the seed.
   const onRejection = (error: unknown): void => void c.fatal.push(`unhandled rejection: ${describeError(error)}`);
   process.on('unhandledRejection', onRejection);
   try {
-    return await run(c, w, rng, stats, result);
+    return await run(c, w, rng, stats, result, extras);
   } finally {
     process.off('unhandledRejection', onRejection);
   }
@@ -138,16 +187,72 @@ function describeError(error: unknown): string {
 
 type Finish = (phase: NodeSeedResult['phase'], error?: string) => NodeSeedResult;
 
-async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish): Promise<NodeSeedResult> {
+/** What a seed runs beside the plain workload. */
+interface Extras {
+  damage?: DamagePlan;
+  auth?: SimAuth;
+  coordination?: Coordination;
+}
+
+/** Auth set up first (no chaos yet), then the workload, the Lock/Election clients and the intruders. */
+async function startActors(c: ServerCluster, w: Workload, x: Extras): Promise<string | undefined> {
+  if (x.auth !== undefined) {
+    let ready = false;
+    void x.auth.setup().then(() => (ready = true));
+    await c.loop.runUntil(c.loop.nowMs + 10_000, () => ready || c.fatal.length > 0);
+    if (!ready) return c.fatal[0] ?? 'auth setup did not finish within 10 s';
+    x.auth.startIntruders(() => w.pick());
+  }
+  w.start(3, 2);
+  x.coordination?.start(4, 2, 1);
+  return undefined;
+}
+
+/** Clients, Lock/Election clients and intruders finish their calls and stop. */
+function stopActors(w: Workload, x: Extras): Promise<unknown> {
+  return Promise.all([w.stopClients(), x.coordination?.stop(), x.auth?.stop()]);
+}
+
+/** The checks of the extras: Lock/Election (coordination-check.ts) and auth (sim-auth.ts). */
+function extraViolations(w: Workload, x: Extras): string[] {
+  const out: string[] = [];
+  if (x.coordination !== undefined) {
+    const keys = new KeyLifetimes(w.recorder.watches);
+    out.push(...checkLocks(x.coordination.holds, keys), ...checkElections(x.coordination.wins, x.coordination.seen, keys));
+  }
+  if (x.auth !== undefined) {
+    out.push(...x.auth.violations);
+    for (const s of w.recorder.watches) {
+      for (const r of s.responses) {
+        for (const e of r.events) if (x.auth.refusedValues.has(e.kv.value)) out.push(`auth: the refused write of ${e.kv.value} to ${e.kv.key} is in the key space at revision ${e.kv.modRev}`);
+      }
+    }
+  }
+  return out;
+}
+
+async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResult['stats'], result: Finish, x: Extras): Promise<NodeSeedResult> {
+  const damage = x.damage;
   const fatal = (): boolean => {
     if (c.loop.thrown !== undefined && c.fatal.length === 0) c.fatal.push(`thrown: ${describeError(c.loop.thrown)}`);
     return c.fatal.length > 0;
   };
+  // A member lost for good (a refused start on a damaged WAL) is replaced by the operator.
+  let replacing = 0;
+  c.onLost = (lost) => {
+    replacing++;
+    void replaceMember(c, lost, c.nodes.length + 1 + stats.replaced + replacing).then(() => {
+      replacing--;
+      stats.replaced++;
+    });
+  };
+  const operatorDone = (): boolean => replacing === 0 && c.nodes.every((n) => n.walDamage === undefined);
   for (const n of c.nodes) c.start(n);
-  w.start(3, 2);
+  const notStarted = await startActors(c, w, x);
+  if (notStarted !== undefined) return result('chaos', notStarted);
   // Chaos: a fault every 0.3–2.3 s (the first after the cluster had a moment to elect).
   const allowPowerCut = rng.int(3) === 0;
-  for (let t = 2000 + rng.int(1000); t < chaosMs; t += 300 + rng.int(2000)) c.loop.at(t - c.loop.nowMs, () => injectFault(c, rng, allowPowerCut));
+  for (let t = 2000 + rng.int(1000); t < chaosMs; t += 300 + rng.int(2000)) c.loop.at(t - c.loop.nowMs, () => injectFault(c, rng, allowPowerCut, damage));
   await c.loop.runUntil(chaosMs, fatal);
   if (fatal()) return result('chaos', c.fatal[0]);
 
@@ -156,13 +261,14 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
   c.heal();
   for (const n of c.nodes) c.restart(n);
   const healedAt = c.loop.nowMs;
-  const stopping = w.stopClients();
+  const stopping = stopActors(w, x);
   let done = false;
   void stopping.then(() => (done = true));
   const deadline = healedAt + livenessMs;
-  await c.loop.runUntil(deadline, () => done || fatal());
+  await c.loop.runUntil(deadline, () => (done && operatorDone()) || fatal());
   if (fatal()) return result('liveness', c.fatal[0]);
   if (!done) return result('liveness', `liveness: clients did not finish within ${livenessMs} ms of the heal`);
+  if (!operatorDone()) return result('liveness', `liveness: the lost member was not replaced within ${livenessMs} ms of the heal`);
   const final = await finalRevision(c, w, deadline);
   if (fatal()) return result('liveness', c.fatal[0]);
   if (typeof final === 'string') return result('liveness', final);
@@ -173,10 +279,11 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
   await c.loop.runUntil(c.loop.nowMs + 1000, () => closed);
 
   const report = checkHistory(w.recorder.history(), { finalRev: final });
-  if (report.violations.length > 0) {
-    const first = report.violations[0]!;
+  const violations = [...report.violations, ...extraViolations(w, x)];
+  if (violations.length > 0) {
+    const first = violations[0]!;
     const related = w.recorder.ops.filter((op) => first.includes(`#${op.id} `)).map(describeOp);
-    return result('check', `${report.violations.length} violation(s): ${first}${related.length > 0 ? ` (${related.join('; ')})` : ''}`);
+    return result('check', `${violations.length} violation(s): ${first}${related.length > 0 ? ` (${related.join('; ')})` : ''}`);
   }
   return result('check');
 }

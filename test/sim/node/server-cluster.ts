@@ -12,7 +12,9 @@
 import { Prng } from '../../../src/base/prng.js';
 import { MessageType, type Message } from '../../../src/raft/types.js';
 import type { Member } from '../../../src/node/server-api.js';
-import { ServerNode, type NodeEnv, type NodeTuning } from './server-node.js';
+import type { Prng as SeedPrng } from '../../../src/base/prng.js';
+import { ServerNode, walDir, type NodeEnv, type NodeTuning } from './server-node.js';
+import { damageWal, refusalProblem, type WalDamageKind } from './wal-damage.js';
 import { SimLoop } from './sim-loop.js';
 
 export interface LinkFaults {
@@ -65,6 +67,10 @@ export class ServerCluster {
   snapshotsSent = 0;
   /** Batches apply held back for a backend behind (the seed's backlog bound, run-node-seed.ts). */
   applyHolds = 0;
+  /** Starts refused as the damage injected into complete WAL records required (wal-damage.ts). */
+  walRefusals = 0;
+  /** Called once a member is lost for good (its start refused): the seed's operator replaces it. */
+  onLost: ((n: ServerNode) => void) | undefined;
   readonly #env: NodeEnv;
 
   constructor(o: ServerClusterOptions) {
@@ -142,9 +148,50 @@ export class ServerCluster {
   }
 
   restart(n: ServerNode): void {
-    if (n.up) return;
+    if (n.up || n.lost) return;
     this.trace(`n${n.id} RESTART`);
-    this.start(n);
+    if (n.walDamage !== undefined) this.#startDamaged(n);
+    else this.start(n);
+  }
+
+  /**
+   * Crash `n` and damage a complete record of its WAL (wal-damage.ts); whether one qualified is known by the
+   * next event (the damage runs in microtasks). Its next start must be refused.
+   */
+  crashDamaged(n: ServerNode, kind: WalDamageKind, rng: SeedPrng): void {
+    if (!n.up || n.lost) return;
+    this.crash(n);
+    void damageWal(n.disk.fs, walDir, kind, rng).then((d) => {
+      if (d === undefined) return void this.trace(`n${n.id}: no WAL record qualifies for ${kind}`);
+      n.walDamage = d;
+      this.trace(`n${n.id} WAL DAMAGE ${kind} at ${d.file}:${d.at} (record at ${d.recordOffset}${d.lastBatch ? ', last batch' : ''})`);
+    });
+  }
+
+  /** A start on a damaged WAL: it must be refused as damage; then the member is lost for good. */
+  #startDamaged(n: ServerNode): void {
+    const d = n.walDamage!;
+    const incarnation = n.incarnation + 1;
+    const judge = (started: boolean, error: unknown): void => {
+      if (n.incarnation !== incarnation || !n.up) return; // crashed while booting: judged at the next start
+      const files = new Map<string, Uint8Array>();
+      for (const f of d.image.keys()) {
+        try {
+          files.set(f, n.disk.fs.bytes(`${walDir}/${f}`).slice());
+        } catch {
+          // gone: refusalProblem names it
+        }
+      }
+      const problem = refusalProblem(d, started, error, files);
+      if (problem !== undefined) return void this.fatal.push(`n${n.id}: ${problem}`);
+      this.walRefusals++;
+      this.trace(`n${n.id} refused to start: ${error instanceof Error ? error.message : String(error)}; lost for good`);
+      n.crash();
+      n.lost = true;
+      this.nodes.splice(this.nodes.indexOf(n), 1);
+      this.onLost?.(n);
+    };
+    n.start().then(() => judge(true, undefined), (error: unknown) => judge(false, error));
   }
 
   cut(from: bigint, to: bigint): void {

@@ -33,6 +33,8 @@ import type { RevisionRecord } from '../../../src/backup/revision-record.js';
 import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';
 import { PowerLossBackend } from './power-loss-backend.js';
+import type { WalDamage } from './wal-damage.js';
+import { simAuthOptions } from './sim-auth.js';
 
 export interface NodeDisk {
   fs: SimFs;
@@ -59,6 +61,8 @@ export interface NodeTuning {
   walCommitDelayMs: number;
   /** Segments zero-filled before use and recycled, as every production profile does. */
   walPreallocate: boolean;
+  /** Auth seeds: the members' auth made deterministic, with short token TTLs (sim-auth.ts). */
+  auth?: boolean;
   faults: Set<TestFault>;
 }
 
@@ -86,7 +90,7 @@ export interface NodeEnv {
   trace(line: string): void;
 }
 
-const walDir = '/member/wal';
+export const walDir = '/member/wal';
 const walTuning = { segmentBytes: 256 * 1024, preallocate: false, recycleSegmentsMax: 0 };
 
 export class ServerNode {
@@ -102,6 +106,10 @@ export class ServerNode {
   incarnation = 0;
   /** Started and not crashed (it may still be booting: `server` is set once it serves). */
   up = false;
+  /** Complete records of its WAL were damaged at its last crash (wal-damage.ts): its next start must be refused. */
+  walDamage: WalDamage | undefined;
+  /** Lost for good (its start was refused): never restarted; the operator replaces it (replace-member.ts). */
+  lost = false;
 
   constructor(member: Member, env: NodeEnv, rng: Prng) {
     this.member = member;
@@ -209,6 +217,8 @@ export class ServerNode {
       scheduler,
       randomMemberId: () => (BigInt(this.#ids.int(2 ** 32)) << 32n) | BigInt(this.#ids.int(2 ** 32)),
       ...(t.faults.size > 0 ? { unsafeTestFaults: t.faults } : {}),
+      // Token prefixes from a stream of the member and incarnation (the seed's other draws stay as they were).
+      ...(t.auth === true ? { auth: simAuthOptions(new Prng(Number(this.id % 0x7fffffffn) ^ (this.incarnation * 0x2545f491))) } : {}),
       saveSnapshot: (s) => (ackBeforePersist ? env.loop.sleep(500, owner).then(() => wal.saveSnapshot(s)) : wal.saveSnapshot(s)),
       snapshotData: {
         source: async (meta: SnapshotMeta) => {

@@ -22,6 +22,7 @@ import { Recorder, type Kv, type OpInput, type OpOutput, type WatchSession } fro
 import { lastObserved } from '../../chaos/reference-log.js';
 import type { ServerCluster } from './server-cluster.js';
 import type { ServerNode } from './server-node.js';
+import type { SimAuth } from './sim-auth.js';
 
 /** A client's deadline for one call (etcd's request timeout is 7 s with a 1 s election timeout). */
 export const clientTimeoutMs = 10_000;
@@ -45,6 +46,11 @@ export function kvOf(kv: KeyValue): Kv {
   return { key: fromUtf8(kv.key), value: fromUtf8(kv.value), modRev: kv.modRevision, createRev: kv.createRevision, version: kv.version, lease: kv.lease.toString() };
 }
 
+/** The members a client may use: serving, and not learners. */
+export function serving(c: ServerCluster): ServerNode[] {
+  return c.nodes.filter((n) => n.server !== undefined && !n.server.isLearner());
+}
+
 export class Workload {
   readonly recorder = new Recorder();
   readonly #c: ServerCluster;
@@ -55,17 +61,32 @@ export class Workload {
   readonly #running: Promise<void>[] = [];
   readonly #watching: Promise<void>[] = [];
   readonly #watchers: Watcher[] = [];
+  /** In auth seeds every call is alice's, with her token (sim-auth.ts). */
+  readonly #auth: SimAuth | undefined;
 
-  constructor(cluster: ServerCluster, rng: Prng) {
+  constructor(cluster: ServerCluster, rng: Prng, auth?: SimAuth) {
     this.#c = cluster;
     this.#rng = rng;
+    this.#auth = auth;
+  }
+
+  /** `call` with `client`'s context on `node`: without auth at once, with auth after authenticating if need be. */
+  #as<T>(client: number, node: ServerNode, call: (cx: RequestContext) => Promise<T>): Promise<T> {
+    const auth = this.#auth;
+    if (auth === undefined) return call(ctx());
+    return auth.ctx(client, node)
+      .then((r) => ('error' in r ? Promise.reject(r.error) : call(r)))
+      .catch((error: unknown) => {
+        auth.failed(client, error);
+        throw error;
+      });
   }
 
   start(clients: number, watchers: number): void {
     for (let i = 0; i < clients; i++) this.#running.push(this.#client(i));
     this.#running.push(this.#leaseKeeper(clients));
     for (let i = 0; i < watchers; i++) {
-      const w = new Watcher(this.#c, this.recorder, this.#rng.fork(), i);
+      const w = new Watcher(this.#c, this.recorder, this.#rng.fork(), i, this.#auth);
       this.#watchers.push(w);
       this.#watching.push(w.run(() => this.#watchersStopped));
     }
@@ -88,9 +109,12 @@ export class Workload {
     return this.#watchers.every((w) => w.caughtUp(revision));
   }
 
-  /** A random serving member (a client's endpoint list); undefined while none serves. */
+  /**
+   * A random serving member (a client's endpoint list); undefined while none serves. A learner is no endpoint
+   * (etcd's interceptors refuse a learner most calls; a replacement member is one until promoted).
+   */
   pick(): ServerNode | undefined {
-    const up = this.#c.nodes.filter((n) => n.server !== undefined);
+    const up = serving(this.#c);
     return up.length === 0 ? undefined : up[this.#rng.int(up.length)];
   }
 
@@ -112,7 +136,7 @@ export class Workload {
       else if (x < 0.5) input = { type: 'txn', key, cmpModRev: mod, action: mod === 0 ? 'put' : 'delete', value: `v${++this.#values}` };
       else input = { type: 'get', key };
       const op = this.recorder.invoke(client, input);
-      const out = await this.#call(node, input);
+      const out = await this.#call(node, input, client);
       this.#c.trace(`c${client} #${op.id} on n${node.id}: ${JSON.stringify(input)} ⇒ ${JSON.stringify(out)}`);
       if (out.type === 'error') {
         this.recorder.fail(op, new Error(out.message));
@@ -135,7 +159,7 @@ export class Workload {
       const sentMs = loop.nowMs;
       const grant = this.recorder.invoke(client, { type: 'leaseGrant', ttlSeconds: leaseTtlSeconds });
       const server = node.server!;
-      const granted = await this.#deadline(server.leaseGrant({ ttlSeconds: leaseTtlSeconds, id: 0n }, ctx()));
+      const granted = await this.#deadline(this.#as(client, node, (cx) => server.leaseGrant({ ttlSeconds: leaseTtlSeconds, id: 0n }, cx)));
       if (!granted.ok) {
         this.recorder.fail(grant, granted.error);
         continue;
@@ -150,7 +174,8 @@ export class Workload {
       const put = this.recorder.invoke(client, { type: 'leasePut', key, value, lease: id.toString() });
       const putNode = this.pick() ?? node;
       const req = { key: utf8(key), value: utf8(value), lease: id, prevKv: false, ignoreValue: false, ignoreLease: false };
-      const r = putNode.server === undefined ? undefined : await this.#deadline(putNode.server.put(req, ctx()));
+      const putServer = putNode.server;
+      const r = putServer === undefined ? undefined : await this.#deadline(this.#as(client, putNode, (cx) => putServer.put(req, cx)));
       if (r === undefined || !r.ok) {
         this.recorder.fail(put, r?.error ?? new Error('no member'));
         continue;
@@ -162,7 +187,8 @@ export class Workload {
         const at = this.pick();
         if (at === undefined) continue;
         const renewSentMs = loop.nowMs;
-        const ttl = await this.#deadline(at.server!.leaseKeepAlive(id, ctx()));
+        const atServer = at.server!;
+        const ttl = await this.#deadline(this.#as(client, at, (cx) => atServer.leaseKeepAlive(id, cx)));
         if (ttl.ok && ttl.value > 0) kept.renewals.push({ sentMs: renewSentMs, ttlSeconds: ttl.value });
         this.#c.trace(`lease ${id.toString(16)} keepalive sent at ${renewSentMs} via n${at.id} (leader n${at.server?.leaderId ?? '?'}): ${ttl.ok ? ttl.value : String(ttl.error)}`);
       }
@@ -176,11 +202,11 @@ export class Workload {
   }
 
   /** One call with the client's deadline; a member that crashes mid-call never answers. */
-  async #call(node: ServerNode, input: OpInput): Promise<OpOutput> {
+  async #call(node: ServerNode, input: OpInput, client: number): Promise<OpOutput> {
     const server = node.server!;
     const call = async (): Promise<OpOutput> => {
       if (input.type === 'get') {
-        const r = await server.range(rangeOf(input.key), ctx());
+        const r = await this.#as(client, node, (cx) => server.range(rangeOf(input.key), cx));
         return { type: 'get', rev: r.revision, kv: r.kvs[0] !== undefined ? kvOf(r.kvs[0]) : null };
       }
       if (input.type !== 'txn') throw new Error(`unsupported ${input.type}`);
@@ -188,11 +214,11 @@ export class Workload {
       const success = input.action === 'put'
         ? [{ put: { key: k, value: utf8(input.value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false } }]
         : [{ deleteRange: { key: k, rangeEnd: empty, prevKv: false } }];
-      const r = await server.txn({
+      const r = await this.#as(client, node, (cx) => server.txn({
         compare: [{ result: CompareResult.Equal, target: CompareTarget.Mod, key: k, rangeEnd: empty, modRevision: input.cmpModRev }],
         success,
         failure: [{ range: rangeOf(input.key) }],
-      }, ctx());
+      }, cx));
       if (r.succeeded) return { type: 'txn', succeeded: true, rev: r.revision };
       const first = r.responses[0];
       const kvs = first !== undefined && 'range' in first ? first.range.kvs : [];
@@ -213,12 +239,14 @@ class Watcher {
   #node: ServerNode | undefined;
   #incarnation = 0;
   #stream: WatchStream | undefined;
+  readonly #auth: SimAuth | undefined;
 
-  constructor(cluster: ServerCluster, recorder: Recorder, rng: Prng, index: number) {
+  constructor(cluster: ServerCluster, recorder: Recorder, rng: Prng, index: number, auth?: SimAuth) {
     this.#c = cluster;
     this.#rec = recorder;
     this.#rng = rng;
     this.#client = 1000 + index;
+    this.#auth = auth;
   }
 
   caughtUp(revision: number): boolean {
@@ -237,7 +265,8 @@ class Watcher {
       const alive = node !== undefined && node.server !== undefined && node.incarnation === this.#incarnation;
       if (alive && this.#session?.end === undefined) continue;
       this.#close(alive ? 'closed' : 'error');
-      this.#open();
+      if (this.#auth === undefined) this.#open(ctx());
+      else await this.#openAuthenticated(this.#auth);
     }
     this.#close('closed');
   }
@@ -249,10 +278,21 @@ class Watcher {
     this.#stream = undefined;
   }
 
-  #open(): void {
-    const up = this.#c.nodes.filter((n) => n.server !== undefined);
+  /** In auth seeds: a fresh token from the member the watch opens on (simple tokens are per member). */
+  async #openAuthenticated(auth: SimAuth): Promise<void> {
+    const up = serving(this.#c);
     if (up.length === 0) return;
     const node = up[this.#rng.int(up.length)]!;
+    auth.forget(this.#client);
+    const cx = await auth.ctx(this.#client, node);
+    if ('error' in cx) return auth.failed(this.#client, cx.error);
+    if (node.server !== undefined) this.#open(cx, node);
+  }
+
+  #open(cx: RequestContext, chosen?: ServerNode): void {
+    const up = serving(this.#c);
+    if (up.length === 0) return;
+    const node = chosen ?? up[this.#rng.int(up.length)]!;
     const prior = this.#session;
     const startRev = prior === undefined ? 1 : lastObserved(prior) + 1;
     const s = this.#rec.openWatch({
@@ -262,7 +302,7 @@ class Watcher {
     this.#session = s;
     this.#node = node;
     this.#incarnation = node.incarnation;
-    const stream = node.server!.openWatchStream({ send: (r) => this.#receive(s, r) }, ctx());
+    const stream = node.server!.openWatchStream({ send: (r) => this.#receive(s, r) }, cx);
     this.#stream = stream;
     stream.create(watchCreateRequest({ key: utf8('\0'), rangeEnd: utf8('\0'), startRevision: startRev, prevKv: true }));
   }

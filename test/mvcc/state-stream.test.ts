@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Prng } from '../../src/base/prng.js';
 import { buckets } from '../../src/mvcc/backend.js';
 import { Crc32c } from '../../src/mvcc/kv-codec.js';
-import { SnapshotDecoder, SnapshotEncoder, snapshotStreamChunkBytes } from '../../src/mvcc/snapshot.js';
+import { StateStreamDecoder, StateStreamEncoder, stateStreamChunkBytes } from '../../src/mvcc/state-stream.js';
 
 type Rec = { bucket: (typeof buckets)[number]; key: Uint8Array; value: Uint8Array };
 
@@ -17,7 +17,7 @@ function bytes(rng: Prng, n: number): Uint8Array {
 }
 
 function encode(records: Rec[]): Uint8Array[] {
-  const encoder = new SnapshotEncoder();
+  const encoder = new StateStreamEncoder();
   const out: Uint8Array[] = [];
   for (const r of records) {
     const chunk = encoder.add(r.bucket, r.key, r.value);
@@ -32,7 +32,7 @@ function recut(rng: Prng, chunks: Uint8Array[]): Uint8Array[] {
   const whole = Buffer.concat(chunks);
   const out: Uint8Array[] = [];
   for (let pos = 0; pos < whole.length;) {
-    const n = 1 + rng.int(rng.int(4) === 0 ? 16 : 2 * snapshotStreamChunkBytes);
+    const n = 1 + rng.int(rng.int(4) === 0 ? 16 : 2 * stateStreamChunkBytes);
     out.push(whole.subarray(pos, pos + n));
     pos += n;
   }
@@ -52,11 +52,11 @@ describe('snapshot stream', () => {
       const records: Rec[] = [];
       for (let i = 0; i < 300; i++) {
         const big = rng.int(50) === 0;
-        const vlen = big ? snapshotStreamChunkBytes + rng.int(snapshotStreamChunkBytes) : rng.int(3) === 0 ? 0 : rng.int(5000);
+        const vlen = big ? stateStreamChunkBytes + rng.int(stateStreamChunkBytes) : rng.int(3) === 0 ? 0 : rng.int(5000);
         records.push({ bucket: buckets[rng.int(buckets.length)]!, key: bytes(rng, rng.int(40)), value: bytes(rng, vlen) });
       }
-      const decoder = new SnapshotDecoder();
-      const checker = new SnapshotDecoder();
+      const decoder = new StateStreamDecoder();
+      const checker = new StateStreamDecoder();
       const got: Rec[] = [];
       for (const piece of recut(rng, encode(records))) {
         for (const op of decoder.push(piece)) if (op.type === 'put') got.push({ bucket: op.bucket, key: op.key, value: op.value });
@@ -75,16 +75,16 @@ describe('snapshot stream', () => {
 
   it('finishes a chunk filled to its last byte with the marker and checksum in a chunk of their own', () => {
     // magic (8) + one record of 9 + value bytes = exactly one chunk.
-    const value = new Uint8Array(snapshotStreamChunkBytes - 8 - 9);
+    const value = new Uint8Array(stateStreamChunkBytes - 8 - 9);
     const chunks = encode([{ bucket: 'key', key: new Uint8Array(0), value }]);
-    expect(chunks.map((c) => c.length)).toEqual([snapshotStreamChunkBytes, 5]);
-    const decoder = new SnapshotDecoder();
+    expect(chunks.map((c) => c.length)).toEqual([stateStreamChunkBytes, 5]);
+    const decoder = new StateStreamDecoder();
     for (const c of chunks) decoder.push(c);
     expect(() => decoder.end()).not.toThrow();
   });
 
   it('hands out chunks the encoder never writes again', () => {
-    const encoder = new SnapshotEncoder();
+    const encoder = new StateStreamEncoder();
     const first: Uint8Array[] = [];
     for (let i = 0; i < 1000 && first.length === 0; i++) {
       const c = encoder.add('key', new Uint8Array([1]), new Uint8Array(1000).fill(7));

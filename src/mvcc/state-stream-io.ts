@@ -1,5 +1,5 @@
 /**
- * A store's backend as a snapshot stream (snapshot.ts format) and back: the export a follower or a backup
+ * A store's backend as a state stream (state-stream.ts format) and back: the export a follower or a backup
  * reads from a consistent backend view, and the import that rebuilds a backend (and the key index) from one.
  */
 import { assert } from '../base/assert.js';
@@ -9,13 +9,13 @@ import type { MvccCore } from './kv-core.js';
 import { latin1, readU64 } from './kv-meta.js';
 import { bytesToRevision } from './revision.js';
 import { revCode } from './rev-code.js';
-import { SnapshotDecoder, SnapshotEncoder } from './snapshot.js';
+import { StateStreamDecoder, StateStreamEncoder } from './state-stream.js';
 
 /** Ops per backend batch while importing a snapshot. */
 const importBatchOpsMax = 1000;
 
 /**
- * A snapshot stream whose framing and checksum were already verified whole (as SnapshotDataDir does while it
+ * A state stream whose framing and checksum were already verified whole (as SnapshotDataDir does while it
  * receives one): the import reads it once instead of checking it first.
  */
 export interface CheckedSnapshot {
@@ -32,7 +32,7 @@ export interface SnapshotExport {
   term: number;
   /** The meta bucket (a few small entries, by their latin1 key), e.g. what the server stores beside the index. */
   meta: Map<string, Uint8Array>;
-  /** The snapshot stream (snapshot.ts format); may be read more than once, until close(). */
+  /** The state stream (state-stream.ts format); may be read more than once, until close(). */
   chunks(): AsyncIterable<Uint8Array>;
   /** The backend view behind the copy: call once the copy is no longer read. */
   view: BackendView;
@@ -45,7 +45,7 @@ async function* chunksOf(source: SnapshotSource): AsyncIterable<Uint8Array> {
 }
 
 async function* streamView(view: BackendView): AsyncIterable<Uint8Array> {
-  const encoder = new SnapshotEncoder();
+  const encoder = new StateStreamEncoder();
   for (const bucket of buckets) {
     for await (const [k, v] of view.scan(bucket)) {
       const chunk = encoder.add(bucket, k, v);
@@ -71,26 +71,26 @@ export async function exportView(view: BackendView): Promise<SnapshotExport> {
 }
 
 /**
- * Read a whole snapshot stream to check it, before anything is cleared (a damaged one changes nothing); a
+ * Read a whole state stream to check it, before anything is cleared (a damaged one changes nothing); a
  * CheckedSnapshot was checked as it was received and is not read again here (its checksum is still verified
  * at the end of writeSnapshotInto, which then fails on a file damaged since it was received).
  */
 export async function checkSnapshot(source: SnapshotSource): Promise<void> {
   if (typeof source === 'object' && !(source instanceof Uint8Array)) return;
-  const check = new SnapshotDecoder();
+  const check = new StateStreamDecoder();
   for await (const chunk of chunksOf(source)) check.check(chunk);
   check.end();
 }
 
 /**
- * Write a (checked) snapshot stream into a cleared backend in bounded batches, loading its revisions into
+ * Write a (checked) state stream into a cleared backend in bounded batches, loading its revisions into
  * `core` (an empty one); one batch is written while the next is decoded. The consistent index goes in last,
  * so a crash part-way leaves a backend that says it is empty (index 0), never one that claims data it lacks.
  */
 export async function writeSnapshotInto(backend: Backend, core: MvccCore, source: SnapshotSource): Promise<{ consistentIndex: number; term: number }> {
   // The key index is built from the records as they are written: reading the backend back would read
   // every value a second time.
-  const decoder = new SnapshotDecoder();
+  const decoder = new StateStreamDecoder();
   let batch: BatchOp[] = [];
   let last: BatchOp[] = [];
   let consistentIndex = 0;

@@ -1,5 +1,6 @@
 /**
- * The snapshot stream: a point-in-time copy of every backend bucket, for Raft snapshots sent to followers.
+ * The state stream: a point-in-time copy of every backend bucket, the data of a Raft snapshot sent to a follower
+ * (a member's own Raft snapshots carry none: node/snapshot-data.ts). Not an etcd backup: those are bbolt files (backup/).
  * Produced and consumed in chunks, so neither side ever holds the key space in memory. Framed and
  * checksummed so a truncated or corrupted stream is refused before it is used:
  *   "ETCSNAP1" | records | 0xff | crc32c(everything before) as u32 BE
@@ -12,19 +13,19 @@ import { Crc32c } from './kv-codec.js';
 const magic = new TextEncoder().encode('ETCSNAP1');
 const endMarker = 0xff;
 /** Records are gathered into chunks of about this size. */
-export const snapshotStreamChunkBytes = 256 * 1024;
+export const stateStreamChunkBytes = 256 * 1024;
 
-export class SnapshotFormatError extends Error {
-  override name = 'SnapshotFormatError';
+export class StateStreamFormatError extends Error {
+  override name = 'StateStreamFormatError';
 }
 
 /**
- * Encodes records into chunks of about snapshotStreamChunkBytes. Records are written straight into the chunk
+ * Encodes records into chunks of about stateStreamChunkBytes. Records are written straight into the chunk
  * being filled and the checksum runs once per chunk, so an entry costs no allocation of its own.
  */
-export class SnapshotEncoder {
+export class StateStreamEncoder {
   readonly #crc = new Crc32c();
-  #chunk = new Uint8Array(snapshotStreamChunkBytes);
+  #chunk = new Uint8Array(stateStreamChunkBytes);
   #view = new DataView(this.#chunk.buffer);
   #pos = 0;
   #finished = false;
@@ -39,7 +40,7 @@ export class SnapshotEncoder {
     if (this.#pos + bytes <= this.#chunk.length) return undefined;
     const out = this.#pos > 0 ? this.#take() : undefined;
     // A record larger than a chunk (a value up to the request limit) gets a chunk of its own.
-    this.#chunk = new Uint8Array(Math.max(snapshotStreamChunkBytes, bytes));
+    this.#chunk = new Uint8Array(Math.max(stateStreamChunkBytes, bytes));
     this.#view = new DataView(this.#chunk.buffer);
     return out;
   }
@@ -81,21 +82,21 @@ export class SnapshotEncoder {
 }
 
 /**
- * Decodes a snapshot stream chunk by chunk. `push` returns the complete records so far as put ops whose
+ * Decodes a state stream chunk by chunk. `push` returns the complete records so far as put ops whose
  * bytes are views into the pushed chunk (or into the decoder's copy of a record cut by a chunk boundary): the
  * caller hands over the chunk and must not change it, and should let go of the ops once written (a view pins
  * its whole chunk). A copy per key and per value was the import's largest own cost. `end` checks the end marker and the checksum. Callers must not act on the ops as final
  * before `end` succeeds (write them where a failed import can be discarded). `check` walks the same framing
  * and checksum without producing ops, for a receiver that verifies a stream while it is written to disk.
  */
-export class SnapshotDecoder {
+export class StateStreamDecoder {
   readonly #crc = new Crc32c();
   #pending = new Uint8Array(0);
   #sawMagic = false;
   #ended = false;
 
   #fail(why: string): never {
-    throw new SnapshotFormatError(`invalid snapshot: ${why}`);
+    throw new StateStreamFormatError(`invalid snapshot: ${why}`);
   }
 
   push(chunk: Uint8Array): BatchOp[] {
