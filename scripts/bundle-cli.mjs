@@ -7,20 +7,29 @@
  * (`etcetera version`: 250 ms of CPU unbundled, 150 ms bundled, node alone 50 ms; measured with
  * /usr/bin/time, median of 9). The library (dist/src/index.js) stays tsc's unbundled modules.
  *
+ * Split at cli.ts's dynamic imports (issue 24): each command loads only its own chunks, so `etcetera witness`
+ * never evaluates the gRPC server, the protobuf descriptors, LevelDB or bcrypt. The chunks sit beside cli.js
+ * (cli-chunk-*.js), so paths resolved from import.meta.url (protos/) are the same in every chunk.
+ *
  * Packages with native addons stay external: they find their binaries relative to their own files.
  * The bundled CommonJS packages (grpc-js, protobufjs) call require() for Node's built-ins: the banner
  * gives the ES module a real one.
  */
 import { build } from 'esbuild';
-import { chmodSync } from 'node:fs';
+import { chmodSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const outfile = `${root}dist/src/main/cli.js`;
+const outdir = `${root}dist/src/main`;
+const outfile = `${outdir}/cli.js`;
+// Chunks of an earlier build: their names carry content hashes, so stale ones would pile up.
+for (const f of readdirSync(outdir)) if (f.startsWith('cli-chunk-')) rmSync(`${outdir}/${f}`);
 
 await build({
-  entryPoints: [`${root}src/main/cli.ts`],
-  outfile,
+  entryPoints: { cli: `${root}src/main/cli.ts` },
+  outdir,
+  splitting: true,
+  chunkNames: 'cli-chunk-[hash]',
   bundle: true,
   platform: 'node',
   format: 'esm',

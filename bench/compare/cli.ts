@@ -5,7 +5,7 @@
  *
  *   --quick            short durations (a smoke run of the harness, ~3 min)
  *   --scenario a,b     only these (puts, slow-fsync, at-rest, sd-stalls, reads, watch, memory, memory-1m,
- *                      memory-kube, memory-cluster, memory-cgroup)
+ *                      memory-kube, memory-cluster, memory-cgroup, witness)
  *   --low-end          every server capped at half a core and 512 MiB, every fsync delayed 20 ms (SD card)
  *   --reps N           runs per system (default 2)
  *   --system s         only etcd or only etcetera (harness work, profiling)
@@ -26,9 +26,10 @@ import { profileMarkdown, summarizeProfiles } from './profile.js';
 import { describeMachine, machineMarkdown, markdown, Results } from './report.js';
 import { memoryScenarios } from './scenarios-memory.js';
 import { reads, watchOnly } from './scenarios-read.js';
+import { witnessScenario } from './scenarios-witness.js';
 import { atRest, putsPlain, putsSlowFsync, sdStalls } from './scenarios-write.js';
 
-const all: Scenario[] = [putsPlain, putsSlowFsync, atRest, sdStalls, reads, watchOnly, ...memoryScenarios];
+const all: Scenario[] = [putsPlain, putsSlowFsync, atRest, sdStalls, reads, watchOnly, ...memoryScenarios, witnessScenario];
 
 const { values: args } = parseArgs({
   options: {

@@ -19,7 +19,8 @@ const execFileP = promisify(execFile);
 
 export type System = 'etcd' | 'etcetera';
 export const repoRoot = resolve(import.meta.dirname, '../..');
-export const etcetraCli = join(repoRoot, 'dist/src/main/cli.js');
+/** ETCBENCH_ETCETERA_CLI: another build's cli.js, to compare two builds of etcetera (before/after a change). */
+export const etcetraCli = process.env['ETCBENCH_ETCETERA_CLI'] ?? join(repoRoot, 'dist/src/main/cli.js');
 export const etcdBin = '/usr/bin/etcd';
 
 export interface ClusterOptions {
@@ -37,6 +38,11 @@ export interface ClusterOptions {
   cpuProfDir?: string;
   heartbeatMs?: number;
   electionMs?: number;
+  /**
+   * 3 members only: etcetera's third member is a witness (`etcetera witness`, named in every member's
+   * --initial-cluster-witnesses); etcd's stays a full member, the voter a witness replaces (issue 24).
+   */
+  witness?: boolean;
 }
 
 export interface Member {
@@ -53,6 +59,8 @@ export interface Member {
   exited?: Promise<void>;
   /** Set while we stop it, so its exit is not reported as a death. */
   stopping?: boolean;
+  /** An etcetera witness: it serves /health and /metrics only, no gRPC (it is never asked for Status). */
+  witness?: boolean;
 }
 
 let seq = 0;
@@ -93,8 +101,10 @@ export class Cluster {
       members.push({
         name, dataDir: join(root, name), output: [], pidFile: join(root, `${name}.pid`),
         clientUrl: `http://127.0.0.1:${c}`, peerUrl: `http://127.0.0.1:${p}`, metricsUrl: `http://127.0.0.1:${m}`,
+        ...(o.witness === true && system === 'etcetera' && i === o.size - 1 ? { witness: true } : {}),
       });
     }
+    if (o.witness === true && o.size !== 3) throw new Error('a witness cluster has 3 members');
     const cluster = new Cluster(system, o, members, root);
     Cluster.active.add(cluster);
     for (const m of members) cluster.#spawn(m, 'new');
@@ -120,11 +130,15 @@ export class Cluster {
       '--initial-cluster-state', state, '--initial-cluster-token', 'etcbench',
     ];
     if (this.system === 'etcd') return [etcdBin, ...args];
+    const witnesses = this.members.filter((x) => x.witness).map((x) => x.name);
+    if (witnesses.length > 0) args.push('--initial-cluster-witnesses', witnesses.join(','));
     const node = [process.execPath];
     // One file per process start: the cluster size and member in the name, a sequence number to keep restarts.
     const profName = `${this.options.size}m-${m.name}-${seq++}.cpuprofile`;
     if (this.options.cpuProfDir) node.push('--cpu-prof', '--cpu-prof-dir', this.options.cpuProfDir, '--cpu-prof-name', profName);
-    return [...node, etcetraCli, 'server', ...args];
+    // Node flags for the witness only (e.g. --jitless), to measure what they save on a witness under load.
+    if (m.witness) node.push(...(process.env['ETCBENCH_WITNESS_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''));
+    return [...node, etcetraCli, m.witness ? 'witness' : 'server', ...args];
   }
 
   #spawn(m: Member, state: 'new' | 'existing'): void {
@@ -197,7 +211,7 @@ export class Cluster {
 
   /** The member every member names as leader (throws while they disagree or have none). */
   async leader(timeoutMs = 2000): Promise<Member> {
-    const statuses = await Promise.all(this.members.filter((m) => this.alive(m)).map(async (m) => ({ m, s: await this.client(m).status(timeoutMs) })));
+    const statuses = await Promise.all(this.members.filter((m) => this.alive(m) && !m.witness).map(async (m) => ({ m, s: await this.client(m).status(timeoutMs) })));
     const leaderId = statuses[0]?.s.leader;
     if (!leaderId || leaderId === '0' || statuses.some((x) => x.s.leader !== leaderId)) throw new Error('no agreed leader');
     const leader = statuses.find((x) => x.s.memberId === leaderId);
@@ -209,7 +223,7 @@ export class Cluster {
   async maxTerm(): Promise<number> {
     let term = 0;
     for (const m of this.members) {
-      if (!this.alive(m)) continue;
+      if (!this.alive(m) || m.witness) continue;
       try {
         term = Math.max(term, (await this.client(m).status(3000)).raftTerm);
       } catch { /* a stalled member: the others tell */ }

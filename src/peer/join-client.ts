@@ -6,7 +6,7 @@
  * listening yet, no leader) are retried until the deadline, the others (wrong token, TLS) end at once; either
  * way the error is one sentence saying what to fix.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { joinAttemptTimeoutMs, joinRetryMsMin } from '../base/limits.js';
@@ -96,8 +96,10 @@ async function askOne(o: AskOptions, transport: PeerTransport, url: string, meth
 }
 
 async function callJoinService(o: AskOptions, url: string, method: string, payload: unknown): Promise<unknown> {
+  // Loaded on the first join only: a restarted member or witness never pays for gRPC's client (issue 24).
+  const grpc = await loadGrpc();
   const u = new URL(url);
-  const client = new grpc.Client(u.host, credentials(u, o), { 'grpc.enable_retries': 0 });
+  const client = new grpc.Client(u.host, credentials(grpc, u, o), { 'grpc.enable_retries': 0 });
   const unary = (name: 'Challenge' | 'Call', request: unknown): Promise<unknown> =>
     new Promise((resolve, reject) => {
       const d = joinServiceDefinition[name]!;
@@ -129,7 +131,15 @@ async function callJoinService(o: AskOptions, url: string, method: string, paylo
   }
 }
 
-function credentials(u: URL, o: AskOptions): grpc.ChannelCredentials {
+type GrpcModule = typeof import('@grpc/grpc-js');
+
+async function loadGrpc(): Promise<GrpcModule> {
+  const mod: GrpcModule & { default?: GrpcModule } = await import('@grpc/grpc-js');
+  // Node gives a CommonJS package's named exports; the split CLI bundle (esbuild) gives only its default.
+  return typeof mod.Client === 'function' ? mod : mod.default!;
+}
+
+function credentials(grpc: GrpcModule, u: URL, o: AskOptions): grpc.ChannelCredentials {
   if (u.protocol !== 'https:') return grpc.credentials.createInsecure();
   const ca = o.clientTls?.trustedCaFile ?? o.peerTls?.trustedCaFile;
   const pair = o.peerTls ?? o.clientTls;
