@@ -7,6 +7,7 @@ import type { Logger } from '../config/log.js';
 import type { FramedConnection } from './connection.js';
 import { FrameType, decodePayload } from './frame.js';
 import { hex } from '../base/hex.js';
+import { peerProbeConnectionIdleMs } from '../base/limits.js';
 import type { PeerInbound, PeerRequest, PeerResponse } from './types.js';
 
 const messageTypes = new Set<string>(Object.values(MessageType));
@@ -28,10 +29,13 @@ export function validateMessages(value: unknown, from: NodeId, self: NodeId): Me
   return value as Message[];
 }
 
-/** Answers one request on a `request` connection, then closes it. */
 /** The request a prober sends (peer-prober.ts); the transport answers it itself. */
 export const probeMethod = 'probe';
 
+/**
+ * Answers a `request` connection: one request, then the connection closes; except probes, which keep it open
+ * for the prober's next one (closed once idle for peerProbeConnectionIdleMs).
+ */
 export async function serveRequest(
   conn: FramedConnection,
   from: NodeId,
@@ -39,30 +43,36 @@ export async function serveRequest(
   timeoutMs: number,
   logger: Logger,
 ): Promise<void> {
-  let req: PeerRequest;
-  try {
-    const frame = await conn.nextFrame(timeoutMs, 'peer request');
-    const body = frame.type === FrameType.Request ? (decodePayload(frame) as PeerRequest) : undefined;
-    if (body === undefined || typeof body !== 'object' || body === null || typeof body.method !== 'string') {
-      throw new Error('malformed peer request');
-    }
-    req = body;
-  } catch (err) {
-    logger.warn('peer request failed', { peer: hex(from), error: (err as Error).message });
-    return conn.destroy();
-  }
-  let response: PeerResponse;
-  if (req.method === probeMethod) {
-    response = { ok: true }; // answered here, like etcd's /raft/probing: the round trip is the measure
-  } else if (onRequest === undefined) {
-    response = { ok: false, error: 'this member does not serve peer requests', code: 'unimplemented' };
-  } else {
+  for (let probes = 0; ; probes++) {
+    let req: PeerRequest;
     try {
-      response = await onRequest(req, { from, remoteAddress: conn.remoteAddress });
+      const frame = await conn.nextFrame(probes === 0 ? timeoutMs : peerProbeConnectionIdleMs, 'peer request');
+      const body = frame.type === FrameType.Request ? (decodePayload(frame) as PeerRequest) : undefined;
+      if (body === undefined || typeof body !== 'object' || body === null || typeof body.method !== 'string') {
+        throw new Error('malformed peer request');
+      }
+      req = body;
     } catch (err) {
-      response = { ok: false, error: (err as Error).message };
+      // A prober that went away, or stopped probing, is no failure.
+      if (probes === 0) logger.warn('peer request failed', { peer: hex(from), error: (err as Error).message });
+      return conn.destroy();
     }
+    if (req.method === probeMethod) {
+      conn.send(FrameType.Response, { ok: true }); // answered here, like etcd's /raft/probing: the round trip is the measure
+      continue;
+    }
+    let response: PeerResponse;
+    if (onRequest === undefined) {
+      response = { ok: false, error: 'this member does not serve peer requests', code: 'unimplemented' };
+    } else {
+      try {
+        response = await onRequest(req, { from, remoteAddress: conn.remoteAddress });
+      } catch (err) {
+        response = { ok: false, error: (err as Error).message };
+      }
+    }
+    conn.send(FrameType.Response, response);
+    conn.socket.end();
+    return;
   }
-  conn.send(FrameType.Response, response);
-  conn.socket.end();
 }

@@ -68,6 +68,8 @@ export class PeerTransport {
   #peers = new Map<NodeId, PeerStream>();
   #stats = new Map<NodeId, PeerStats>();
   #inbound = new Set<FramedConnection>();
+  /** The prober's connection to each peer URL, kept between probes. */
+  #probeConns = new Map<string, FramedConnection>();
   #serving: PeerInbound | undefined;
   /** Connections accepted between listen() and serve(). */
   #held: net.Socket[] = [];
@@ -236,7 +238,7 @@ export class PeerTransport {
 
   /** A one-shot RPC to any member by its peer URL (members and would-be members alike). */
   async request(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId } = {}): Promise<PeerResponse> {
-    return (await this.#exchange(url, req, options)).response;
+    return this.#exchange(url, req, options);
   }
 
   /**
@@ -244,20 +246,51 @@ export class PeerTransport {
    * already dialled and authenticated to its answer (etcd_network_peer_round_trip_time_seconds).
    */
   async probe(url: string, to: NodeId, timeoutMs: number): Promise<number> {
-    return (await this.#exchange(url, { method: probeMethod }, { timeoutMs, to })).roundTripMs;
+    const kept = this.#probeConns.get(url);
+    if (kept !== undefined && !kept.closed) {
+      try {
+        return await this.#probeOn(kept, timeoutMs);
+      } catch {
+        // Closed under us (the peer restarted, or answers one request per connection): a fresh one below.
+        kept.destroy();
+      }
+    }
+    const conn = await dial(url, this.#tls, timeoutMs);
+    try {
+      await offerHandshake(conn, this.#identity, 'request', to, timeoutMs);
+      const ms = await this.#probeOn(conn, timeoutMs);
+      if (this.#closed) conn.destroy();
+      else {
+        // Kept for the next probe (peerProbeConnectionIdleMs), as etcd's prober reuses its connection.
+        this.#probeConns.set(url, conn);
+        conn.onClose(() => {
+          if (this.#probeConns.get(url) === conn) this.#probeConns.delete(url);
+        });
+      }
+      return ms;
+    } catch (error) {
+      conn.destroy();
+      throw error;
+    }
   }
 
-  async #exchange(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId }): Promise<{ response: PeerResponse; roundTripMs: number }> {
+  async #probeOn(conn: FramedConnection, timeoutMs: number): Promise<number> {
+    const sentAt = performance.now();
+    conn.send(FrameType.Request, { method: probeMethod });
+    const frame = await conn.nextFrame(timeoutMs, 'response to probe');
+    if (frame.type !== FrameType.Response) throw new Error(`expected a response frame, got type ${frame.type}`);
+    return performance.now() - sentAt;
+  }
+
+  async #exchange(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId }): Promise<PeerResponse> {
     const timeoutMs = options.timeoutMs ?? this.#limits.requestTimeoutMs;
     const conn = await dial(url, this.#tls, timeoutMs);
     try {
       await offerHandshake(conn, this.#identity, 'request', options.to ?? 0n, timeoutMs);
-      const sentAt = performance.now();
       conn.send(FrameType.Request, req);
       const frame = await conn.nextFrame(timeoutMs, `response to ${req.method}`);
-      const roundTripMs = performance.now() - sentAt;
       if (frame.type !== FrameType.Response) throw new Error(`expected a response frame, got type ${frame.type}`);
-      return { response: decodePayload(frame) as PeerResponse, roundTripMs };
+      return decodePayload(frame) as PeerResponse;
     } finally {
       conn.destroy();
     }
@@ -275,6 +308,8 @@ export class PeerTransport {
     this.#peers.clear();
     for (const conn of this.#inbound) conn.destroy();
     this.#inbound.clear();
+    for (const conn of this.#probeConns.values()) conn.destroy();
+    this.#probeConns.clear();
     for (const socket of this.#held) socket.destroy();
     this.#held = [];
     const servers = [...(this.#server !== undefined ? [this.#server] : []), ...this.#extraServers];
