@@ -18,7 +18,8 @@ import type { TimerHandle } from '../base/scheduler.js';
 import { hex } from '../base/hex.js';
 import { WatchHub } from '../mvcc/watch-hub.js';
 import type { ReadState, SoftState } from '../raft/types.js';
-import type { AlarmMember, AlarmType, CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../mvcc/types.js';
+import type { AlarmMember, AlarmType, CompactionRequest, DeleteRangeRequest, DeleteRangeResponse, Event as MvccEvent, PutRequest, PutResponse, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from '../mvcc/types.js';
+import type { WriteListenOptions } from '../mvcc/watch-types.js';
 import type {
   EtcdApi, HashKvResult, HashResult, LeaseGrantResult, LeaseTimeToLiveResult, Member, MemberAddResult,
   RequestContext, ResponseHeader, SnapshotSource, StatusResult, WatchSink, WatchStream,
@@ -372,6 +373,14 @@ export class EtcdServer implements EtcdApi {
 
   moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {
     return this.#maintenance.moveLeader(targetId, ctx);
+  }
+
+  /**
+   * Every applied write's events, from the current store (the listener outlives a snapshot restore). Say
+   * `wantsPrevKv: () => false` unless the events' previous values are needed: reading them costs a lookup.
+   */
+  onWrite(listener: (revision: number, events: MvccEvent[]) => void, options?: WriteListenOptions): () => void {
+    return this.#storeView.onWrite(listener, options);
   }
 
   /** Ask Raft to hand leadership to `target`; resolves once it leads, or fails after `timeoutMs`. */
