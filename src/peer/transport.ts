@@ -353,7 +353,8 @@ export class PeerTransport {
     const inbound = this.#serving;
     if (inbound === undefined) {
       this.#held.push(socket);
-      // A peer that gives up while waiting leaves no socket behind.
+      // A peer that gives up while waiting leaves no socket behind; a reset ends that socket, not the process.
+      socket.on('error', () => socket.destroy());
       socket.once('close', () => (this.#held = this.#held.filter((s) => s !== socket)));
       return;
     }

@@ -75,6 +75,25 @@ describe('peer transport between three members', () => {
     expect(received[0]?.commit).toBe(5);
   });
 
+  it('survives a peer that resets its connection while held before serve()', async () => {
+    const { logger } = capturingLogger();
+    const b = new PeerTransport({ selfId: 2n, token, listenUrl: 'http://127.0.0.1:0', logger });
+    open.push(b);
+    const { port } = await b.listen();
+    const socket = net.connect(port, '127.0.0.1');
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    socket.write('partial handshake');
+    await new Promise((r) => setTimeout(r, 50));
+    socket.resetAndDestroy(); // RST: the held socket gets ECONNRESET with nobody reading it yet
+    await new Promise((r) => setTimeout(r, 100));
+    const received: Message[] = [];
+    b.serve({ onMessages: (msgs) => received.push(...msgs) });
+    const a = await node(1n);
+    a.transport.addPeer(2n, [`http://127.0.0.1:${port}`]);
+    a.transport.send([heartbeat(1n, 2n, 9)]);
+    await waitFor(() => received.length === 1, 'a message after the reset');
+  });
+
   it('reconnects after the remote restarts on the same port', async () => {
     const a = await node(1n);
     let b = await startNode(2n);
