@@ -7,21 +7,14 @@ import * as grpc from '@grpc/grpc-js';
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import type { Wire } from '../../src/api/grpc/proto.js';
-import { freePort, killAll, removeDir, repoRoot, startServer, tempDir } from './harness.js';
+import { freePort, repoRoot, startServer, tempDir } from './harness.js';
+import { releaseAfterAll } from './release-after-all.js';
 import { rawService, type RawService } from './raw-grpc.js';
 
-const clients: Etcd3[] = [];
-const raws: grpc.Client[] = [];
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const c of clients) c.close();
-  for (const r of raws) r.close();
-  await killAll();
-  for (const d of dirs) removeDir(d);
-});
+const { clients, raws, dirs } = releaseAfterAll();
 
 function client(url: string, auth?: { username: string; password: string }): Etcd3 {
   const c = new Etcd3({ hosts: url, dialTimeout: 2000, ...(auth !== undefined ? { auth } : {}) });

@@ -4,20 +4,13 @@
  * it applies the Authenticate entry).
  */
 import * as grpc from '@grpc/grpc-js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import { serviceDefinition, type Wire } from '../../src/api/grpc/proto.js';
-import { killAll, removeDir, startServer, waitFor } from './harness.js';
+import { startServer, waitFor } from './harness.js';
+import { releaseAfterAll } from './release-after-all.js';
 
-const clients: Etcd3[] = [];
-const raws: grpc.Client[] = [];
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const c of clients) c.close();
-  for (const r of raws) r.close();
-  await killAll();
-  for (const d of dirs) removeDir(d);
-});
+const { clients, raws, dirs } = releaseAfterAll();
 
 function unary(port: number, service: string, method: string, req: Wire, token?: string): Promise<Wire> {
   const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);

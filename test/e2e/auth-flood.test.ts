@@ -14,21 +14,14 @@
 import * as grpc from '@grpc/grpc-js';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import type { Wire } from '../../src/api/grpc/proto.js';
-import { killAll, removeDir, startServer, waitFor, type ServerProcess } from './harness.js';
+import { startServer, waitFor, type ServerProcess } from './harness.js';
+import { releaseAfterAll } from './release-after-all.js';
 import { rawService, type RawService } from './raw-grpc.js';
 
-const raws: grpc.Client[] = [];
-const clients: Etcd3[] = [];
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const c of clients) c.close();
-  for (const r of raws) r.close();
-  await killAll();
-  for (const d of dirs) removeDir(d);
-});
+const { raws, clients, dirs } = releaseAfterAll();
 
 const parallelCalls = 50;
 /** Puts per phase: p99 is the 10th slowest, so one stall does not decide it. */

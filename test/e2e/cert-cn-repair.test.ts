@@ -12,22 +12,15 @@ import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { etcdctlPath, freePort, haveEtcdctl, killAll, removeDir, repoRoot, startServer, waitFor } from './harness.js';
+import { etcdctlPath, freePort, haveEtcdctl, repoRoot, startServer, waitFor } from './harness.js';
+import { releaseAfterAll } from './release-after-all.js';
 
 const execFileP = promisify(execFile);
 const fixtures = join(repoRoot, 'test/peer/fixtures');
 const [ca, cert, key] = ['ca.pem', 'peer.pem', 'peer.key'].map((f) => join(fixtures, f)) as [string, string, string];
-const clients: Etcd3[] = [];
-const sessions: http2.ClientHttp2Session[] = [];
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const c of clients) c.close();
-  for (const s of sessions) s.destroy();
-  await killAll();
-  for (const d of dirs) removeDir(d);
-});
+const { clients, sessions, dirs } = releaseAfterAll();
 
 interface GrpcAnswer {
   status: string | undefined;
