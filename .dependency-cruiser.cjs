@@ -59,10 +59,10 @@ module.exports = {
     },
     {
       name: 'no-unresolvable',
-      comment: 'every import resolves (a moved file must not leave a dangling import behind)',
+      comment: 'every import resolves (a moved file must not leave a dangling import behind); better-sqlite3 is an optional dependency, absent where it could not be built, and loaded only by migrate --from-kine',
       severity: 'error',
       from: { path: '^src/' },
-      to: { couldNotResolve: true },
+      to: { couldNotResolve: true, pathNot: '^better-sqlite3$' },
     },
     {
       name: 'no-cycles-outside-raft-steps',
