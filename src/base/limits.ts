@@ -86,6 +86,21 @@ export const peerBatchBytesMax = 1024 * 1024;
 export const peerSocketBufferedBytesMax = 4 * 1024 * 1024;
 /** Peer transport: largest frame accepted on the wire; a longer length prefix is a protocol error. */
 export const peerFrameBytesMax = 16 * 1024 * 1024;
+/**
+ * Peer transport, before a connection's handshake has succeeded: the largest frame accepted (Hello, Auth,
+ * Welcome and Refused are a few hundred bytes), and the bytes it may have buffered unread. Whoever has not
+ * proven they know the join token gets this much memory and no decoding of anything larger; etcd answers a
+ * 300 MB POST to /raft from an unknown sender with 412 and its memory does not move.
+ */
+export const peerHandshakeFrameBytesMax = 4 * 1024;
+export const peerHandshakeBufferedBytesMax = 2 * peerHandshakeFrameBytesMax;
+/**
+ * Peer transport, after the handshake: bytes of a connection buffered while no handler takes them (between a
+ * request and the next) before its socket is paused; the next handler resumes it.
+ */
+export const peerUnreadBytesMax = peerFrameBytesMax;
+/** Peer transport: a refused connection is destroyed once its Refused frame is flushed, or after this. */
+export const peerRefusalFlushMs = 1_000;
 /** Peer transport: snapshot data is streamed in chunks of this size on its own connection. */
 export const snapshotChunkBytes = 1024 * 1024;
 /**
@@ -94,6 +109,7 @@ export const snapshotChunkBytes = 1024 * 1024;
  */
 export const snapshotReceiveQueuedBytesMax = 8 * snapshotChunkBytes;
 
+assert(peerHandshakeFrameBytesMax >= 1024 && peerHandshakeFrameBytesMax * 64 <= peerFrameBytesMax, 'handshake frames are small, data frames large');
 assert(peerFrameBytesMax >= 2 * Math.max(peerBatchBytesMax, snapshotChunkBytes, requestBytesMax), 'peer frame limit too small');
 /** WAL: bytes of entries packed into one log record (a bigger single entry gets a record of its own). */
 export const walRecordChunkBytes = 1024 * 1024;

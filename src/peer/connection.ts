@@ -1,7 +1,13 @@
 /**
- * A socket speaking frames: reads are parsed into frames and handed to one handler at a time; frames that
- * arrive while no handler is set wait in a short queue. That lets a handshake `await` one frame and then
- * hand the stream to the next phase without losing a frame that came in the same TCP read.
+ * A socket speaking frames: reads are parsed into frames and handed to one handler at a time. Frames are
+ * parsed only while a handler is set; bytes that arrive meanwhile wait unparsed in the reader. That lets a
+ * handshake `await` one frame and then hand the stream to the next phase without losing a frame that came in
+ * the same TCP read, and lets the next phase judge those bytes by its own limits.
+ *
+ * Until `authenticate()` (the token handshake succeeded, handshake.ts) a connection accepts frames of
+ * peerHandshakeFrameBytesMax and holds peerHandshakeBufferedBytesMax unread; past either it is destroyed.
+ * A stranger gets a few KiB and no decoding of anything larger. Afterwards frames may be peerFrameBytesMax,
+ * and unread bytes past peerUnreadBytesMax pause the socket until a handler takes them (backpressure).
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
@@ -10,17 +16,24 @@ import { type Frame, FrameReader, FrameType, ProtocolError, encodeFrame, frameHe
 import type { PeerTlsOptions } from './types.js';
 import { tlsPolicyOptions, type AllowedIdentities } from '../tls/tls-policy.js';
 import { readRevokedSerials } from '../tls/crl.js';
-
-/** Frames allowed to wait for a handler; more means the remote is not following the protocol. */
-const pendingFramesMax = 64;
+import {
+  peerFrameBytesMax,
+  peerHandshakeBufferedBytesMax,
+  peerHandshakeFrameBytesMax,
+  peerRefusalFlushMs,
+  peerUnreadBytesMax,
+} from '../base/limits.js';
 
 export type FrameHandler = (frame: Frame) => void;
 
 export class FramedConnection {
   readonly socket: net.Socket;
-  #reader = new FrameReader();
+  #reader = new FrameReader(peerHandshakeFrameBytesMax);
   #handler: FrameHandler | undefined;
-  #pending: Frame[] = [];
+  #authenticated = false;
+  #draining = false;
+  /** The socket is paused by us (unread bytes past the limit), not by a consumer such as a snapshot sink. */
+  #pausedUnread = false;
   #closeListeners: ((err: Error | undefined) => void)[] = [];
   #closed = false;
   #closeError: Error | undefined;
@@ -42,15 +55,28 @@ export class FramedConnection {
     return this.#closed;
   }
 
+  get authenticated(): boolean {
+    return this.#authenticated;
+  }
+
   /** Captured at construction: a destroyed socket forgets its address, and we log it after errors. */
   readonly remoteAddress: string;
+
+  /** The handshake succeeded: frames up to peerFrameBytesMax from now on. */
+  authenticate(): void {
+    this.#authenticated = true;
+    this.#reader.maxBytes = peerFrameBytesMax;
+  }
 
   /** Sets the handler for following frames and delivers any that were waiting. */
   setHandler(handler: FrameHandler | undefined): void {
     this.#handler = handler;
-    while (this.#handler !== undefined && this.#pending.length > 0 && !this.#closed) {
-      this.#handler(this.#pending.shift() as Frame);
+    if (handler === undefined || this.#draining) return; // a drain in progress picks the new handler up
+    if (this.#pausedUnread) {
+      this.#pausedUnread = false;
+      this.socket.resume();
     }
+    this.#drain();
   }
 
   /** The next frame, or a rejection on close/timeout. Leaves no handler set afterwards. */
@@ -97,19 +123,35 @@ export class FramedConnection {
     return this.socket.write(bytes);
   }
 
-  /** Sends a refusal, then closes once it is flushed. */
+  /**
+   * Sends a refusal and closes: nothing more is read (unread bytes are dropped), and the socket is destroyed
+   * once the frame is flushed, or after peerRefusalFlushMs if the remote does not read it. A half-closed
+   * connection must not hold memory or a socket for whoever keeps its own side open.
+   */
   refuse(code: string, reason: string): void {
     if (this.#closed) return;
-    this.socket.end(encodeFrame(FrameType.Refused, { reason, code }));
+    const frame = encodeFrame(FrameType.Refused, { reason, code });
+    this.#markClosed(undefined);
+    this.socket.pause();
+    const timer = setTimeout(() => this.socket.destroy(), peerRefusalFlushMs);
+    timer.unref();
+    this.socket.end(frame, () => {
+      clearTimeout(timer);
+      this.socket.destroy();
+    });
   }
 
   destroy(err?: Error): void {
     if (this.#closed) return;
+    this.#markClosed(err);
+    this.socket.destroy();
+  }
+
+  #markClosed(err: Error | undefined): void {
     this.#closed = true;
     this.#closeError = err;
     this.#handler = undefined;
-    this.#pending = [];
-    this.socket.destroy();
+    this.#reader.clear();
     const listeners = this.#closeListeners;
     this.#closeListeners = [];
     for (const listener of listeners) listener(err);
@@ -118,18 +160,35 @@ export class FramedConnection {
   #onData(chunk: Buffer): void {
     if (this.#closed) return;
     this.bytesRead += chunk.length;
-    let frames: Frame[];
+    this.#reader.append(chunk);
+    this.#drain();
+  }
+
+  /** Hands parsed frames to the handler while one is set; then enforces the unread limits. */
+  #drain(): void {
+    this.#draining = true;
     try {
-      frames = this.#reader.push(chunk);
-    } catch (err) {
-      this.destroy(err as Error);
-      return;
+      while (!this.#closed && this.#handler !== undefined) {
+        let frame: Frame | undefined;
+        try {
+          frame = this.#reader.next();
+        } catch (err) {
+          return this.destroy(err as Error); // a bad header: the remote does not speak our protocol
+        }
+        if (frame === undefined) break;
+        // A handler's own exception is not the remote's fault: it propagates (an invariant crashes).
+        this.#handler(frame);
+      }
+    } finally {
+      this.#draining = false;
     }
-    for (const frame of frames) {
-      if (this.#closed) return;
-      if (this.#handler !== undefined && this.#pending.length === 0) this.#handler(frame);
-      else if (this.#pending.length < pendingFramesMax) this.#pending.push(frame);
-      else return this.destroy(new ProtocolError('too many frames before the handshake completed'));
+    if (this.#closed || this.#handler !== undefined) return;
+    const unread = this.#reader.buffered;
+    if (!this.#authenticated) {
+      if (unread > peerHandshakeBufferedBytesMax) this.destroy(new ProtocolError(`${unread} bytes sent before the handshake completed`));
+    } else if (unread > peerUnreadBytesMax && !this.#pausedUnread) {
+      this.#pausedUnread = true;
+      this.socket.pause();
     }
   }
 }

@@ -77,38 +77,61 @@ export function decodePayload(frame: Frame): unknown {
   }
 }
 
+/** A frame's payload, or undefined when it is not msgpack: the caller refuses it as malformed. */
+export function decodeOrUndefined(frame: Frame): unknown {
+  try {
+    return packr.unpack(frame.payload);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Incremental frame parser. Chunks are kept in a list and joined once per frame, so a 1 MiB chunk that
- * arrives in 64 KiB reads costs one copy, not sixteen.
+ * arrives in 64 KiB reads costs one copy, not sixteen. Frames are parsed one at a time (`next()`), so a
+ * connection can raise `maxBytes` after its handshake and the bytes that followed the handshake in the same
+ * read are judged by the new limit, not the old one.
  */
 export class FrameReader {
   #chunks: Buffer[] = [];
   #buffered = 0;
-  #maxBytes: number;
+  /** The largest frame (type byte and payload) accepted; a longer length prefix is a protocol error. */
+  maxBytes: number;
 
   constructor(maxBytes = peerFrameBytesMax) {
-    this.#maxBytes = maxBytes;
+    this.maxBytes = maxBytes;
+  }
+
+  /** Bytes received and not yet returned as frames. */
+  get buffered(): number {
+    return this.#buffered;
+  }
+
+  append(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#buffered += chunk.length;
   }
 
   /** Feeds bytes; returns the complete frames they finish. Throws ProtocolError on a bad header. */
   push(chunk: Buffer): Frame[] {
-    this.#chunks.push(chunk);
-    this.#buffered += chunk.length;
+    this.append(chunk);
     const frames: Frame[] = [];
     for (;;) {
-      const frame = this.#next();
+      const frame = this.next();
       if (frame === undefined) return frames;
       frames.push(frame);
     }
   }
 
-  #next(): Frame | undefined {
+  /** The next complete frame, or undefined. Throws ProtocolError on a bad header. */
+  next(): Frame | undefined {
     if (this.#buffered < frameHeaderBytes) return undefined;
     const head = this.#peek(frameHeaderBytes);
     const length = head.readUInt32BE(0);
     const type = head.readUInt8(4);
     // Checked before buffering the body: a garbage or hostile length never causes a huge allocation.
-    if (length < 1 || length > this.#maxBytes) throw new ProtocolError(httpOnPeerPort(head) ?? `bad frame length ${length}`);
+    if (length < 1) throw new ProtocolError(`bad frame length ${length}`);
+    if (length > this.maxBytes) throw new ProtocolError(httpOnPeerPort(head) ?? `frame of ${length} bytes exceeds the limit of ${this.maxBytes}`);
     if (!frameTypes.has(type)) throw new ProtocolError(`unknown frame type ${type}`);
     const total = 4 + length;
     if (this.#buffered < total) return undefined;
@@ -118,6 +141,12 @@ export class FrameReader {
     this.#chunks = rest.length > 0 ? [rest] : [];
     this.#buffered = rest.length;
     return { type: type as FrameType, payload };
+  }
+
+  /** Forgets whatever was buffered (a connection being closed). */
+  clear(): void {
+    this.#chunks = [];
+    this.#buffered = 0;
   }
 
   #peek(bytes: number): Buffer {

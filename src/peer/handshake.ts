@@ -105,6 +105,8 @@ export async function acceptHandshake(
   }
   const refusal = from === 0n ? undefined : authorize?.(from);
   if (refusal !== undefined) refuse(refusal.code, refusal.reason);
+  // Raised before Welcome leaves: the peer's first data frame may follow it at once.
+  conn.authenticate();
   conn.send(FrameType.Welcome, { id: identity.selfId, mac: tokenMac(identity.token, 'server', [clientNonce, serverNonce, identity.selfId]) });
   return { kind: kind as StreamKind, from };
 }
@@ -136,5 +138,6 @@ export async function offerHandshake(
     conn.destroy();
     throw new PeerAuthError('authentication failed: the peer does not know this cluster\'s join token', 'badToken');
   }
+  conn.authenticate();
   return serverId;
 }

@@ -11,7 +11,7 @@ import { snapshotReceiveQueuedBytesMax } from '../base/limits.js';
 import type { Message, NodeId, Snapshot } from '../raft/types.js';
 import { type FramedConnection } from './connection.js';
 import type { SnapshotSink } from './types.js';
-import { type Frame, FrameType, ProtocolError, decodePayload } from './frame.js';
+import { type Frame, FrameType, ProtocolError, decodeOrUndefined, decodePayload } from './frame.js';
 
 /** Total bytes announced for a streamed snapshot whose length is not known in advance. */
 export const unknownSnapshotBytes = -1;
@@ -103,14 +103,15 @@ export function receiveSnapshot(conn: FramedConnection, from: NodeId, idleTimeou
       clearTimeout(timer);
       timer = setTimeout(onIdle, idleTimeoutMs);
       if (frame.type === FrameType.SnapHeader && header === undefined) {
-        const body = decodePayload(frame) as { message?: Message; totalBytes?: unknown };
-        const message = body.message;
-        if (message === undefined || message.snapshot === undefined || typeof body.totalBytes !== 'number') {
+        const body = decodeOrUndefined(frame) as { message?: Message; totalBytes?: unknown } | undefined;
+        const message = body?.message;
+        const announcedBytes = body?.totalBytes;
+        if (message === undefined || message.snapshot === undefined || typeof announcedBytes !== 'number') {
           return fail('malformed snapshot header');
         }
         if (message.from !== from) return fail('snapshot header names another sender');
         header = message;
-        totalBytes = body.totalBytes;
+        totalBytes = announcedBytes;
         if (sink !== undefined) queue(async () => void (target = await sink.open(message)));
       } else if (frame.type === FrameType.SnapChunk && header !== undefined) {
         received += frame.payload.length;

@@ -26,7 +26,7 @@ import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import type { Logger } from '../config/log.js';
 import { acceptVerifiedClient, logRejectedHandshake } from '../tls/tls-policy.js';
 import { FramedConnection, type TlsMaterial, dial, loadTls, parsePeerUrl } from './connection.js';
-import { FrameType, decodePayload } from './frame.js';
+import { FrameType, decodeOrUndefined, decodePayload } from './frame.js';
 import { type HandshakeIdentity, acceptHandshake, offerHandshake } from './handshake.js';
 import { hex } from '../base/hex.js';
 import { PeerStream } from './peer-stream.js';
@@ -73,6 +73,9 @@ export class PeerTransport {
   #serving: PeerInbound | undefined;
   /** Connections accepted between listen() and serve(). */
   #held: net.Socket[] = [];
+  /** Our own snapshot and request connections, and the calls using them: close() ends and awaits them. */
+  #outbound = new Set<FramedConnection>();
+  #outboundCalls = new Set<Promise<unknown>>();
   #closed = false;
 
   constructor(options: PeerTransportOptions) {
@@ -210,21 +213,25 @@ export class PeerTransport {
    * Sends a MsgSnap in chunks: its snapshot's data, or the bytes of `source` (streamed, never held whole).
    * Settles when the receiver has taken it; the outcome also goes to onSnapshotStatus.
    */
-  async sendSnapshot(message: Message, source?: AsyncIterable<Uint8Array>): Promise<void> {
+  sendSnapshot(message: Message, source?: AsyncIterable<Uint8Array>): Promise<void> {
     assert(message.type === MessageType.Snap && message.snapshot !== undefined, 'sendSnapshot needs a MsgSnap with a snapshot');
+    return this.#track(this.#sendSnapshot(message, source));
+  }
+
+  async #sendSnapshot(message: Message, source: AsyncIterable<Uint8Array> | undefined): Promise<void> {
     const to = message.to;
     const stats = this.#statsFor(to);
     const report = (ok: boolean): void => this.#o.onSnapshotStatus?.(to, ok);
     let conn: FramedConnection | undefined;
     try {
       const url = this.#peerUrl(to);
-      conn = await dial(url, this.#tls, this.#limits.handshakeTimeoutMs);
+      conn = await this.#dial(url, this.#limits.handshakeTimeoutMs);
       await offerHandshake(conn, this.#identity, 'snapshot', to, this.#limits.handshakeTimeoutMs);
       const before = conn.bytesWritten;
       const bytes = await streamSnapshot(conn, message, this.#limits.snapshotChunkBytes, this.#limits.snapshotAckTimeoutMs, source);
       stats.bytesSent += conn.bytesWritten - before;
       stats.snapshotsSent += 1;
-      this.#logger.info('snapshot sent', { peer: hex(to), index: message.snapshot.meta.index, bytes });
+      this.#logger.info('snapshot sent', { peer: hex(to), index: message.snapshot?.meta.index, bytes });
       report(true);
     } catch (err) {
       stats.snapshotFailures += 1;
@@ -237,8 +244,8 @@ export class PeerTransport {
   }
 
   /** A one-shot RPC to any member by its peer URL (members and would-be members alike). */
-  async request(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId } = {}): Promise<PeerResponse> {
-    return this.#exchange(url, req, options);
+  request(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId } = {}): Promise<PeerResponse> {
+    return this.#track(this.#exchange(url, req, options));
   }
 
   /**
@@ -255,7 +262,7 @@ export class PeerTransport {
         kept.destroy();
       }
     }
-    const conn = await dial(url, this.#tls, timeoutMs);
+    const conn = await this.#dial(url, timeoutMs);
     try {
       await offerHandshake(conn, this.#identity, 'request', to, timeoutMs);
       const ms = await this.#probeOn(conn, timeoutMs);
@@ -284,7 +291,7 @@ export class PeerTransport {
 
   async #exchange(url: string, req: PeerRequest, options: { timeoutMs?: number; to?: NodeId }): Promise<PeerResponse> {
     const timeoutMs = options.timeoutMs ?? this.#limits.requestTimeoutMs;
-    const conn = await dial(url, this.#tls, timeoutMs);
+    const conn = await this.#dial(url, timeoutMs);
     try {
       await offerHandshake(conn, this.#identity, 'request', options.to ?? 0n, timeoutMs);
       conn.send(FrameType.Request, req);
@@ -294,6 +301,27 @@ export class PeerTransport {
     } finally {
       conn.destroy();
     }
+  }
+
+  /** Dials a connection of our own, tracked until it closes; refused once the transport is closed. */
+  async #dial(url: string, timeoutMs: number): Promise<FramedConnection> {
+    if (this.#closed) throw new Error('peer transport closed');
+    const conn = await dial(url, this.#tls, timeoutMs);
+    if (this.#closed) {
+      conn.destroy();
+      throw new Error('peer transport closed');
+    }
+    this.#outbound.add(conn);
+    conn.onClose(() => this.#outbound.delete(conn));
+    return conn;
+  }
+
+  /** Keeps a call's promise until it settles, so close() can wait for it (its outcome is the caller's). */
+  #track<T>(call: Promise<T>): Promise<T> {
+    this.#outboundCalls.add(call);
+    const forget = (): void => void this.#outboundCalls.delete(call);
+    call.then(forget, forget);
+    return call;
   }
 
   /** A copy of the counters per peer (also for peers that only sent to us). */
@@ -312,6 +340,10 @@ export class PeerTransport {
     this.#probeConns.clear();
     for (const socket of this.#held) socket.destroy();
     this.#held = [];
+    // A snapshot being sent reads the store: it must have stopped before the stop closes the store.
+    for (const conn of this.#outbound) conn.destroy(new Error('peer transport closed'));
+    this.#outbound.clear();
+    await Promise.allSettled([...this.#outboundCalls]);
     const servers = [...(this.#server !== undefined ? [this.#server] : []), ...this.#extraServers];
     await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
   }
@@ -386,7 +418,7 @@ export class PeerTransport {
     conn.setHandler((frame) => {
       stats.bytesReceived += conn.bytesRead - lastBytes;
       lastBytes = conn.bytesRead;
-      const msgs = frame.type === FrameType.Messages ? validateMessages(decodePayload(frame), from, this.#o.selfId) : undefined;
+      const msgs = frame.type === FrameType.Messages ? validateMessages(decodeOrUndefined(frame), from, this.#o.selfId) : undefined;
       if (msgs === undefined) {
         this.#logger.warn('malformed raft frame; closing the stream', { peer: hex(from), type: frame.type });
         return conn.destroy();

@@ -219,6 +219,38 @@ describe('peer transport between three members', () => {
     expect(statuses).toEqual([false]);
   });
 
+  it('close() ends a snapshot being sent and waits for it: the source (the store) is not read afterwards', async () => {
+    const a = await node(1n, { limits: { snapshotChunkBytes: 64 * 1024 } });
+    const b = await node(2n, { onSnapshot: () => {} });
+    a.transport.addPeer(2n, [b.url]);
+    let reads = 0;
+    let closed = false;
+    let readAfterClose = false;
+    let released = false;
+    async function* store(): AsyncGenerator<Uint8Array> {
+      try {
+        for (let i = 0; i < 10_000; i++) {
+          if (closed) readAfterClose = true;
+          reads += 1;
+          await new Promise((r) => setTimeout(r, 2));
+          yield new Uint8Array(64 * 1024);
+        }
+      } finally {
+        released = true;
+      }
+    }
+    const snap: Message = { ...heartbeat(1n, 2n, 0), type: 'MsgSnap', snapshot: { meta: { index: 1, term: 1, confState: { voters: [1n], learners: [] } }, data: new Uint8Array(0) } };
+    const sending = a.transport.sendSnapshot(snap, store());
+    sending.catch(() => {});
+    await waitFor(() => reads >= 3, 'the send under way');
+    await a.transport.close();
+    closed = true;
+    expect(released).toBe(true);
+    await expect(sending).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(readAfterClose).toBe(false);
+  });
+
   it('refuses a peer with the wrong token, with a clear error and a log line on both sides', async () => {
     const b = await node(2n);
     const refusals: [bigint, string, string][] = [];
