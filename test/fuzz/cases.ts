@@ -8,6 +8,7 @@ import { Prng } from '../../src/base/prng.js';
 import { pack } from '../../src/node/entry-codec.js';
 import { messageType } from '../../src/api/grpc/proto.js';
 import { FrameType } from '../../src/peer/frame.js';
+import { peerHandshakeFrameBytesMax } from '../../src/base/limits.js';
 import { mutate, pick, randomBytes } from './mutate.js';
 import { h2ConnectionCase, http1PipelineCase } from './stream-cases.js';
 import { chunked, grpcCall, grpcMessage, h2Flag, h2Frame, h2Preface, h2Type, hpackBlock, grpcHeaders, http1Request, peerFrame } from './wire.js';
@@ -224,7 +225,7 @@ function joinCase(rng: Prng): Omit<FuzzCase, 'seed' | 'listener' | 'port'> {
 }
 
 function peerCase(rng: Prng): Omit<FuzzCase, 'seed' | 'listener' | 'port'> {
-  const kind = rng.int(6);
+  const kind = rng.int(8);
   let bytes: Buffer;
   let what: string;
   const auth = (): Buffer => peerFrame(FrameType.Auth, {
@@ -249,7 +250,19 @@ function peerCase(rng: Prng): Omit<FuzzCase, 'seed' | 'listener' | 'port'> {
     head[4] = pick(rng, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     [bytes, what] = [Buffer.concat([head, payload]), 'frame with a random payload'];
   } else if (kind === 4) [bytes, what] = [Buffer.concat(Array.from({ length: 1 + rng.int(50) }, () => peerFrame(pick(rng, [5, 6, 7, 10]), randomValue(rng, 2)))), 'frames before auth'];
-  else [bytes, what] = [randomBytes(rng, rng.int(300)), 'random bytes'];
+  else if (kind === 5) [bytes, what] = [randomBytes(rng, rng.int(300)), 'random bytes'];
+  else if (kind === 6) {
+    // Around the handshake frame limit (peerHandshakeFrameBytesMax): the last size taken, the first refused.
+    const size = pick(rng, [peerHandshakeFrameBytesMax - 1, peerHandshakeFrameBytesMax, peerHandshakeFrameBytesMax + 1, 64 * 1024]);
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(size, 0);
+    head[4] = pick(rng, [2, 5, 10]);
+    [bytes, what] = [Buffer.concat([head, Buffer.alloc(Math.min(size - 1, 64 * 1024), 0xc0)]), `a ${size}-byte frame before auth`];
+  } else {
+    // The attack of issue 31: a well-formed Auth with a wrong MAC, then large frames on the half-open socket.
+    const big = peerFrame(FrameType.Messages, [randomBytes(rng, 256 * 1024)]);
+    [bytes, what] = [Buffer.concat([auth(), ...Array.from({ length: 1 + rng.int(4) }, () => big)]), 'wrong MAC then large frames'];
+  }
   return { name: `peer ${what}`, bytes, then: pick(rng, ['close', 'half', 'wait']) };
 }
 
