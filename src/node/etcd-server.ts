@@ -429,6 +429,7 @@ export class EtcdServer implements EtcdApi {
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));
     this.#reads.failAll(new EtcdError('stopped'));
+    this.#appliedWait.failAll(new EtcdError('stopped'));
     this.#leadership.failLeaseWaiters(new EtcdError('stopped'));
     this.#hub.close();
     this.#apply.stop();

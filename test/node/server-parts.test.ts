@@ -29,6 +29,17 @@ describe('AppliedWait', () => {
     expect(woke).toEqual([2, 2, 5, 9]);
     await expect(w.wait(3)).resolves.toBeUndefined();
   });
+
+  it('fails every waiter when the member stops, and every later wait for an index not applied', async () => {
+    const w = new AppliedWait();
+    w.advance(4);
+    const waiting = [w.wait(5), w.wait(9)];
+    w.failAll(new Error('etcdserver: server stopped'));
+    for (const p of waiting) await expect(p).rejects.toThrow('server stopped');
+    await expect(w.wait(6)).rejects.toThrow('server stopped');
+    await expect(w.wait(4)).resolves.toBeUndefined();
+    expect(w.waiting).toBe(0);
+  });
 });
 
 describe('ReadIndexBatcher', () => {
@@ -97,6 +108,41 @@ describe('ReadIndexBatcher', () => {
     answer(requests[0]!, 3); // a late answer to the old context is ignored
     advance(2000);
     await expect(r).rejects.toThrow('timed out');
+  });
+
+  it('fails a read stuck behind a stalled apply at its deadline with the timeout error', async () => {
+    const { b, requests, applied, answer, advance } = setup();
+    applied.advance(9);
+    const r = b.read();
+    r.catch(() => {});
+    await vi.advanceTimersByTimeAsync(0);
+    answer(requests[0]!, 10); // the read index is known; apply never reaches it
+    for (let ms = 0; ms < 1500; ms += 500) advance(500);
+    await vi.advanceTimersByTimeAsync(0);
+    let settled = false;
+    void r.then(() => (settled = true), () => (settled = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(settled).toBe(false);
+    advance(500);
+    await expect(r).rejects.toThrow('timed out');
+    expect(requests).toHaveLength(1); // the read index was answered: nothing asked again
+  });
+
+  it('fails reads waiting for apply when the member stops (etcd: ErrStopped), sharing one wait per read index', async () => {
+    const { b, requests, applied, answer } = setup();
+    const reads = [b.read(), b.read()];
+    for (const r of reads) r.catch(() => {});
+    await vi.advanceTimersByTimeAsync(0);
+    answer(requests[0]!, 10);
+    const late = b.read();
+    late.catch(() => {});
+    await vi.advanceTimersByTimeAsync(0);
+    answer(requests[1]!, 10);
+    expect(applied.waiting).toBe(1);
+    b.failAll(new Error('etcdserver: server stopped'));
+    for (const r of [...reads, late]) await expect(r).rejects.toThrow('server stopped');
+    applied.advance(10); // a late apply settles nothing twice
+    await vi.advanceTimersByTimeAsync(0);
   });
 
   it('fails reads in flight when leadership changes', async () => {
