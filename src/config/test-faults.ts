@@ -7,15 +7,17 @@
  * - drop-watch-event: the first event of the 5th event-bearing watch response on each stream is dropped;
  * - skip-read-index: linearizable reads are served locally without ReadIndex (stale after a partition);
  * - ack-before-persist: Readies are acknowledged as durable before the log has them (a kill -9 loses
- *   acknowledged writes).
+ *   acknowledged writes);
+ * - unhandled-rejection, uncaught-exception: once the member runs, a promise rejects with nobody observing it,
+ *   or a callback throws (the bugs src/main/process-faults.ts must turn into the member's stop sequence).
  */
 import type { WatchSend } from '../mvcc/watch-types.js';
 
-export type TestFault = 'drop-watch-event' | 'skip-read-index' | 'ack-before-persist';
+export type TestFault = 'drop-watch-event' | 'skip-read-index' | 'ack-before-persist' | 'unhandled-rejection' | 'uncaught-exception';
 
 export const testFaultsEnv = 'UNSAFE_ETCETERA_TEST_FAULTS';
 
-const known: readonly TestFault[] = ['drop-watch-event', 'skip-read-index', 'ack-before-persist'];
+const known: readonly TestFault[] = ['drop-watch-event', 'skip-read-index', 'ack-before-persist', 'unhandled-rejection', 'uncaught-exception'];
 
 export function parseTestFaults(text: string | undefined): Set<TestFault> {
   const out = new Set<TestFault>();
@@ -26,6 +28,16 @@ export function parseTestFaults(text: string | undefined): Set<TestFault> {
     out.add(name as TestFault);
   }
   return out;
+}
+
+/** unhandled-rejection, uncaught-exception: plant the bug (on the next turn of the event loop). */
+export function plantProcessFaults(faults: ReadonlySet<TestFault>): void {
+  if (faults.has('unhandled-rejection')) setImmediate(() => void Promise.reject(new Error('test fault: unhandled-rejection')));
+  if (faults.has('uncaught-exception')) {
+    setImmediate(() => {
+      throw new Error('test fault: uncaught-exception');
+    });
+  }
 }
 
 /** Which event-bearing response of a stream loses an event under drop-watch-event. */

@@ -17,7 +17,8 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from '../config/config.js';
 import { createLogger } from '../config/log.js';
 import { openLogOutputs } from '../config/log-outputs.js';
-import { parseTestFaults, testFaultsEnv } from '../config/test-faults.js';
+import { parseTestFaults, plantProcessFaults, testFaultsEnv } from '../config/test-faults.js';
+import { ProcessFaults } from './process-faults.js';
 import { makeNewFilesPrivate, warnIfShared } from './private-files.js';
 
 // Every command loads only what it runs (issue 24): a witness never loads the gRPC server, protobuf
@@ -100,6 +101,9 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger({ level: config.logLevel, sink: sinks.sink, sinkSync: sinks.sinkSync });
+  // From here on a bug that escapes every handler is logged and stops the member (process-faults.ts).
+  const faults = new ProcessFaults({ logger, exit: (code) => process.exit(code) });
+  faults.install(process);
   for (const w of warnings) logger.warn(w);
   makeNewFilesPrivate();
   for (const dir of [config.dataDir, ...(config.walDir !== undefined ? [config.walDir] : [])]) await warnIfShared(dir, logger);
@@ -139,7 +143,10 @@ async function main(argv: string[]): Promise<number> {
     logger.error('could not start', { error: error instanceof Error ? error.message : String(error) });
     return 1;
   }
+  const running = member;
+  faults.stopWith(() => running.close());
   logger.info(`etcetera ${command === 'witness' ? 'witness' : 'member'} started`, { name: config.name, member: member.memberId.toString(16), clientUrls: member.clientUrls });
+  plantProcessFaults(unsafeTestFaults);
   if (config.clusterReset && 'server' in member) return (await import('../backup/cluster-reset.js')).finishClusterReset(member, logger);
   return new Promise<number>((resolve) => {
     let stopping = false;

@@ -12,6 +12,7 @@ import * as https from 'node:https';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../config/log.js';
+import { logListenerErrors } from '../config/listener-errors.js';
 import { type Registry, exposition004ContentType } from './metrics.js';
 
 export interface HealthResult {
@@ -173,6 +174,7 @@ export async function startMetricsHttp(options: MetricsHttpOptions): Promise<Met
           resolve();
         });
       });
+      logListenerErrors(server, options.logger, `metrics listener ${url.host}`);
       const port = (server.address() as AddressInfo).port;
       const bound = `${url.protocol}//${url.hostname}:${port}`;
       urls.push(bound);

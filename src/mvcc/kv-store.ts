@@ -306,9 +306,11 @@ export class KvStore {
    * this, the Raft log may release the entries the backend holds. Resolves with the index made durable.
    */
   async flushDurable(): Promise<number> {
-    void this.flush();
+    const flushed = this.flush();
     const index = this.#flushedIndex;
-    await this.#queue.enqueue(() => this.#backend.write([], { sync: true }));
+    // Both awaited: a flush that failed must fail this too, or the index it returns would claim data the
+    // backend never got (the queue runs the sync after a failed task all the same).
+    await Promise.all([flushed, this.#queue.enqueue(() => this.#backend.write([], { sync: true }))]);
     return index;
   }
 
@@ -332,12 +334,18 @@ export class KvStore {
    * everything applied so far is flushed (in the I/O queue, so no later batch is in it).
    */
   async exportSnapshot(): Promise<SnapshotExport> {
-    void this.flush();
-    let view!: BackendView;
-    await this.#queue.enqueue(async () => {
+    const flushed = this.flush();
+    let view: BackendView | undefined;
+    const viewed = this.#queue.enqueue(async () => {
       view = this.#backend.view();
     });
-    return exportView(view);
+    // A failed flush fails the export (its view would lack what was applied), and closes the view.
+    const failed = (await Promise.allSettled([flushed, viewed])).find((r) => r.status === 'rejected');
+    if (failed !== undefined) {
+      await view?.close();
+      throw failed.reason;
+    }
+    return exportView(view!);
   }
 
   /** etcd's Defragment, serialized with the other backend writes. */

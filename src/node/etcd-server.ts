@@ -174,7 +174,7 @@ export class EtcdServer implements EtcdApi {
           revision: () => this.#state.store.revision,
           compactRevision: () => this.#state.store.compactRevision,
           compact: async (revision) => void (await this.#proposer.propose({ kind: 'compact', revision, physical: false })),
-          nowMs: () => scheduler.nowMs(),
+          scheduler,
           logger: this.#p.logger,
         },
         this.#p.autoCompaction,
@@ -429,6 +429,7 @@ export class EtcdServer implements EtcdApi {
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));
     this.#reads.failAll(new EtcdError('stopped'));
+    this.#appliedWait.failAll(new EtcdError('stopped'));
     this.#leadership.failLeaseWaiters(new EtcdError('stopped'));
     this.#hub.close();
     this.#apply.stop();

@@ -79,6 +79,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Wait until the client port answers a serializable Status (default true). */
   waitReady?: boolean;
+  /** Run under `ulimit -n filesMax` (a process that runs out of descriptors). */
+  filesMax?: number;
 }
 
 const running = new Set<ServerProcess>();
@@ -120,7 +122,10 @@ async function startServerOnce(o: StartOptions): Promise<ServerProcess> {
     '--storage-profile', 'ssd',
     ...(o.args ?? []),
   ];
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, argv] = o.filesMax === undefined
+    ? [process.execPath, args]
+    : ['bash', ['-c', `ulimit -n ${o.filesMax} && exec "$0" "$@"`, process.execPath, ...args]];
+  const proc = spawn(command, argv, { env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const collect = (chunk: Buffer): void => {
     for (const line of chunk.toString('utf8').split('\n')) if (line !== '') output.push(line);

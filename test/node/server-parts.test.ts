@@ -1,6 +1,7 @@
 /**
  * The server core's small parts, each on its own: applied-index waits, ReadIndex batching (one request
- * for every read waiting at a moment, retries, deadlines), request ids, auto-compaction and the corruption
+ * for every read waiting at a moment, retries, deadlines), request ids, auto-compaction (on the simulator's
+ * clock) and the corruption
  * check.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -8,7 +9,8 @@ import { AppliedWait } from '../../src/node/request/applied-wait.js';
 import { ReadIndexBatcher } from '../../src/node/request/read-index.js';
 import { realScheduler } from '../../src/node/driver/real-scheduler.js';
 import { RequestIdGenerator } from '../../src/node/driver/raft-request.js';
-import { AutoCompactor } from '../../src/node/periodic/auto-compactor.js';
+import { AutoCompactor, type AutoCompaction } from '../../src/node/periodic/auto-compactor.js';
+import { SimLoop, SimOwner } from '../sim/node/sim-loop.js';
 import { checkCorruption, type HashAt } from '../../src/node/corruption/corruption-check.js';
 import { silentLogger } from '../../src/config/log.js';
 import type { Member } from '../../src/node/server-api.js';
@@ -26,6 +28,17 @@ describe('AppliedWait', () => {
     await new Promise((r) => setImmediate(r));
     expect(woke).toEqual([2, 2, 5, 9]);
     await expect(w.wait(3)).resolves.toBeUndefined();
+  });
+
+  it('fails every waiter when the member stops, and every later wait for an index not applied', async () => {
+    const w = new AppliedWait();
+    w.advance(4);
+    const waiting = [w.wait(5), w.wait(9)];
+    w.failAll(new Error('etcdserver: server stopped'));
+    for (const p of waiting) await expect(p).rejects.toThrow('server stopped');
+    await expect(w.wait(6)).rejects.toThrow('server stopped');
+    await expect(w.wait(4)).resolves.toBeUndefined();
+    expect(w.waiting).toBe(0);
   });
 });
 
@@ -97,6 +110,41 @@ describe('ReadIndexBatcher', () => {
     await expect(r).rejects.toThrow('timed out');
   });
 
+  it('fails a read stuck behind a stalled apply at its deadline with the timeout error', async () => {
+    const { b, requests, applied, answer, advance } = setup();
+    applied.advance(9);
+    const r = b.read();
+    r.catch(() => {});
+    await vi.advanceTimersByTimeAsync(0);
+    answer(requests[0]!, 10); // the read index is known; apply never reaches it
+    for (let ms = 0; ms < 1500; ms += 500) advance(500);
+    await vi.advanceTimersByTimeAsync(0);
+    let settled = false;
+    void r.then(() => (settled = true), () => (settled = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(settled).toBe(false);
+    advance(500);
+    await expect(r).rejects.toThrow('timed out');
+    expect(requests).toHaveLength(1); // the read index was answered: nothing asked again
+  });
+
+  it('fails reads waiting for apply when the member stops (etcd: ErrStopped), sharing one wait per read index', async () => {
+    const { b, requests, applied, answer } = setup();
+    const reads = [b.read(), b.read()];
+    for (const r of reads) r.catch(() => {});
+    await vi.advanceTimersByTimeAsync(0);
+    answer(requests[0]!, 10);
+    const late = b.read();
+    late.catch(() => {});
+    await vi.advanceTimersByTimeAsync(0);
+    answer(requests[1]!, 10);
+    expect(applied.waiting).toBe(1);
+    b.failAll(new Error('etcdserver: server stopped'));
+    for (const r of [...reads, late]) await expect(r).rejects.toThrow('server stopped');
+    applied.advance(10); // a late apply settles nothing twice
+    await vi.advanceTimersByTimeAsync(0);
+  });
+
   it('fails reads in flight when leadership changes', async () => {
     const { b } = setup();
     const r = b.read();
@@ -123,56 +171,111 @@ describe('RequestIdGenerator', () => {
   });
 });
 
-describe('auto-compaction', () => {
-  it('refuses a malformed periodic retention (the grammar: test/config/duration.test.ts)', () => {
-    const host = { isLeader: () => true, revision: () => 1, compactRevision: () => 0, compact: async () => {}, nowMs: () => 0, logger: { info: () => {}, warn: () => {} } };
-    expect(() => new AutoCompactor(host, { mode: 'periodic', retention: 'five minutes' })).toThrow(/retention/);
-    expect(new AutoCompactor(host, { mode: 'periodic', retention: '1h30m' }).intervalMs).toBe(540_000);
-  });
-
-  it('periodic: compacts to the revision sampled one retention ago, only on the leader', async () => {
-    let now = 0;
-    let revision = 10;
-    let compactRev = 0;
-    let leader = true;
-    const compactions: number[] = [];
+describe('auto-compaction (etcd v3compactor, on the simulator clock)', () => {
+  /** A store whose revision grows `perSecond` a second on the simulated clock, and a compactor over it. */
+  function compactorOn(retention: AutoCompaction, o: { perSecond?: number; compactMs?: number } = {}) {
+    const loop = new SimLoop();
+    const scheduler = loop.scheduler(new SimOwner());
+    const state = { leader: true, compactRev: 0 };
+    const revision = (): number => 1 + Math.floor(scheduler.nowMs() / 1000) * (o.perSecond ?? 5);
+    const compactions: Array<{ atS: number; revision: number }> = [];
     const c = new AutoCompactor(
       {
-        isLeader: () => leader,
-        revision: () => revision,
-        compactRevision: () => compactRev,
+        isLeader: () => state.leader,
+        revision,
+        compactRevision: () => state.compactRev,
         compact: async (r) => {
-          compactions.push(r);
-          compactRev = r;
+          compactions.push({ atS: scheduler.nowMs() / 1000, revision: r });
+          if (o.compactMs !== undefined) await new Promise<void>((resolve) => scheduler.after(o.compactMs!, resolve));
+          state.compactRev = r;
         },
-        nowMs: () => now,
+        scheduler,
         logger: silentLogger(),
       },
-      { mode: 'periodic', retention: '10s' },
+      retention,
     );
-    expect(c.intervalMs).toBe(1000);
-    for (let t = 0; t < 25; t++) {
-      await c.tick();
-      now += 1000;
-      revision += 5;
-    }
-    // At t = 10 s the sample from t = 0 (revision 10) is one retention old, and so on.
-    expect(compactions[0]).toBe(10);
-    expect(compactions.at(-1)).toBe(10 + 5 * (24 - 10));
-    leader = false;
-    const before = compactions.length;
-    await c.tick();
-    expect(compactions.length).toBe(before);
+    return { c, loop, state, compactions, revisionAt: (s: number) => 1 + s * (o.perSecond ?? 5) };
+  }
+
+  it('refuses a malformed periodic retention (the grammar: test/config/duration.test.ts)', () => {
+    const host = { isLeader: () => true, revision: () => 1, compactRevision: () => 0, compact: async () => {}, scheduler: realScheduler, logger: silentLogger() };
+    expect(() => new AutoCompactor(host, { mode: 'periodic', retention: 'five minutes' })).toThrow(/retention/);
   });
 
-  it('revision: keeps the last N revisions', async () => {
-    const compactions: number[] = [];
-    const c = new AutoCompactor(
-      { isLeader: () => true, revision: () => 1500, compactRevision: () => 0, compact: async (r) => void compactions.push(r), nowMs: () => 0, logger: silentLogger() },
-      { mode: 'revision', retention: '1000' },
-    );
-    await c.tick();
-    expect(compactions).toEqual([500]);
+  it.each([
+    // retention, sample interval and window as etcd's getRetryInterval and getRetentions compute them
+    ['10s', 1000, 11],
+    ['1h', 360_000, 11],
+    ['1h30m', 360_000, 16],
+    ['24h', 360_000, 241],
+  ])('periodic %s: samples every %d ms into a window of %d', (retention, intervalMs, windowMax) => {
+    const { c } = compactorOn({ mode: 'periodic', retention });
+    expect(c.intervalMs).toBe(intervalMs);
+    expect(c.windowSamplesMax).toBe(windowMax);
+  });
+
+  it('periodic: compacts one retention after start to the revision then, then every retention to the window\'s oldest', async () => {
+    const { c, loop, compactions, revisionAt } = compactorOn({ mode: 'periodic', retention: '10s' });
+    c.start();
+    await loop.runUntil(35_000);
+    // etcd's worked example (periodic.go): the first at t = 10 s to the sample of t = 0, then every 10 s to
+    // the sample of one retention (plus one interval) before.
+    expect(compactions).toEqual([
+      { atS: 10, revision: revisionAt(0) },
+      { atS: 20, revision: revisionAt(9) },
+      { atS: 30, revision: revisionAt(19) },
+    ]);
+    expect(c.samples).toBe(11);
+    c.stop();
+  });
+
+  it('periodic on a follower: proposes nothing and keeps a bounded window, and compacts once it leads', async () => {
+    const { c, loop, state, compactions, revisionAt } = compactorOn({ mode: 'periodic', retention: '10s' });
+    state.leader = false;
+    c.start();
+    for (let s = 60; s <= 3600; s += 60) {
+      await loop.runUntil(s * 1000);
+      expect(c.samples).toBeLessThanOrEqual(c.windowSamplesMax);
+    }
+    expect(compactions).toEqual([]);
+    state.leader = true;
+    await loop.runUntil(3601_000);
+    // The window slid while it followed: the new leader compacts to the revision of one retention ago.
+    expect(compactions).toEqual([{ atS: 3601, revision: revisionAt(3590) }]);
+    c.stop();
+  });
+
+  it('revision: every 5 minutes to current − retention, on the leader only, keeping no samples', async () => {
+    const { c, loop, state, compactions, revisionAt } = compactorOn({ mode: 'revision', retention: '1000' });
+    c.start();
+    await loop.runUntil(10 * 60_000);
+    expect(compactions).toEqual([
+      { atS: 300, revision: revisionAt(300) - 1000 },
+      { atS: 600, revision: revisionAt(600) - 1000 },
+    ]);
+    state.leader = false;
+    await loop.runUntil(3 * 3600_000);
+    expect(compactions).toHaveLength(2);
+    expect(c.samples).toBe(0);
+    c.stop();
+  });
+
+  it('revision: proposes nothing while the revision has not moved, nor before it passes the retention', async () => {
+    const idle = compactorOn({ mode: 'revision', retention: '1000' }, { perSecond: 0 });
+    idle.c.start();
+    await idle.loop.runUntil(3600_000);
+    expect(idle.compactions).toEqual([]);
+  });
+
+  it('does not propose again while a slow compaction is still under way', async () => {
+    const { c, loop, compactions } = compactorOn({ mode: 'periodic', retention: '10s' }, { compactMs: 25_000 });
+    c.start();
+    await loop.runUntil(34_000);
+    // The compaction started at t = 10 s ends at t = 35 s: nothing proposed meanwhile.
+    expect(compactions.map((x) => x.atS)).toEqual([10]);
+    await loop.runUntil(60_000);
+    expect(compactions.map((x) => x.atS)).toEqual([10, 45]);
+    c.stop();
   });
 });
 

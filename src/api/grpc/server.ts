@@ -21,6 +21,7 @@ import { answerClientError } from '../gateway/client-errors.js';
 import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../../node/server-api.js';
 import type { Logger } from '../../config/log.js';
+import { logListenerErrors } from '../../config/listener-errors.js';
 import type { GrpcLimits, TlsPolicy } from '../../config/member-options.js';
 import { type GrpcMetrics, instrumentGrpcServer } from '../../metrics/grpc-metrics.js';
 import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../../tls/tls-policy.js';
@@ -138,6 +139,7 @@ async function listen(
       resolve();
     });
   });
+  logListenerErrors(server, options.logger, `client listener ${url.host}`);
   return server;
 }
 

@@ -14,6 +14,7 @@ import { pack, unpack } from '../entry-codec.js';
 import type { TimerHandle } from '../../base/scheduler.js';
 import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import type { Proposer } from '../request/proposer.js';
+import type { ProposeResults } from '../request/propose-results.js';
 import type { RaftDriver } from '../driver/raft-driver.js';
 import { decodeConfChangeContext, decodeRequest } from '../driver/raft-request.js';
 import { ServerState } from './server-state.js';
@@ -135,6 +136,7 @@ export class ApplyLoop {
         if (e.data.length > 0) {
           const env = decodeRequest(e.data);
           const result = state.applier.applyRequest(e.index, env.req);
+          if (env.req.kind === 'compact' && result.ok) this.#observeCompaction(result.value as ProposeResults['compact']);
           this.#h.proposer.applied(env.id, result);
         }
       } else {
@@ -149,6 +151,16 @@ export class ApplyLoop {
     this.#scheduleFlush();
     const dueByCount = last.index - this.#snapshotIndex >= this.#p.snapshotCount;
     if (dueByCount || this.#bytesSinceSnapshot >= raftLogBytesMax) this.#triggerSnapshot();
+  }
+
+  /**
+   * A compaction's backend deletes finish after apply; a follower, and the leader's auto-compactor, have nobody
+   * waiting for them, so a failed delete would go unobserved (an unhandled rejection). A backend write that
+   * fails is fatal here, as a failed flush is: the member stops, as etcd does. A client waiting with
+   * `physical` still gets the error on its own copy of the promise.
+   */
+  #observeCompaction(result: ProposeResults['compact']): void {
+    result.physicalDone.catch((error: unknown) => this.#p.onFatal(error));
   }
 
   /**

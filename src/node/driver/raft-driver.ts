@@ -188,6 +188,13 @@ export class RaftDriver {
     return this.#node.status();
   }
 
+  /**
+   * Where every promise the driver starts ends when it fails: a failed save, and a throw in the work that
+   * follows one (an assertion in apply, in the core's onPersisted, in the application's onStable), which
+   * would otherwise be an unhandled rejection that bypasses the member's stop sequence.
+   */
+  readonly #fatal = (error: unknown): void => this.#app.onFatal(error);
+
   get #app(): DriverApp {
     assert(this.#wired !== undefined, 'the driver was used before start');
     return this.#wired.app;
@@ -299,7 +306,7 @@ export class RaftDriver {
     const durable = this.#persist(rd);
     if (rd.releaseLog !== undefined) {
       assert(this.#log.releaseLog !== undefined, 'a witness log release reached a log that cannot release');
-      this.#log.releaseLog(rd.releaseLog).catch((error: unknown) => this.#app.onFatal(error));
+      this.#log.releaseLog(rd.releaseLog).catch(this.#fatal);
     }
     if (rd.snapshot !== undefined) {
       this.#receivedSnapshotIndex = Math.max(this.#receivedSnapshotIndex, rd.snapshot.meta.index);
@@ -326,24 +333,21 @@ export class RaftDriver {
       };
       if (this.#ackBeforePersist) {
         // Test fault: claim durability now, write later (timers of one delay fire in order, so saves keep it).
-        this.#scheduler.after(ackBeforePersistDelayMs, () => void write().catch((error: unknown) => this.#app.onFatal(error)));
+        this.#scheduler.after(ackBeforePersistDelayMs, () => void write().catch(this.#fatal));
         saved = Promise.resolve();
       } else {
         saved = write();
       }
     }
     this.#persistTail = saved;
-    saved.then(
-      () => {
-        if (this.#stopped) return;
-        if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
-        this.#node.onPersisted(rd.persistedUpTo);
-        this.#reportedStable = this.#node.stableIndex;
-        this.#app.onStable(this.#reportedStable);
-        this.#drainNow();
-      },
-      (error: unknown) => this.#app.onFatal(error),
-    );
+    saved.then(() => {
+      if (this.#stopped) return;
+      if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
+      this.#node.onPersisted(rd.persistedUpTo);
+      this.#reportedStable = this.#node.stableIndex;
+      this.#app.onStable(this.#reportedStable);
+      this.#drainNow();
+    }).catch(this.#fatal);
     return saved;
   }
 
@@ -362,7 +366,7 @@ export class RaftDriver {
           hold.then(() => {
             this.#held = false;
             this.#runApply();
-          }, (error: unknown) => this.#app.onFatal(error));
+          }).catch(this.#fatal);
           return;
         }
         this.#applyQueue.shift();
@@ -378,7 +382,7 @@ export class RaftDriver {
           this.#node.onApplied(work.snapshot.meta.index);
           this.#schedule();
           this.#runApply();
-        }, (error: unknown) => this.#app.onFatal(error));
+        }).catch(this.#fatal);
       }
     }
   }

@@ -35,6 +35,8 @@ export interface ClusterHost {
 export class ClusterOps {
   readonly #h: ClusterHost;
   readonly #applied: WaitRegistry<void>;
+  /** The auto-promotion run under way (promoteCaughtUpLearners). */
+  #promoting: Promise<void> | undefined;
 
   constructor(host: ClusterHost) {
     this.#h = host;
@@ -141,8 +143,19 @@ export class ClusterOps {
     return { memberId: member.id, clusterId: this.#h.clusterId(), members: this.#h.membership().list() };
   }
 
-  /** Leader loop: promote `--server` joiners that have caught up (k3s does; API-added learners wait for `member promote`). */
-  async promoteCaughtUpLearners(): Promise<void> {
+  /**
+   * Leader loop: promote `--server` joiners that have caught up (k3s does; API-added learners wait for
+   * `member promote`). The loop runs every second and a promotion waits up to the request timeout for its
+   * entry to apply, while the learner still reads as a learner: a call while a run is under way joins that run,
+   * or each overlapping run proposed the same promotion again.
+   */
+  promoteCaughtUpLearners(): Promise<void> {
+    return (this.#promoting ??= this.#promoteCaughtUp().finally(() => {
+      this.#promoting = undefined;
+    }));
+  }
+
+  async #promoteCaughtUp(): Promise<void> {
     if (!this.#h.isLeader()) return;
     const status = this.#h.driver.status();
     for (const m of this.#h.membership().list()) {

@@ -3,6 +3,10 @@
  * request; when Raft answers with a read index, all of them wait until the applied index reaches it, then
  * read locally. A request Raft drops (no leader, leadership lost) is retried until the read times out.
  * No clock leases: the leader confirms its leadership with a heartbeat quorum each time.
+ *
+ * Every read ends within its deadline, whatever it waits for: the read index, or apply to reach it (an apply
+ * that stalls or stopped fails it with the timeout error, as a request context's deadline ends etcd's wait);
+ * and failAll (the member stops) ends every read, those waiting for apply included (etcd: ErrStopped).
  */
 import type { ReadState } from '../../raft/types.js';
 import type { Scheduler, TimerHandle } from '../../base/scheduler.js';
@@ -30,6 +34,8 @@ export class ReadIndexBatcher {
   readonly #o: ReadIndexOptions;
   #waiting: Pending[] = [];
   #inflight: { context: bigint; readers: Pending[]; sentMs: number } | undefined;
+  /** Readers whose read index Raft answered, by that index, waiting for apply to reach it. */
+  #applying = new Map<number, Pending[]>();
   #nextContext = 1n;
   #timer: TimerHandle | undefined;
   #issueScheduled = false;
@@ -55,10 +61,7 @@ export class ReadIndexBatcher {
       const ctx = Buffer.from(rs.context).readBigUInt64BE(0);
       if (ctx !== inflight.context) continue;
       this.#inflight = undefined;
-      const readers = inflight.readers;
-      void this.#o.appliedWait.wait(rs.index).then(() => {
-        for (const r of readers) r.resolve();
-      });
+      this.#awaitApplied(rs.index, inflight.readers);
       if (this.#waiting.length > 0) this.#issue();
       return;
     }
@@ -74,12 +77,33 @@ export class ReadIndexBatcher {
   }
 
   failAll(error: unknown): void {
-    const all = [...this.#waiting, ...(this.#inflight?.readers ?? [])];
+    const all = [...this.#waiting, ...(this.#inflight?.readers ?? []), ...[...this.#applying.values()].flat()];
     this.#waiting = [];
     this.#inflight = undefined;
+    this.#applying.clear();
     for (const r of all) r.reject(error);
     this.#timer?.cancel();
     this.#timer = undefined;
+  }
+
+  /** Readers sharing one read index share one wait for apply (a stalled apply holds one waiter per index). */
+  #awaitApplied(index: number, readers: Pending[]): void {
+    const group = this.#applying.get(index);
+    if (group !== undefined) {
+      group.push(...readers);
+      return;
+    }
+    this.#applying.set(index, [...readers]);
+    this.#o.appliedWait.wait(index).then(
+      () => this.#release(index, (r) => r.resolve()),
+      (error: unknown) => this.#release(index, (r) => r.reject(error)),
+    );
+  }
+
+  #release(index: number, settle: (r: Pending) => void): void {
+    const group = this.#applying.get(index) ?? [];
+    this.#applying.delete(index);
+    for (const r of group) settle(r);
   }
 
   /**
@@ -134,8 +158,14 @@ export class ReadIndexBatcher {
         this.#waiting = [...inflight.readers, ...this.#waiting];
       }
     }
+    let applying = 0;
+    for (const [index, group] of this.#applying) {
+      const kept = expire(group);
+      this.#applying.set(index, kept);
+      applying += kept.length;
+    }
     if (this.#inflight === undefined && this.#waiting.length > 0) this.#issue();
-    if (this.#waiting.length > 0 || (this.#inflight?.readers.length ?? 0) > 0) this.#arm();
+    if (this.#waiting.length > 0 || (this.#inflight?.readers.length ?? 0) > 0 || applying > 0) this.#arm();
     else if (this.#inflight !== undefined) this.#inflight = undefined;
   }
 }
