@@ -11,17 +11,17 @@
  * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
  * leaves something that looks like a member.
  */
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { Backend, BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { LevelBackend } from '../node/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
-import { staticCluster, writeIdentity } from '../node/identity.js';
+import { staticCluster, writeFileDurably, writeIdentity } from '../node/identity.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
-import { syncDir } from '../node/snapshot-data.js';
 import { walDirInsideMember, walDirWhileBuilding } from '../node/wal-dir.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 import { Wal, type SaveRequest } from '../wal/wal.js';
 import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
@@ -100,9 +100,9 @@ export async function importRevisions(
   // Peers authenticate with the join token; a static bootstrap uses the cluster token, and so must every
   // member restored together (whatever flags they are later started with).
   const tokenFile = join(dataDir, 'token');
-  if (!(await exists(tokenFile))) await writeFile(tokenFile, `${extras.cluster.clusterToken}\n`, { mode: 0o600 });
+  if (!(await exists(tokenFile))) await writeFileDurably(dataDir, 'token', `${extras.cluster.clusterToken}\n`);
   await rename(work, memberDir);
-  await syncDir(dataDir);
+  await new NodeFsPort().syncDir(dataDir);
   return { ...result, memberId: self.id, clusterId };
 }
 
