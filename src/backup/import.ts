@@ -28,6 +28,8 @@ import { utf8 } from '../base/bytes.js';
 import { metaKeys } from '../node/maintenance/etcd-schema.js';
 import { recordToEntry, type RevisionRecord } from './revision-record.js';
 
+/** Directories only this user may enter, as etcd's fileutil.PrivateDirMode. */
+const privateDirMode = 0o700;
 /** Backend ops per batch while importing. */
 const importBatchOpsMax = 1000;
 
@@ -82,7 +84,12 @@ export async function importRevisions(
     throw new RestoreError(`--wal-dir ${JSON.stringify(walDir)} holds a log already`);
   }
   await rm(work, { recursive: true, force: true });
-  await mkdir(work, { recursive: true, mode: 0o700 });
+  // Private as etcdutl makes them (0700): LevelDB and the log would create theirs 0777 less the umask, which
+  // left member/db, member/wal and an outside --wal-dir readable by every local user (the CLI has no umask
+  // of its own; the server's is 077). An existing --wal-dir keeps its mode (the server warns about it).
+  await mkdir(work, { recursive: true, mode: privateDirMode });
+  await mkdir(join(work, 'db'), { mode: privateDirMode });
+  await mkdir(walDir, { recursive: true, mode: privateDirMode });
   const backend = await LevelBackend.open(join(work, 'db'));
   let result: Omit<ImportResult, 'memberId' | 'clusterId'>;
   try {
