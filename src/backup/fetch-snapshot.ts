@@ -1,14 +1,17 @@
 /**
  * `etcdctl snapshot save` as a library: stream Maintenance.Snapshot from one endpoint (ours or a real etcd)
  * into `path.part`, check what etcdctl checks (size % 512 == 32: pages then their SHA-256) and the digest
- * itself, fsync, rename to `path`. Nothing is held in memory beyond one message.
+ * itself, then give it its name whole (fsync, rename, directory fsync: wal/atomic-file.ts). Nothing is held
+ * in memory beyond one message.
  */
-import { readFile, rename, rm, open } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { serviceDefinition, type Wire } from '../api/grpc/proto.js';
 import type { Progress } from './progress.js';
 import { hasHashTrailer, verifySnapshotHash } from './etcd-db-file.js';
 import { RestoreError } from './import.js';
+import { createAtomicFile } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 
 export interface EndpointTls {
   caFile?: string;
@@ -79,8 +82,7 @@ export async function fetchSnapshot(endpoint: string, path: string, options: Fet
     })
     : new grpc.Metadata();
   const client = new Client(address, creds, { 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
-  const part = `${path}.part`;
-  const file = await open(part, 'w', 0o600);
+  const file = await createAtomicFile(new NodeFsPort(), path, { tmpPath: `${path}.part` });
   let received = 0;
   try {
     const call = (client as unknown as { Snapshot(req: Wire, metadata: grpc.Metadata): grpc.ClientReadableStream<Wire> }).Snapshot({}, metadata);
@@ -107,23 +109,20 @@ export async function fetchSnapshot(endpoint: string, path: string, options: Fet
     } finally {
       clearTimeout(timer);
     }
-    await file.sync();
   } catch (err) {
-    await file.close();
-    await rm(part, { force: true });
+    await file.abort();
     throw new RestoreError(`snapshot from ${endpoint} failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     client.close();
   }
-  await file.close();
   options.progress?.done(received);
   try {
     if (!hasHashTrailer(received)) throw new RestoreError(`sha256 checksum not found [bytes: ${received}]`);
-    await verifySnapshotHash(part);
+    await verifySnapshotHash(file.tmpPath);
+    await file.commit();
   } catch (err) {
-    await rm(part, { force: true });
+    await file.abort();
     throw err;
   }
-  await rename(part, path);
   return { sizeBytes: received };
 }

@@ -11,23 +11,25 @@
  * Built in `<data-dir>/member.restoring`, made durable, then renamed to `member`: a crash part-way never
  * leaves something that looks like a member.
  */
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { Backend, BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { LevelBackend } from '../node/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
-import { staticCluster, writeIdentity } from '../node/identity.js';
+import { staticCluster, writeFileDurably, writeIdentity } from '../node/identity.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
-import { syncDir } from '../node/snapshot-data.js';
 import { walDirInsideMember, walDirWhileBuilding } from '../node/wal-dir.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 import { Wal, type SaveRequest } from '../wal/wal.js';
 import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
 import { metaKeys } from '../node/maintenance/etcd-schema.js';
 import { recordToEntry, type RevisionRecord } from './revision-record.js';
 
+/** Directories only this user may enter, as etcd's fileutil.PrivateDirMode. */
+const privateDirMode = 0o700;
 /** Backend ops per batch while importing. */
 const importBatchOpsMax = 1000;
 
@@ -82,7 +84,12 @@ export async function importRevisions(
     throw new RestoreError(`--wal-dir ${JSON.stringify(walDir)} holds a log already`);
   }
   await rm(work, { recursive: true, force: true });
-  await mkdir(work, { recursive: true, mode: 0o700 });
+  // Private as etcdutl makes them (0700): LevelDB and the log would create theirs 0777 less the umask, which
+  // left member/db, member/wal and an outside --wal-dir readable by every local user (the CLI has no umask
+  // of its own; the server's is 077). An existing --wal-dir keeps its mode (the server warns about it).
+  await mkdir(work, { recursive: true, mode: privateDirMode });
+  await mkdir(join(work, 'db'), { mode: privateDirMode });
+  await mkdir(walDir, { recursive: true, mode: privateDirMode });
   const backend = await LevelBackend.open(join(work, 'db'));
   let result: Omit<ImportResult, 'memberId' | 'clusterId'>;
   try {
@@ -100,9 +107,9 @@ export async function importRevisions(
   // Peers authenticate with the join token; a static bootstrap uses the cluster token, and so must every
   // member restored together (whatever flags they are later started with).
   const tokenFile = join(dataDir, 'token');
-  if (!(await exists(tokenFile))) await writeFile(tokenFile, `${extras.cluster.clusterToken}\n`, { mode: 0o600 });
+  if (!(await exists(tokenFile))) await writeFileDurably(dataDir, 'token', `${extras.cluster.clusterToken}\n`);
   await rename(work, memberDir);
-  await syncDir(dataDir);
+  await new NodeFsPort().syncDir(dataDir);
   return { ...result, memberId: self.id, clusterId };
 }
 

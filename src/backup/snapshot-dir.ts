@@ -3,7 +3,7 @@
  * them, `etcd-snapshot-<node>-<unix seconds>` (`.gz` when compressed), and the `ls`, `delete` and `prune`
  * verbs of `k3s etcd-snapshot` over it. Files being written end in `.tmp` and are never listed.
  */
-import { open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { readdir, stat, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 
 export const snapshotNamePrefix = 'etcd-snapshot';
@@ -81,21 +81,4 @@ export async function pruneSnapshots(dir: string, nodeName: string, retention: n
   const own = (await listSnapshots(dir)).filter((f) => scheduledSnapshotSeconds(f.name, nodeName) !== undefined);
   const excess = own.slice(0, Math.max(0, own.length - retention)).map((f) => f.name);
   return (await deleteSnapshots(dir, excess)).deleted;
-}
-
-/** fsync a finished file, rename it into place, fsync the directory: never a name without its contents. */
-export async function publishFile(tmpPath: string, finalPath: string): Promise<void> {
-  const fh = await open(tmpPath, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmpPath, finalPath);
-  const dirHandle = await open(join(finalPath, '..'), 'r');
-  try {
-    await dirHandle.sync();
-  } finally {
-    await dirHandle.close();
-  }
 }

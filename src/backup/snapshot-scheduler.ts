@@ -14,7 +14,11 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { scheduledSnapshotWakeMsMax } from '../base/limits.js';
 import type { CronSchedule } from '../config/cron.js';
-import { partialSuffix, pruneSnapshots, publishFile, scheduledSnapshotName } from './snapshot-dir.js';
+import { publishFile } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
+import { partialSuffix, pruneSnapshots, scheduledSnapshotName } from './snapshot-dir.js';
+
+const nodeFs = new NodeFsPort();
 
 export interface SchedulerTimers {
   setTimeout(fn: () => void, ms: number): unknown;
@@ -119,9 +123,9 @@ export class SnapshotScheduler {
       if (o.compress) {
         await pipeline(createReadStream(raw), createGzip(), createWriteStream(packed, { mode: 0o600 }));
         await unlink(raw);
-        await publishFile(packed, final);
+        await publishFile(nodeFs, packed, final);
       } else {
-        await publishFile(raw, final);
+        await publishFile(nodeFs, raw, final);
       }
       const sizeBytes = (await stat(final)).size;
       const pruned = await pruneSnapshots(o.dir, o.nodeName, o.retention);

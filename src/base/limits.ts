@@ -138,6 +138,12 @@ export const peerInboundConnectionsMax = 1024;
  */
 export const peerProbeConnectionIdleMs = 12_000;
 /**
+ * TLS: a CRL file (--client-crl-file, --peer-crl-file) is looked at (stat) at most this often, and read again
+ * only when it changed. etcd reads and parses it for every accepted connection; an update still takes effect
+ * without a restart, within this delay, and a flood of connections no longer reads the file per accept.
+ */
+export const crlStatIntervalMs = 1_000;
+/**
  * MVCC: bytes of decoded values kept in memory for reads (a hot-value cache; everything else is read from
  * LevelDB). Small by default: the block cache and the OS page cache already hold hot data, and a 1 GiB board
  * runs a Kubernetes server beside us.

@@ -65,6 +65,10 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   if (command === 'version' || command === '--version') return printVersion();
+  if (command === 'snapshot' || command === 'etcd-snapshot' || command === 'migrate') {
+    // A restore or migration builds a data directory: its files private as the server's (LevelDB picks its own modes).
+    makeNewFilesPrivate();
+  }
   if (command === 'snapshot' || command === 'etcd-snapshot') {
     // ls/delete/prune (the scheduled snapshot directory) here, save/status/restore in snapshot-cli.ts.
     const out = { stdout: (t: string) => process.stdout.write(t), stderr: (t: string) => process.stderr.write(t) };

@@ -56,7 +56,7 @@ export function noFsyncPort(inner: FsPort = new NodeFsPort()): FsPort {
   return {
     mkdirp: (dir) => inner.mkdirp(dir),
     list: (dir) => inner.list(dir),
-    open: async (path, mode) => wrap(await inner.open(path, mode)),
+    open: async (path, mode, fileMode) => wrap(await inner.open(path, mode, fileMode)),
     readFile: (path) => inner.readFile(path),
     rename: (from, to) => inner.rename(from, to),
     unlink: (path) => inner.unlink(path),

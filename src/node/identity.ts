@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { encodeConfChange } from '../raft/conf.js';
 import { EntryType, type Entry } from '../raft/types.js';
-import { NodeFsPort, writeFileAtomically } from '../wal/fs-port.js';
+import { writeFileAtomically } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 import { encodeConfChangeContext } from './driver/raft-request.js';
 import { staticClusterIds } from './membership/etcd-ids.js';
 import type { MemberUrlKey } from '../config/member-options.js';
@@ -96,10 +97,7 @@ export async function writeIdentity(memberDir: string, id: Identity): Promise<vo
   await writeFileDurably(memberDir, 'identity', `${text}\n`);
 }
 
-export /**
- * temp file, fsync, rename, directory fsync: never a name without its contents (the WAL's own helper; its
- * files are created 0600, which the token and the identity need).
- */
-function writeFileDurably(dir: string, name: string, text: string): Promise<void> {
-  return writeFileAtomically(nodeFs, dir, name, new TextEncoder().encode(text));
+/** A text file written whole or not at all (wal/atomic-file.ts), mode 0600: the token and the identity are secrets. */
+export function writeFileDurably(dir: string, name: string, text: string): Promise<void> {
+  return writeFileAtomically(nodeFs, join(dir, name), new TextEncoder().encode(text));
 }

@@ -1,16 +1,18 @@
 /**
  * `<data-dir>/member/index.ckpt`: the key index saved at a clean stop (src/mvcc/index-checkpoint.ts), so the
- * next start does not scan every value in the backend. Written after the last flush, through a temp file,
- * fsync and rename; read once at the next start and then removed, so a later crash can never meet a stale
+ * next start does not scan every value in the backend. Written after the last flush, whole or not at all
+ * (wal/atomic-file.ts); read once at the next start and then removed, so a later crash can never meet a stale
  * one (the store also refuses one that does not match the backend's consistent index and term).
  */
 import { createReadStream } from 'node:fs';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KvStore } from '../mvcc/kv-store.js';
 import type { Logger } from '../config/log.js';
-import { syncDir } from './snapshot-data.js';
+import { writeFileAtomically } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 
+const nodeFs = new NodeFsPort();
 const fileName = 'index.ckpt';
 
 export function indexCheckpointPath(memberDir: string): string {
@@ -34,26 +36,18 @@ export async function removeIndexCheckpoint(memberDir: string): Promise<void> {
 
 /** Saves the index of a store that has stopped applying and flushed everything. Never fatal: it is a cache. */
 export async function saveIndexCheckpoint(memberDir: string, store: KvStore, log: Logger): Promise<void> {
-  const path = indexCheckpointPath(memberDir);
-  const tmp = `${path}.tmp`;
   const t0 = performance.now();
   let bytes = 0;
-  try {
-    const fh = await open(tmp, 'w', 0o600);
-    try {
-      for (const frame of store.indexCheckpoint()) {
-        await fh.write(frame);
-        bytes += frame.length;
-      }
-      await fh.sync();
-    } finally {
-      await fh.close();
+  function* counted(frames: Iterable<Uint8Array>): Iterable<Uint8Array> {
+    for (const frame of frames) {
+      bytes += frame.length;
+      yield frame;
     }
-    await rename(tmp, path);
-    await syncDir(memberDir);
+  }
+  try {
+    await writeFileAtomically(nodeFs, indexCheckpointPath(memberDir), counted(store.indexCheckpoint()));
     log.info('saved the key index for a fast restart', { bytes, ms: Math.round(performance.now() - t0) });
   } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
     log.warn('could not save the key index; the next start scans the backend', { error: String(err) });
   }
 }

@@ -2,17 +2,21 @@
  * Snapshot data on disk, outside the Raft log. A member's own snapshots carry no data: the backend is made
  * durable up to the snapshot's index before the log releases anything (a marker, as etcd's backend is the
  * snapshot). A snapshot received from the leader is streamed into `<data-dir>/member/snap/<term>-<index>.snap.db`
- * (temp file, fsync, rename, directory fsync) before Raft sees it, restored from there into the backend,
+ * (whole or not at all: wal/atomic-file.ts) before Raft sees it, restored from there into the backend,
  * and deleted once the backend holding it is durable. A crash in between restarts the restore from the file.
  * The stream's framing and checksum are verified as it is written, and a stream that fails them is never
  * renamed into place: a file under its final name is whole, so the restore reads it once (no check pass).
  */
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CheckedSnapshot } from '../mvcc/kv-store.js';
 import { StateStreamDecoder } from '../mvcc/state-stream.js';
 import type { Message, SnapshotMeta } from '../raft/types.js';
+import { createAtomicFile } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
+
+const nodeFs = new NodeFsPort();
 
 const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
 const suffix = '.snap.db';
@@ -57,15 +61,8 @@ export class SnapshotDataDir implements SnapshotSink {
   async open(message: Message): Promise<{ write(chunk: Uint8Array): Promise<void>; commit(): Promise<void>; abort(): Promise<void> }> {
     const meta = message.snapshot!.meta;
     const final = this.#path(meta);
-    const tmp = `${final}.${++this.#receives}.tmp`;
-    const file: FileHandle = await open(tmp, 'wx');
+    const file = await createAtomicFile(nodeFs, final, { tmpPath: `${final}.${++this.#receives}.tmp` });
     const checker = new StateStreamDecoder();
-    let closed = false;
-    const close = async (): Promise<void> => {
-      if (closed) return;
-      closed = true;
-      await file.close();
-    };
     return {
       write: async (chunk) => {
         checker.check(chunk);
@@ -73,15 +70,9 @@ export class SnapshotDataDir implements SnapshotSink {
       },
       commit: async () => {
         checker.end();
-        await file.sync();
-        await close();
-        await rename(tmp, final);
-        await syncDir(this.dir);
+        await file.commit();
       },
-      abort: async () => {
-        await close().catch(() => {});
-        await rm(tmp, { force: true });
-      },
+      abort: () => file.abort(),
     };
   }
 
@@ -109,15 +100,5 @@ export class SnapshotDataDir implements SnapshotSink {
       if (Number.isSafeInteger(at) && at > index) continue;
       await rm(join(this.dir, name), { force: true });
     }
-  }
-}
-
-/** fsync a directory, so the names created or renamed in it survive a crash. */
-export async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }

@@ -5,10 +5,12 @@
  * --insecure-skip-tls-verify, peers authenticate each other by the cluster token.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../config/log.js';
 import type { MemberOptions, TlsFiles } from '../config/member-options.js';
+import { writeFileAtomically } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
 import { selfSignedCert } from './self-signed-cert.js';
 
 export async function withAutoTls(o: MemberOptions): Promise<MemberOptions> {
@@ -40,8 +42,10 @@ async function ensureSelfCert(dir: string, hosts: string[], validityYears: numbe
   log.warn('automatically generate certificates', {
     'certificate-validity-bound-not-after': new Date(notBefore.getTime() + validityYears * 365 * 86_400_000).toISOString(),
   });
-  await writeFile(keyFile, keyPem, { mode: 0o600 });
-  await writeFile(certFile, certPem, { mode: 0o644 });
+  // Each whole or not at all, the key first: a crash between them leaves no certificate, so the next start makes both again.
+  const fs = new NodeFsPort();
+  await writeFileAtomically(fs, keyFile, Buffer.from(keyPem), { mode: 0o600 });
+  await writeFileAtomically(fs, certFile, Buffer.from(certPem), { mode: 0o644 });
   log.info('created cert file', { path: certFile });
   log.info('created key file', { path: keyFile });
   return { certFile, keyFile };

@@ -1,7 +1,8 @@
 /**
- * Certificate revocation lists as etcd applies them (client/pkg/transport/listener.go, checkCRL): the file is
- * read again for every accepted TLS connection, and a connection is refused when a certificate it presented
- * has a serial number the list revokes. Nothing else of the list counts: not its signature, not its issuer,
+ * Certificate revocation lists as etcd applies them (client/pkg/transport/listener.go, checkCRL): a connection
+ * is refused when a certificate it presented has a serial number the list revokes, and a list updated on disk
+ * counts without a restart. etcd reads the file for every accepted connection; CrlFile looks at its stat at
+ * most once a second (crlStatIntervalMs) and reads it again only when that changed. Nothing else of the list counts: not its signature, not its issuer,
  * not its dates. OpenSSL's own CRL check (Node's `crl` option) also demands a current list, so with etcd's
  * fixture (integration/fixtures/revoke.crl, next update 2021) it refused every certificate ("CRL_HAS_EXPIRED"),
  * the valid ones included (etcd's TestCtlV3GetRevokedCRL).
@@ -14,7 +15,8 @@
  *                                  userCertificate INTEGER, revocationDate Time, extensions OPTIONAL } OPTIONAL,
  *                                  crlExtensions [0] OPTIONAL }
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { crlStatIntervalMs } from '../base/limits.js';
 
 const tagInteger = 0x02;
 const tagSequence = 0x30;
@@ -98,14 +100,85 @@ export function revokedSerials(file: Uint8Array): Set<string> {
   return out;
 }
 
-/** Read and parse `path` (at a listener's start, so a bad file stops the start; and per connection, as etcd). */
+/** Read and parse `path` (at a listener's start, so a bad file stops the start). */
 export function readRevokedSerials(path: string): Set<string> {
+  return parsedAt(path, readFileSync(path));
+}
+
+function parsedAt(path: string, file: Uint8Array): Set<string> {
   try {
-    return revokedSerials(readFileSync(path));
+    return revokedSerials(file);
   } catch (err) {
     if (err instanceof CrlError) throw new CrlError(`${path}: ${err.message}`);
     throw err;
   }
+}
+
+/** What CrlFile asks of the file system and the clock (tests count reads and move time). */
+export interface CrlFilePorts {
+  /** A text that changes when the file is replaced or written (inode, size, modification and change times). */
+  version(path: string): string;
+  read(path: string): Uint8Array;
+  nowMs(): number;
+}
+
+const nodePorts: CrlFilePorts = {
+  version(path) {
+    const s = statSync(path, { bigint: true });
+    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+  },
+  read: (path) => readFileSync(path),
+  nowMs: () => performance.now(),
+};
+
+/** A CRL file's revoked serials, read again when the file changed (looked at once per crlStatIntervalMs). */
+export class CrlFile {
+  readonly path: string;
+  readonly #ports: CrlFilePorts;
+  #checkedAtMs = -Infinity;
+  /** The version the serials (or the error) were read at; undefined after a failure, so the next look reads. */
+  #version: string | undefined;
+  #serials: ReadonlySet<string> = new Set();
+  #error: unknown;
+
+  constructor(path: string, ports: CrlFilePorts = nodePorts) {
+    this.path = path;
+    this.#ports = ports;
+  }
+
+  /** The serials the file revokes now; throws what reading or parsing it threw (the connection is refused). */
+  revoked(): ReadonlySet<string> {
+    const now = this.#ports.nowMs();
+    if (now - this.#checkedAtMs >= crlStatIntervalMs) {
+      this.#checkedAtMs = now;
+      this.#refresh();
+    }
+    if (this.#error !== undefined) throw this.#error;
+    return this.#serials;
+  }
+
+  #refresh(): void {
+    try {
+      // The version before the contents: a write between the two is then seen at the next look.
+      const version = this.#ports.version(this.path);
+      if (version === this.#version) return;
+      this.#serials = parsedAt(this.path, this.#ports.read(this.path));
+      this.#version = version;
+      this.#error = undefined;
+    } catch (err) {
+      this.#version = undefined;
+      this.#error = err;
+    }
+  }
+}
+
+/** One CrlFile per path for the process: every listener and connection checking the same file shares its reads. */
+const crlFiles = new Map<string, CrlFile>();
+
+export function crlFileAt(path: string): CrlFile {
+  let file = crlFiles.get(path);
+  if (file === undefined) crlFiles.set(path, (file = new CrlFile(path)));
+  return file;
 }
 
 /** The chain a client presented, leaf first, each with its serial (Node's uppercase hex), up to a self-signed CA. */
@@ -115,8 +188,7 @@ export interface PresentedCertificate {
 }
 
 /** etcd's refusal when a presented certificate is revoked; undefined when none is. */
-export function revocation(chain: PresentedCertificate, crlPath: string): string | undefined {
-  const revoked = readRevokedSerials(crlPath);
+export function revocation(chain: PresentedCertificate, revoked: ReadonlySet<string>): string | undefined {
   const seen = new Set<PresentedCertificate>();
   for (let c: PresentedCertificate | undefined = chain; c !== undefined && !seen.has(c); c = c.issuerCertificate) {
     seen.add(c);

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { checkServerIdentity, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import type { Logger } from '../config/log.js';
 import type { TlsPolicy } from '../config/member-options.js';
-import { revocation, type PresentedCertificate } from './crl.js';
+import { crlFileAt, revocation, type PresentedCertificate } from './crl.js';
 
 export function tlsPolicyOptions(policy: TlsPolicy | undefined): SecureContextOptions {
   return {
@@ -44,7 +44,7 @@ export function acceptVerifiedClient(socket: TLSSocket, logger: Logger | undefin
 export interface AllowedIdentities {
   allowedCns?: readonly string[];
   allowedHostnames?: readonly string[];
-  /** etcd --client-crl-file / --peer-crl-file: read again for each connection, as etcd does. */
+  /** etcd --client-crl-file / --peer-crl-file: read again when it changed (crl.ts CrlFile), so an update counts without a restart. */
   crlFile?: string;
 }
 
@@ -57,7 +57,7 @@ function refusal(socket: TLSSocket, allowed: AllowedIdentities): string | undefi
   if (allowed.crlFile !== undefined) {
     let revoked: string | undefined;
     try {
-      revoked = revocation(cert as PresentedCertificate, allowed.crlFile);
+      revoked = revocation(cert as PresentedCertificate, crlFileAt(allowed.crlFile).revoked());
     } catch (err) {
       revoked = `cannot read the CRL: ${err instanceof Error ? err.message : String(err)}`;
     }

@@ -32,8 +32,11 @@ export interface FsPort {
   mkdirp(dir: string): Promise<void>;
   /** Names (not paths) of the entries in `dir`. */
   list(dir: string): Promise<string[]>;
-  /** `create`: a new file that must not exist (O_CREAT|O_EXCL); `existing`: read-write, must exist. */
-  open(path: string, mode: 'create' | 'existing'): Promise<FilePort>;
+  /**
+   * `create`: a new file that must not exist (O_CREAT|O_EXCL), with permission bits `fileMode` (default
+   * 0600; the simulated disk keeps none); `existing`: read-write, must exist.
+   */
+  open(path: string, mode: 'create' | 'existing', fileMode?: number): Promise<FilePort>;
   /** Whole file; undefined when it does not exist. */
   readFile(path: string): Promise<Uint8Array | undefined>;
   rename(from: string, to: string): Promise<void>;
@@ -97,21 +100,6 @@ class NodeFile implements FilePort {
   }
 }
 
-/** Writes `name` in `dir` whole or not at all: temp file, fsync, rename, directory fsync (never a name without its contents). */
-export async function writeFileAtomically(fs: FsPort, dir: string, name: string, bytes: Uint8Array): Promise<void> {
-  const tmp = `${dir}/${name}.tmp`;
-  await fs.unlink(tmp).catch(() => undefined);
-  const file = await fs.open(tmp, 'create');
-  try {
-    await file.write(bytes, bytes.length, 0);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await fs.rename(tmp, `${dir}/${name}`);
-  await fs.syncDir(dir);
-}
-
 export class NodeFsPort implements FsPort {
   async mkdirp(dir: string): Promise<void> {
     await fsp.mkdir(dir, { recursive: true });
@@ -119,12 +107,12 @@ export class NodeFsPort implements FsPort {
   list(dir: string): Promise<string[]> {
     return fsp.readdir(dir);
   }
-  async open(path: string, mode: 'create' | 'existing'): Promise<FilePort> {
+  async open(path: string, mode: 'create' | 'existing', fileMode = 0o600): Promise<FilePort> {
     const flags =
       mode === 'create'
         ? fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL
         : fsConstants.O_RDWR;
-    return new NodeFile(path, await fsp.open(path, flags, 0o600));
+    return new NodeFile(path, await fsp.open(path, flags, fileMode));
   }
   async readFile(path: string): Promise<Uint8Array | undefined> {
     try {

@@ -4,7 +4,8 @@
  * fdatasync latency sits near a threshold, picked a different profile from one start to the next.
  * `--storage-profile remeasure` measures again and replaces the memo.
  */
-import { writeFileAtomically, type FsPort } from './fs-port.js';
+import { writeFileAtomically } from './atomic-file.js';
+import type { FsPort } from './fs-port.js';
 import type { ProfileName } from './profiles.js';
 
 export interface ProfileMemo {
@@ -33,5 +34,5 @@ export async function readProfileMemo(fs: FsPort, dir: string): Promise<ProfileM
 
 /** temp file (removed by recovery if a crash leaves it), sync, rename, directory sync. */
 export async function writeProfileMemo(fs: FsPort, dir: string, memo: ProfileMemo): Promise<void> {
-  await writeFileAtomically(fs, dir, memoName, new TextEncoder().encode(`${JSON.stringify(memo)}\n`));
+  await writeFileAtomically(fs, `${dir}/${memoName}`, new TextEncoder().encode(`${JSON.stringify(memo)}\n`));
 }

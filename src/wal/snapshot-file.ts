@@ -11,7 +11,8 @@ import { assert } from '../base/assert.js';
 import type { Snapshot, SnapshotMeta } from '../raft/types.js';
 import { crc32c } from './crc32c.js';
 import { WalCorruptError } from './errors.js';
-import { writeFileAtomically, type FsPort } from './fs-port.js';
+import { writeFileAtomically } from './atomic-file.js';
+import type { FsPort } from './fs-port.js';
 import { snapshotMetaArray, snapshotMetaFrom } from './record.js';
 
 const magic = Buffer.from('ETCESNAP', 'latin1');
@@ -66,7 +67,7 @@ export function decodeSnapshotFile(buf: Uint8Array, file: string): Snapshot {
 /** Temp file, fsync, rename, directory fsync. Returns the file name. */
 export async function writeSnapshotFile(fs: FsPort, dir: string, s: Snapshot): Promise<string> {
   const name = snapshotFileName(s.meta.term, s.meta.index);
-  await writeFileAtomically(fs, dir, name, encodeSnapshotFile(s));
+  await writeFileAtomically(fs, `${dir}/${name}`, encodeSnapshotFile(s));
   return name;
 }
 

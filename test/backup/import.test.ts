@@ -145,6 +145,20 @@ describe('importRevisions', () => {
   });
 });
 
+describe('restored directories', () => {
+  it('are private (0700) as etcdutl makes them, whatever the umask: member, member/db, member/wal and an outside --wal-dir', async () => {
+    const dataDir = await temp();
+    const walDir = join(await temp(), 'outside', 'wal');
+    const inside = await temp();
+    await importRevisions(dataDir, records, { cluster: { name: 'a', initialCluster: three, clusterToken: 'tok' }, walDir });
+    await importRevisions(inside, records, { cluster: { name: 'a', initialCluster: three, clusterToken: 'tok' } });
+    const mode = async (p: string): Promise<string> => `${p} ${((await stat(p)).mode & 0o777).toString(8)}`;
+    for (const dir of [join(dataDir, 'member'), join(dataDir, 'member/db'), walDir, join(walDir, '..'), join(inside, 'member/wal')]) {
+      expect(await mode(dir)).toBe(`${dir} 700`);
+    }
+  });
+});
+
 describe('snapshot files', () => {
   async function savedFile(): Promise<string> {
     const src = await temp();

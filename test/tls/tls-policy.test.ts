@@ -1,13 +1,15 @@
 /**
  * Client certificate checks done after the handshake (tls-policy.ts): CA verification with the reason logged,
- * revocation as etcd checks it (crl.ts: serial numbers only, the file read per connection), and etcd's allowed
+ * revocation as etcd checks it (crl.ts: serial numbers only, an updated file honoured without a restart), and etcd's allowed
  * CN / allowed hostname lists. Certificates: test/e2e/fixtures/crl and crl-expired.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
+import { crlStatIntervalMs } from '../../src/base/limits.js';
 import { createLogger } from '../../src/config/log.js';
 import { type AllowedIdentities, acceptVerifiedClient } from '../../src/tls/tls-policy.js';
 import { revokedSerials } from '../../src/tls/crl.js';
@@ -80,5 +82,17 @@ describe('client certificate checks', () => {
     const revoked = await attempt({ crlFile }, 'revoked', expiredFixtures);
     expect(revoked.accepted).toBe(false);
     expect(revoked.log).toMatch(/transport: certificate serial 2002 revoked/);
+  });
+
+  it('honours a CRL updated on disk without a restart (within crlStatIntervalMs)', async () => {
+    const crlFile = join(mkdtempSync(join(tmpdir(), 'etcetera-crl-')), 'crl.der');
+    writeFileSync(crlFile, read('crl.der', expiredFixtures)); // revokes 2002, not the `revoked` certificate's 1002
+    expect((await attempt({ crlFile }, 'revoked')).accepted).toBe(true);
+    writeFileSync(`${crlFile}.new`, read('crl.der')); // revokes 1002
+    renameSync(`${crlFile}.new`, crlFile);
+    await new Promise((resolve) => setTimeout(resolve, crlStatIntervalMs + 100));
+    const refused = await attempt({ crlFile }, 'revoked');
+    expect(refused.accepted).toBe(false);
+    expect(refused.log).toMatch(/transport: certificate serial 1002 revoked/);
   });
 });

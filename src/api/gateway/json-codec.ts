@@ -12,7 +12,7 @@ import { assert, AssertionError } from '../../base/assert.js';
 import type { Wire } from '../grpc/proto.js';
 import { isDepthError, origFieldNames } from '../grpc/proto.js';
 import { protobufDepthMax } from '../../base/limits.js';
-import { numberMark } from './json-numbers.js';
+import { clientString, numberMark } from './json-numbers.js';
 
 /** A request the gateway cannot turn into a message: answered InvalidArgument, as the gateway does. */
 export class JsonRequestError extends Error {
@@ -90,8 +90,9 @@ function fieldIndex(type: protobuf.Type): Map<string, protobuf.Field> {
 const indexes = new WeakMap<protobuf.Type, Map<string, protobuf.Field>>();
 
 /** etcd's gateway reports the first byte a strict standard-base64 decoder rejects. */
-function base64Bytes(s: unknown): Buffer {
-  if (typeof s !== 'string') throw new JsonRequestError('json: cannot unmarshal into a bytes field');
+function base64Bytes(v: unknown): Buffer {
+  if (typeof v !== 'string') throw new JsonRequestError('json: cannot unmarshal into a bytes field');
+  const s = clientString(v);
   const bad = s.search(/[^A-Za-z0-9+/=]/);
   if (bad >= 0) throw new JsonRequestError(`illegal base64 data at input byte ${bad}`);
   if (s.length % 4 !== 0) throw new JsonRequestError(`illegal base64 data at input byte ${s.length - (s.length % 4)}`);
@@ -116,18 +117,21 @@ function integer(field: protobuf.Field, v: unknown): unknown {
   assert(range !== undefined, `no integer range for ${field.type}`);
   if (typeof v === 'boolean') throw new JsonRequestError(`json: cannot unmarshal bool into Go value of type ${range.go}`);
   const written = numberText(v);
-  const text = written ?? v;
+  const text = written ?? (typeof v === 'string' ? clientString(v) : v);
   const outOfRange = (): JsonRequestError => new JsonRequestError(`json: cannot unmarshal number ${String(text)} into Go value of type ${range.go}`);
   if (typeof text !== 'string' || !/^-?\d+$/.test(text)) {
     if (written !== undefined) throw outOfRange();
-    throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}: ${JSON.stringify(v)}`);
+    throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}: ${JSON.stringify(text)}`);
   }
   const n = BigInt(text);
   if (n < range.min || n > range.max) throw outOfRange();
   return int64Types.has(field.type) ? text : Number(text);
 }
 
-/** The text of a JSON number as the request wrote it (json-stream.ts exactNumbers), or undefined for a non-number. */
+/**
+ * The text of a JSON number as the request wrote it (json-numbers.ts exactNumbers), or undefined for a
+ * non-number. Read it before clientString: a client's string never passes for a number, marked or not.
+ */
 function numberText(v: unknown): string | undefined {
   if (typeof v === 'number') return String(v);
   return typeof v === 'string' && v.startsWith(numberMark) ? v.slice(numberMark.length) : undefined;
@@ -142,8 +146,8 @@ function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unkno
     const written = numberText(v);
     if (written !== undefined) {
       if (/^-?\d+$/.test(written)) return Number(written);
-    } else if (typeof v === 'string' && v in e.values) return e.values[v];
-    throw new JsonRequestError(`unknown value ${JSON.stringify(v)} for enum ${e.name}`);
+    } else if (typeof v === 'string' && clientString(v) in e.values) return e.values[clientString(v)];
+    throw new JsonRequestError(`unknown value ${JSON.stringify(typeof v === 'string' ? clientString(v) : v)} for enum ${e.name}`);
   }
   if (field.type === 'bytes') return base64Bytes(v);
   if (int64Types.has(field.type) || int32Types.has(field.type)) return integer(field, v);
@@ -155,7 +159,7 @@ function scalarFromJson(field: protobuf.Field, v: unknown, depth: number): unkno
     if (typeof v !== 'string' || numberText(v) !== undefined) throw new JsonRequestError(`json: invalid value for string field ${field.name}`);
     // JSON may escape a lone surrogate ("\ud800"), which no UTF-8 can encode; Go's decoder (etcd's gateway)
     // makes it U+FFFD. Left as is, protobufjs wrote bytes its own decoder refused (fuzz case seed 294706170).
-    return v.replace(loneSurrogate, '\ufffd');
+    return clientString(v).replace(loneSurrogate, '\ufffd');
   }
   if (typeof v !== 'number') throw new JsonRequestError(`json: invalid value for ${field.type} field ${field.name}`);
   return v;

@@ -14,9 +14,9 @@
 import { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { scanHeaderBlock } from './hpack-authority.js';
+import { FrameReader, type Frame } from './frame-reader.js';
 import { tagRepairedConnection } from './repaired-peers.js';
 
-const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const emptySettings = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
 const frameType = { headers: 1, settings: 4, continuation: 9 } as const;
 const flag = { ack: 0x1, endHeaders: 0x4, padded: 0x8, priority: 0x20 } as const;
@@ -24,47 +24,6 @@ const flag = { ack: 0x1, endHeaders: 0x4, padded: 0x8, priority: 0x20 } as const
 const frameBytesMax = 16_384;
 /** A header block larger than this is not a gRPC request we can help; pass it on untouched. */
 const blockBytesMax = 1 << 20;
-
-interface Frame {
-  type: number;
-  flags: number;
-  streamId: number;
-  payload: Buffer;
-  raw: Buffer;
-}
-
-/** Splits a byte stream into HTTP/2 frames (after the client preface). */
-class FrameReader {
-  #buf: Buffer = Buffer.alloc(0);
-  #prefaceLeft = preface.length;
-  /** Bytes before the first frame (the preface), handed out once. */
-  prefix: Buffer = Buffer.alloc(0);
-
-  push(chunk: Buffer): Frame[] {
-    this.#buf = this.#buf.length === 0 ? chunk : Buffer.concat([this.#buf, chunk]);
-    if (this.#prefaceLeft > 0) {
-      const n = Math.min(this.#prefaceLeft, this.#buf.length);
-      this.prefix = Buffer.concat([this.prefix, this.#buf.subarray(0, n)]);
-      this.#buf = this.#buf.subarray(n);
-      this.#prefaceLeft -= n;
-    }
-    const frames: Frame[] = [];
-    while (this.#prefaceLeft === 0 && this.#buf.length >= 9) {
-      const len = this.#buf.readUIntBE(0, 3);
-      if (this.#buf.length < 9 + len) break;
-      const raw = this.#buf.subarray(0, 9 + len);
-      frames.push({ type: raw[3]!, flags: raw[4]!, streamId: raw.readUInt32BE(5) & 0x7fffffff, payload: raw.subarray(9), raw });
-      this.#buf = this.#buf.subarray(9 + len);
-    }
-    return frames;
-  }
-
-  takeRest(): Buffer {
-    const rest = this.#buf;
-    this.#buf = Buffer.alloc(0) as Buffer;
-    return rest;
-  }
-}
 
 function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
   const head = Buffer.alloc(9);
@@ -248,8 +207,7 @@ export function handOver(socket: Socket, inject: (connection: Duplex) => void, s
       }
       kept.push(f.raw);
     }
-    const notHttp2 = reader.prefix.length === preface.length && !reader.prefix.equals(preface);
-    if (notHttp2 || buffered > sniffBytesMax) {
+    if (reader.notHttp2 || buffered > sniffBytesMax) {
       // Let nghttp2 refuse it (or serve it) as it would without us.
       verdict = 'native';
       ackDropped = true;

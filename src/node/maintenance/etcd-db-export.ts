@@ -6,12 +6,16 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { compareBytes, utf8 } from '../../base/bytes.js';
 import { BboltWriter } from '../../bbolt/writer.js';
 import type { BackendView } from '../../mvcc/backend.js';
 import type { SnapshotExport } from '../../mvcc/kv-store.js';
+import { publishFile } from '../../wal/atomic-file.js';
+import { NodeFsPort } from '../../wal/fs-port.js';
 import { snapshotBuckets, type SnapshotBucket } from './etcd-db-buckets.js';
+
+const nodeFs = new NodeFsPort();
 
 export interface EtcdSnapshotResult {
   /** Bytes of the bbolt database (without the trailer). */
@@ -85,8 +89,8 @@ export interface SnapshotExporter {
 export type SnapshotHandle = SnapshotExporter | { readonly state: { readonly store: SnapshotExporter } };
 
 /**
- * A consistent etcd-format snapshot of a running server or store into `path` (written as `path.part`,
- * fsynced, renamed), with the SHA-256 trailer: the file `etcdctl snapshot save` would have written.
+ * A consistent etcd-format snapshot of a running server or store into `path` (written as `path.part`, then
+ * published whole: wal/atomic-file.ts), with the SHA-256 trailer: the file `etcdctl snapshot save` would have written.
  */
 export async function saveSnapshotFile(handle: SnapshotHandle, path: string, options: Omit<WriteEtcdSnapshotOptions, 'trailer'> = {}): Promise<EtcdSnapshotResult> {
   const store = 'state' in handle ? handle.state.store : handle;
@@ -94,7 +98,7 @@ export async function saveSnapshotFile(handle: SnapshotHandle, path: string, opt
   const part = `${path}.part`;
   try {
     const r = await writeEtcdSnapshot(exported.view, part, { ...options, trailer: true });
-    await rename(part, path);
+    await publishFile(nodeFs, part, path);
     return { ...r, consistentIndex: exported.consistentIndex };
   } catch (err) {
     await rm(part, { force: true });
