@@ -16,6 +16,7 @@ import type { WatchCreateRequest, WatchResponse } from '../mvcc/watch-types.js';
 import { invalidWatchId, watchCreateRequest } from '../mvcc/watch-types.js';
 import type { WatchStream } from '../node/api-types.js';
 import type { EtcdApi, LeaseGrantResult, LeaseTimeToLiveResult, RequestContext } from '../node/server-api.js';
+import { localSource } from './grpc/peer-source.js';
 import { checkCredentials, clientError, Login, staleTokenCancelReason, type Credentials } from './embedded-login.js';
 
 export type Bytes = string | Uint8Array;
@@ -23,7 +24,7 @@ export type Bytes = string | Uint8Array;
 const bytes = (b: Bytes): Uint8Array => (typeof b === 'string' ? utf8(b) : b);
 
 function context(token: string | undefined): RequestContext {
-  return { requireLeader: false, signal: new AbortController().signal, token };
+  return { requireLeader: false, signal: new AbortController().signal, token, source: localSource };
 }
 
 export interface EmbeddedClientOptions {

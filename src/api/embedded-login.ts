@@ -13,6 +13,7 @@ import { AuthError } from '../auth/types.js';
 import { MvccError } from '../mvcc/types.js';
 import { EtcdError, fromAuthError, fromMvccError, type EtcdErrorCode } from '../node/errors.js';
 import type { EtcdApi, RequestContext } from '../node/server-api.js';
+import { localSource } from './grpc/peer-source.js';
 
 export interface Credentials {
   readonly name: string;
@@ -89,7 +90,7 @@ export class Login {
     if (authApi === undefined) throw new TypeError('EmbeddedClient: this member has no auth');
     const { name, password } = this.#credentials;
     try {
-      this.#token = await authApi.authenticate(name, password, { requireLeader: false, signal: new AbortController().signal });
+      this.#token = await authApi.authenticate(name, password, { requireLeader: false, signal: new AbortController().signal, source: localSource });
     } catch (err) {
       const e = clientError(err);
       if (!(e instanceof EtcdError && e.code === 'authNotEnabled')) throw e;

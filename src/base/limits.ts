@@ -193,27 +193,42 @@ export const authenticateAttemptsMax = 8;
 /** etcd's default bcrypt cost (bcrypt.DefaultCost); --bcrypt-cost may choose 4..31. */
 export const bcryptCostDefault = 10;
 /**
- * Password checks (Authenticate) and hashes run on libuv's thread pool, at most this many at once: the pool
- * has 4 threads by default and the WAL's and LevelDB's file work shares it, so guesses never take it all.
+ * Password checks (Authenticate) run on libuv's thread pool, at most this many at once, and hashes
+ * (UserAdd, UserChangePassword) at most passwordHashesMax beside them: the pool has 4 threads by default and
+ * the WAL's and LevelDB's file work shares it, so neither guesses nor an admin's hashing ever take it all.
  */
 export const passwordChecksMax = 2;
-/** Password checks waiting for a turn; past it, "etcdserver: too many requests" (a flood is refused, not queued). */
-export const passwordChecksQueuedMax = 64;
+export const passwordHashesMax = 1;
+/** Hashes waiting for a turn (only admins reach hashing); past it, "etcdserver: too many requests". */
+export const passwordHashesQueuedMax = 16;
 /**
- * Past passwordFailuresFree wrong passwords in a row, a user's next check waits passwordBackoffMsMin,
- * doubling per further failure up to the max, and a check inside the wait fails as a wrong password without
- * bcrypt, answered when the wait ends: parallel guesses at one user cost about one bcrypt run per wait, and a
- * caller that sends its next guess as soon as it is answered gets one answer per wait (answered at once, 50
- * such callers sent thousands a second and slowed every put; issue 20's measurement). A right password
- * clears it. The free failures keep etcd's answers for a client that mistypes and retries at once.
+ * Password checks waiting for bcrypt, per tier (sources with fewer than passwordFailuresFree failures first,
+ * then sources past them, see password-checks.ts), and per source: one source runs one check at a time, so
+ * a thousand connections from one address hold at most this many places. Past either, a check is refused
+ * unchecked: "etcdserver: too many requests", answered no sooner than passwordBackoffMsMin.
+ */
+export const passwordChecksQueuedMax = 64;
+export const passwordChecksQueuedPerSourceMax = 4;
+/**
+ * Past passwordFailuresFree wrong passwords in a row from one source (a client address; an IPv6 /64), the
+ * source's next check waits passwordBackoffMsMin, doubling per further failure up to the max, and is then
+ * checked. Its checks wait in its own queue, so a source guessing fast gets about one bcrypt run per wait
+ * and takes nothing from other sources. A bcrypt-verified right password clears it. The free failures keep
+ * etcd's answers for a client that mistypes and retries at once.
  */
 export const passwordFailuresFree = 3;
 export const passwordBackoffMsMin = 250;
 export const passwordBackoffMsMax = 8_000;
-/** Refusals held until their user's backoff ends; past it they are answered at once (each holds a timer). */
+/**
+ * Refusals held until their source's backoff ends (or passwordBackoffMsMin); past it they are answered at
+ * once (each holds a timer). Answered at once, 50 callers that each send the next guess on the answer made
+ * thousands of calls a second and tripled the put p99 of a 3-member cluster (issue 20).
+ */
 export const passwordRefusalsHeldMax = 4096;
-/** Users with a backoff remembered; the oldest is forgotten past it (users can be added without bound). */
-export const passwordBackoffUsersMax = 10_000;
+/** Sources with failures remembered; the oldest is forgotten past it (addresses are many). */
+export const passwordBackoffSourcesMax = 10_000;
+/** Users whose last verified password is remembered (one HMAC each), least recently used forgotten first. */
+export const passwordKnownGoodMax = 10_000;
 /** etcd's --auth-token-ttl default, seconds. */
 export const authTokenTtlSecondsDefault = 300;
 /**

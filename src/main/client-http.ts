@@ -44,4 +44,9 @@ export function collectServerMetrics(server: EtcdServer, m: ServerMetrics): void
   m.proposalsApplied.set(server.applied);
   m.proposalsPending.set(server.pendingProposals);
   m.dbTotalSize.set(server.state.store.dbSizeBytes());
+  const p = server.authApi.passwordCounts();
+  m.passwordChecks.setTotal(p.verified, { answer: 'bcrypt' });
+  m.passwordChecks.setTotal(p.known, { answer: 'known' });
+  m.passwordChecks.setTotal(p.refused, { answer: 'refused' });
+  m.passwordHashes.setTotal(p.hashed);
 }

@@ -23,6 +23,10 @@ export interface ServerMetrics {
   hashSeconds: Histogram;
   /** Each hash at a revision: HashKV, and both sides of the corruption check (etcd's hash by revision). */
   hashRevSeconds: Histogram;
+  /** Password checks by how they were answered: bcrypt run, a known-good password, refused unchecked. */
+  passwordChecks: Counter;
+  /** bcrypt hashes computed (UserAdd, UserChangePassword by an admin). */
+  passwordHashes: Counter;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
   walFsync?: () => HistogramSnapshot;
 }
@@ -50,6 +54,10 @@ export function createServerMetrics(): ServerMetrics {
     hashRevSeconds: registry.histogram({
       name: 'etcd_mvcc_hash_rev_duration_seconds', help: 'The latency distribution of storage hash by revision operation.', buckets: hashBuckets,
     }),
+    passwordChecks: registry.counter({
+      name: 'etcetera_auth_password_checks_total', help: 'Password checks by answer: bcrypt, known (no bcrypt), refused (unchecked).', labelNames: ['answer'],
+    }),
+    passwordHashes: registry.counter({ name: 'etcetera_auth_password_hashes_total', help: 'Passwords hashed with bcrypt.' }),
   };
   registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());
   return m;

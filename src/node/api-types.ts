@@ -19,6 +19,13 @@ export interface RequestContext {
   readonly token?: string | undefined;
   /** The common name of the client's verified TLS certificate (the user under --client-cert-auth). */
   readonly certCommonName?: string | undefined;
+  /**
+   * Where the call comes from, for what slows password guesses down per client rather than per user
+   * (access/password-checks.ts): the client's IP address without its port, an IPv6 address's /64 (one host
+   * gets a whole /64 to pick from), `local` for an in-process client. Front ends compute it when read, so
+   * calls that never authenticate pay nothing. Undefined: all such calls count as one source.
+   */
+  readonly source?: string | undefined;
 }
 
 export interface ResponseHeader {

@@ -8,6 +8,7 @@ import type { Metadata, ServerUnaryCall, handleUnaryCall, sendUnaryData } from '
 import type { EtcdApi, RequestContext } from '../../node/server-api.js';
 import { EtcdError } from '../../node/errors.js';
 import { toGrpcError } from './grpc-error.js';
+import { peerSource } from './peer-source.js';
 import { repairedCommonName, repairedConnectionHeader } from '../http2/repaired-peers.js';
 import type { Wire } from './proto.js';
 
@@ -19,6 +20,7 @@ interface Cancellable extends EventEmitter {
   metadata: Metadata;
   cancelled: boolean;
   getAuthContext?(): { sslPeerCertificate?: { subject?: { CN?: string | string[] } } };
+  getPeer?(): string;
 }
 
 /** etcd's rpctypes.TokenFieldNameGRPC, then TokenFieldNameSwagger (the gateway's header). */
@@ -73,6 +75,12 @@ export class CallContext implements RequestContext {
   /** Read only when auth asks (no token under --client-cert-auth): the certificate lookup is not free. */
   get certCommonName(): string | undefined {
     return certCommonName(this.#call);
+  }
+
+  /** Read only when a password is checked: most calls never need it. */
+  get source(): string | undefined {
+    const peer = this.#call.getPeer?.();
+    return peer === undefined ? undefined : peerSource(peer);
   }
 
   get cancelled(): boolean {

@@ -2,8 +2,13 @@
  * The Auth service's core (etcd's v3_server.go auth methods): every change is proposed through Raft with the
  * caller's auth info and judged in apply (root needed, see src/auth/requests.ts). What must not enter the log
  * happens here first: passwords are bcrypt-hashed (UserAdd, UserChangePassword) or compared (Authenticate)
- * off the event loop and bounded (password-checks.ts),
- * and the random part of a simple token is drawn here.
+ * off the event loop and bounded (password-checks.ts), and the random part of a simple token is drawn here.
+ *
+ * A hash is computed only for a caller apply would let through (issue 31, item 4): etcd 3.4 hashes in apply,
+ * after its admin check, so 100 anonymous UserAdd callers cost it nothing, where hashing first here cost
+ * 410 bcrypt runs in 30 s and starved logins. So the same check apply makes (AuthStore.checkAdmin, then
+ * etcd's empty-name check) runs against the applied state before hashing, and answers with apply's error.
+ * Apply still judges the entry: the state may move in between.
  */
 import { authenticateAttemptsMax } from '../../base/limits.js';
 import type { AuthStore } from '../../auth/auth-store.js';
@@ -14,7 +19,7 @@ import type { RaftRequest } from '../driver/raft-request.js';
 import type { ProposeResult } from '../request/propose-results.js';
 import type { AuthGate } from './auth-gate.js';
 import { SimpleTokens } from './simple-tokens.js';
-import { PasswordChecks, type PasswordChecksOptions } from './password-checks.js';
+import { PasswordChecks, type PasswordChecksOptions, type PasswordCounts } from './password-checks.js';
 
 export interface AuthApiHost {
   auth(): AuthStore;
@@ -76,7 +81,7 @@ export class AuthApi {
   async authenticate(name: string, password: string, ctx: RequestContext): Promise<string> {
     await this.#h.linearizableBarrier(ctx);
     for (let attempt = 0; attempt < authenticateAttemptsMax; attempt++) {
-      const checkedRevision = await this.#checkPassword(name, password);
+      const checkedRevision = await this.#checkPassword(name, password, ctx);
       const simpleTokenPrefix = this.#tokenPrefix();
       const r = await this.#h.propose({ kind: 'authenticate', name, simpleTokenPrefix }, ctx.signal);
       if (checkedRevision === this.#h.auth().revision) return this.#h.gate.tokens.issue(name, simpleTokenPrefix, r.index, r.revision);
@@ -84,24 +89,48 @@ export class AuthApi {
     throw new AuthError('authOldRevision');
   }
 
-  async #checkPassword(name: string, password: string): Promise<number> {
+  async #checkPassword(name: string, password: string, ctx: RequestContext): Promise<number> {
     const store = this.#h.auth();
     if (!store.enabled) throw new AuthError('authNotEnabled');
     const revision = store.revision;
     const u = store.user(name);
     if (u === undefined) throw new AuthError('authFailed');
     if (u.noPassword) throw new AuthError('noPasswordUser');
-    if (!(await this.#passwords.verify(name, password, u.password))) throw new AuthError('authFailed');
+    if (!(await this.#passwords.verify(name, password, u.password, ctx.source))) throw new AuthError('authFailed');
     return revision;
   }
 
-  async #hash(password: string, hashedPassword: string): Promise<string> {
-    if (password === '' && hashedPassword !== '') return hashedPassword;
-    return this.#passwords.hash(password, this.#h.bcryptCost);
+  /** bcrypt's work so far (the metrics read it). */
+  passwordCounts(): Readonly<PasswordCounts> {
+    return this.#passwords.counts();
+  }
+
+  /**
+   * The hash for a UserAdd or UserChangePassword, once the caller passed apply's checks against the applied
+   * state, in etcd 3.4's order (apply_auth.go: IsAdminPermitted; then, for UserAdd, auth/store.go's empty
+   * name). A refusal is confirmed after a ReadIndex: this member may not have applied yet a grant or an auth
+   * disable the cluster has, and must not refuse what apply would accept.
+   */
+  async #hashFor(r: { name: string; password: string; hashedPassword: string }, ctx: RequestContext, nameRequired: boolean): Promise<string> {
+    await this.#h.awaitLeader(ctx);
+    try {
+      await this.#checkBeforeHash(r.name, ctx, nameRequired);
+    } catch (err) {
+      if (!(err instanceof AuthError)) throw err;
+      await this.#h.linearizableBarrier(ctx);
+      await this.#checkBeforeHash(r.name, ctx, nameRequired);
+    }
+    if (r.password === '' && r.hashedPassword !== '') return r.hashedPassword;
+    return this.#passwords.hash(r.password, this.#h.bcryptCost);
+  }
+
+  async #checkBeforeHash(name: string, ctx: RequestContext, nameRequired: boolean): Promise<void> {
+    this.#h.auth().checkAdmin(await this.#h.gate.info(ctx));
+    if (nameRequired && name === '') throw new AuthError('userEmpty');
   }
 
   async userAdd(r: UserAddRequest, ctx: RequestContext): Promise<void> {
-    const hashedPassword = r.noPassword ? '' : await this.#hash(r.password, r.hashedPassword);
+    const hashedPassword = r.noPassword ? '' : await this.#hashFor(r, ctx, true);
     await this.#propose({ kind: 'userAdd', name: r.name, hashedPassword, noPassword: r.noPassword }, ctx);
   }
 
@@ -118,7 +147,7 @@ export class AuthApi {
   }
 
   async userChangePassword(r: { name: string; password: string; hashedPassword: string }, ctx: RequestContext): Promise<void> {
-    const hashedPassword = await this.#hash(r.password, r.hashedPassword);
+    const hashedPassword = await this.#hashFor(r, ctx, false);
     await this.#propose({ kind: 'userChangePassword', name: r.name, hashedPassword }, ctx);
   }
 

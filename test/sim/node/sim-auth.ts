@@ -74,9 +74,11 @@ const authMessages = new Set<string>([
   'etcdserver: invalid auth management',
 ]);
 
-function ctxOf(token: string | undefined): RequestContext {
-  return { requireLeader: false, signal: new AbortController().signal, ...(token !== undefined ? { token } : {}) };
+/** `source`: password guesses slow their own source down (password-checks.ts); the intruders have their own. */
+function ctxOf(token: string | undefined, source = 'alice-host'): RequestContext {
+  return { requireLeader: false, signal: new AbortController().signal, source, ...(token !== undefined ? { token } : {}) };
 }
+const intruderHost = 'intruder-host';
 
 /** A call with a deadline (a member that crashes never answers). */
 async function within<T>(c: ServerCluster, call: Promise<T>, ms: number): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
@@ -202,8 +204,7 @@ export class SimAuth {
     const put = (token: string | undefined, key: string, value: string): Promise<unknown> =>
       server.put({ key: utf8(key), value: utf8(value), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false }, ctxOf(token));
     if (kind === 0) {
-      // mallory's, not alice's: past a few wrong passwords a user's checks back off (password-checks.ts).
-      this.#judge('a wrong password', 'authFailed', await within(c, server.authApi.authenticate('mallory', 'not-her-password', ctxOf(undefined)), 5000));
+      this.#judge('a wrong password', 'authFailed', await within(c, server.authApi.authenticate('mallory', 'not-her-password', ctxOf(undefined, intruderHost)), 5000));
     } else if (kind === 1) {
       const forged = `${Array.from({ length: 16 }, () => letters[this.#rng.int(letters.length)]).join('')}.${1 + this.#rng.int(50)}`;
       this.#judge('a forged token', 'invalidAuthToken', await within(c, put(forged, 'a', `forged-${n}`), 5000));
@@ -212,8 +213,8 @@ export class SimAuth {
       this.#judge('a call without a token', 'userEmpty', await within(c, put(undefined, 'b', `anonymous-${n}`), 5000));
       this.refusedValues.add(`anonymous-${n}`);
     } else if (kind === 3) {
-      const auth = await within(c, server.authApi.authenticate('mallory', passwords.mallory, ctxOf(undefined)), 5000);
-      // Her right password fails too while her wrong ones back her off.
+      const auth = await within(c, server.authApi.authenticate('mallory', passwords.mallory, ctxOf(undefined, intruderHost)), 5000);
+      // Her right password may be refused ("too many requests") while her wrong ones back her host off.
       if (!auth.ok) return this.#judge('mallory authenticating', 'authFailed', auth, true);
       const value = `mallory-${n}`;
       this.refusedValues.add(value);
