@@ -136,6 +136,7 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     grpcLimits: buildGrpcLimits(o, warnings),
     auth: buildAuth(o),
     enableGrpcGateway: o.bool('enable-grpc-gateway'),
+    ...grpcServerOf(o),
     initialCorruptCheck: o.bool('experimental-initial-corrupt-check'),
     watchProgressNotifyIntervalMs: watchProgressOf(o),
     // etcd's panic level logs only panics and fatals; we have no panic, so it is fatal.
@@ -157,6 +158,12 @@ function allowedOf(o: Typed, cnFlag: string, hostFlag: string, authFlag: string,
   if (allowedCns.length + allowedHostnames.length === 0) return {};
   if (!o.bool(authFlag)) warnings.push(`--${allowedCns.length > 0 ? cnFlag : hostFlag} has no effect without --${authFlag}`);
   return { ...(allowedCns.length > 0 ? { allowedCns } : {}), ...(allowedHostnames.length > 0 ? { allowedHostnames } : {}) };
+}
+
+/** --grpc-server; empty leaves the choice to the server's default (ETCETERA_GRPC_SERVER, else grpc-js). */
+function grpcServerOf(o: Typed): Pick<ServerConfig, 'grpcServer'> {
+  const kind = o.enumValue<'' | 'grpc-js' | 'h2'>('grpc-server');
+  return kind === '' ? {} : { grpcServer: kind };
 }
 
 function watchProgressOf(o: Typed): number {

@@ -131,6 +131,8 @@ export interface MemberOptions {
   auth?: AuthOptions;
   /** etcd --enable-grpc-gateway (default true): the JSON API under /v3 on the client port. */
   enableGrpcGateway?: boolean;
+  /** --grpc-server: grpc-js's server or our own on node:http2 (api/grpc/grpc-transport.ts); absent: its default. */
+  grpcServer?: 'grpc-js' | 'h2';
   /** etcd --experimental-initial-corrupt-check: compare HashKV with peers before serving; refuse on mismatch. */
   initialCorruptCheck?: boolean;
   /** etcd --experimental-watch-progress-notify-interval, for watchers created with progress_notify. */
@@ -187,7 +189,7 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
 
 const etcdOptionalKeys = [
   'walDir', 'listenClientHttpUrls', 'preVote', 'unsafeNoFsync', 'forceNewCluster', 'autoTls', 'tlsPolicy', 'grpcLimits', 'auth',
-  'enableGrpcGateway', 'initialCorruptCheck', 'watchProgressNotifyIntervalMs',
+  'enableGrpcGateway', 'grpcServer', 'initialCorruptCheck', 'watchProgressNotifyIntervalMs',
 ] as const satisfies ReadonlyArray<keyof MemberOptions>;
 
 function definedOf(input: MemberOptionsInput, keys: readonly (keyof MemberOptionsInput)[]): Partial<MemberOptions> {

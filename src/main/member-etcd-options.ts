@@ -30,8 +30,9 @@ export function peerTlsOf(o: MemberOptions): PeerTlsOptions | undefined {
   return { ...o.peerTls, ...(o.tlsPolicy !== undefined ? { policy: o.tlsPolicy } : {}) };
 }
 
-export function grpcOptionsOf(o: MemberOptions): Pick<GrpcServerOptions, 'limits' | 'tlsPolicy' | 'logger'> {
+export function grpcOptionsOf(o: MemberOptions): Pick<GrpcServerOptions, 'limits' | 'tlsPolicy' | 'logger' | 'grpcServer'> {
   return {
+    ...(o.grpcServer !== undefined ? { grpcServer: o.grpcServer } : {}),
     ...(o.grpcLimits !== undefined ? { limits: o.grpcLimits } : {}),
     ...(o.tlsPolicy !== undefined ? { tlsPolicy: o.tlsPolicy } : {}),
     logger: o.logger.child({ component: 'grpc' }),

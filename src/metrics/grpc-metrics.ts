@@ -46,8 +46,8 @@ export function registerGrpcMetrics(registry: Registry): GrpcMetrics {
 
 type Labels = { grpc_type: string; grpc_service: string; grpc_method: string };
 
-/** Wraps every service added to `server` from now on. */
-export function instrumentGrpcServer(server: grpc.Server, m: GrpcMetrics): void {
+/** Wraps every service added to `server` from now on (grpc-js' Server, or anything with its addService). */
+export function instrumentGrpcServer(server: Pick<grpc.Server, 'addService'>, m: GrpcMetrics): void {
   const addService = server.addService.bind(server);
   server.addService = (service: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation): void => {
     const wrapped: grpc.UntypedServiceImplementation = {};

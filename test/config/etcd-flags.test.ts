@@ -120,6 +120,13 @@ describe('etcd 3.5 flags', () => {
     expect(r.warnings).toEqual([]);
   });
 
+  it('picks the gRPC server by --grpc-server or ETCETERA_GRPC_SERVER, leaving it to the server when neither says', () => {
+    expect(parse(['--grpc-server', 'h2']).config.grpcServer).toBe('h2');
+    expect(parse([], { ETCETERA_GRPC_SERVER: 'grpc-js' }).config.grpcServer).toBe('grpc-js');
+    expect(parse([]).config.grpcServer).toBeUndefined();
+    expect(() => parse(['--grpc-server', 'netty'])).toThrow(/grpc-server/);
+  });
+
   it('reads etcd YAML: durations as nanoseconds, nested TLS and socket sections, list values, renamed keys', () => {
     const yaml = file('etcd35.yaml', [
       'experimental-watch-progress-notify-interval: 5000000000', 'grpc-keepalive-interval: 30000000000', 'grpc-keepalive-timeout: "3s"',

@@ -6,7 +6,7 @@
  * The same ports speak HTTP/1.1 (client-port.ts): the JSON gateway under /v3/ on the same service
  * implementations, and whatever `http` serves (/health, /version, /metrics).
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
 import * as http from 'node:http';
 import { readFile } from 'node:fs/promises';
@@ -24,6 +24,7 @@ import type { Logger } from '../../config/log.js';
 import { logListenerErrors } from '../../config/listener-errors.js';
 import type { GrpcLimits, TlsPolicy } from '../../config/member-options.js';
 import { type GrpcMetrics, instrumentGrpcServer } from '../../metrics/grpc-metrics.js';
+import { createGrpcTransport, grpcServerKind, type GrpcServerKind } from './grpc-transport.js';
 import { acceptVerifiedClient, logRejectedHandshake, tlsPolicyOptions } from '../../tls/tls-policy.js';
 import { readRevokedSerials } from '../../tls/crl.js';
 import { authService } from './auth-service.js';
@@ -59,6 +60,8 @@ export interface GrpcServerOptions {
   http?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
   /** Further services of our own on the same port (the join service, join-service.ts). */
   services?: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
+  /** Which gRPC server serves the port (grpc-transport.ts); default ETCETERA_GRPC_SERVER, else grpc-js. */
+  grpcServer?: GrpcServerKind;
 }
 
 export interface GrpcServerHandle {
@@ -70,7 +73,7 @@ export interface GrpcServerHandle {
   trafficBytes(): { received: number; sent: number };
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http', 'services']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http', 'services', 'grpcServer']);
 /** A connection that has not sent its first bytes by then speaks neither HTTP/2 nor HTTP/1.1 to us. */
 const firstBytesMs = 10_000;
 
@@ -143,29 +146,13 @@ async function listen(
   return server;
 }
 
-/**
- * etcd's keepalive server parameters: server pings every interval (0: never), waits timeout for the answer.
- * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting and is not enforced.
- */
-function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
-  return {
-    ...(l.keepAliveIntervalMs > 0 ? { 'grpc.keepalive_time_ms': l.keepAliveIntervalMs } : {}),
-    ...(l.keepAliveTimeoutMs > 0 ? { 'grpc.keepalive_timeout_ms': l.keepAliveTimeoutMs } : {}),
-    // etcd's default is unlimited (math.MaxUint32), which is also HTTP/2's; set only a real limit.
-    ...(l.concurrentStreamsMax < 2 ** 32 - 1 ? { 'grpc.max_concurrent_streams': l.concurrentStreamsMax } : {}),
-  };
-}
-
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServerHandle> {
   checkOptions(options);
   const { api } = options;
   const limits = options.limits;
-  const server = new grpc.Server({
-    'grpc.max_receive_message_length': limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
-    ...(limits !== undefined ? keepAliveOptions(limits) : {}),
-    'grpc.max_send_message_length': -1,
-    // channelz keeps per-call statistics on every call; we expose our own metrics instead.
-    'grpc.enable_channelz': 0,
+  const server = createGrpcTransport(grpcServerKind(options.grpcServer, process.env), {
+    messageBytesMax: limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
+    limits,
   });
   if (options.metrics !== undefined) instrumentGrpcServer(server, options.metrics);
   const streams = leaderStreams();
@@ -184,7 +171,6 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   for (const [name, impl] of services) server.addService(serviceDefinition(name), impl);
   for (const s of options.services ?? []) server.addService(s.definition, s.implementation);
 
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const gateway = createGateway(services);
   const httpServer = http.createServer((req, res) => {
     if (gateway(req, res) || options.http?.(req, res) === true) return;
@@ -196,7 +182,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const toGrpc = (socket: net.Socket): void => {
     handOver(socket, (connection: Duplex) => {
       sniffing.delete(socket);
-      injector.injectConnection(connection);
+      server.inject(connection);
     });
   };
   const toHttp1 = (socket: net.Socket): void => {
@@ -223,7 +209,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     for (const raw of options.listenUrls) listeners.push(await listen(new URL(raw), options, accept));
   } catch (err) {
     for (const l of listeners) l.close();
-    server.forceShutdown();
+    void server.shutdown(0);
     throw err;
   }
   const ports = listeners.map((l) => (l.address() as net.AddressInfo).port);
@@ -240,25 +226,14 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       }
       return { received, sent };
     },
-    close: (graceMs = 1000) =>
-      new Promise<void>((resolve) => {
-        clearInterval(timer);
-        for (const l of listeners) l.close();
-        for (const socket of sniffing) socket.destroy();
-        httpServer.closeAllConnections();
-        // Open streams (watches, keep-alives) never end on their own, and grpc-js's graceful shutdown waits
-        // for them (nor does its forceShutdown reach injected connections): past the grace period every
-        // connection is cut, and clients see UNAVAILABLE, which they retry on another member (issue 26).
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          injector.destroy();
-          for (const socket of accepted) socket.destroy();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      }),
+    close: async (graceMs = 1000) => {
+      clearInterval(timer);
+      for (const l of listeners) l.close();
+      for (const socket of sniffing) socket.destroy();
+      httpServer.closeAllConnections();
+      // Past the grace period every connection is cut (a watch never ends on its own), and clients see
+      // UNAVAILABLE, which they retry on another member (issue 26).
+      if (await server.shutdown(graceMs)) for (const socket of accepted) socket.destroy();
+    },
   };
 }

@@ -57,3 +57,14 @@ export function call<T = Record<string, unknown>>(
 }
 
 export const b = (s: string): Buffer => Buffer.from(s);
+
+/** The status a call failed with; throws if it did not fail. */
+export async function failedStatus(p: Promise<unknown>): Promise<{ code: number; details: string }> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as grpc.ServiceError;
+    return { code: e.code, details: e.details };
+  }
+  throw new Error('expected the call to fail');
+}

@@ -1,7 +1,7 @@
 /** The wire itself, with a raw grpc-js client: statuses, headers, validation order, streams, no-leader. */
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { b, call, startHarness, type Harness } from './harness.js';
+import { b, call, failedStatus, startHarness, type Harness } from './harness.js';
 
 let h: Harness;
 let kv: ReturnType<Harness['client']>;
@@ -14,15 +14,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function status(p: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await p;
-  } catch (err) {
-    const e = err as grpc.ServiceError;
-    return { code: e.code, details: e.details };
-  }
-  throw new Error('expected the call to fail');
-}
+const status = failedStatus;
 
 const S = grpc.status;
 

@@ -1,0 +1,96 @@
+/**
+ * The gRPC server behind our client ports, one of two (issue 34): grpc-js' Server (the default), or our own
+ * minimal one on node:http2 (src/api/h2grpc/). Both take the same service implementations and the
+ * connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
+ * variable ETCETERA_GRPC_SERVER picks it where no option says (so a whole test suite runs on either).
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Duplex } from 'node:stream';
+import { H2GrpcServer } from '../h2grpc/h2-grpc-server.js';
+import type { GrpcLimits } from '../../config/member-options.js';
+
+export const grpcServerKinds = ['grpc-js', 'h2'] as const;
+export type GrpcServerKind = (typeof grpcServerKinds)[number];
+
+export interface GrpcTransport {
+  addService(definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation): void;
+  /** Serves a connection whose first bytes are the HTTP/2 client preface. */
+  inject(connection: Duplex): void;
+  /** Graceful stop; past `graceMs` open calls are cut. Resolves true when it had to cut. */
+  shutdown(graceMs: number): Promise<boolean>;
+}
+
+/** The option if given, else ETCETERA_GRPC_SERVER, else grpc-js. */
+export function grpcServerKind(option: GrpcServerKind | undefined, env: NodeJS.ProcessEnv): GrpcServerKind {
+  const kind = option ?? env.ETCETERA_GRPC_SERVER ?? 'grpc-js';
+  if (!(grpcServerKinds as readonly string[]).includes(kind)) {
+    throw new TypeError(`unknown gRPC server "${kind}" (expected ${grpcServerKinds.join(' or ')})`);
+  }
+  return kind as GrpcServerKind;
+}
+
+export interface TransportLimits {
+  messageBytesMax: number;
+  limits: GrpcLimits | undefined;
+}
+
+export function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): GrpcTransport {
+  return kind === 'h2' ? h2Transport(l) : grpcJsTransport(l);
+}
+
+function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
+  const server = new H2GrpcServer({
+    messageBytesMax,
+    ...(limits !== undefined
+      ? { concurrentStreamsMax: limits.concurrentStreamsMax, keepAliveIntervalMs: limits.keepAliveIntervalMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs }
+      : {}),
+  });
+  return {
+    addService: (definition, implementation) => server.addService(definition, implementation),
+    inject: (connection) => server.inject(connection),
+    shutdown: (graceMs) => server.close(graceMs),
+  };
+}
+
+/**
+ * etcd's keepalive server parameters: server pings every interval (0: never), waits timeout for the answer.
+ * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting and is not enforced.
+ */
+function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
+  return {
+    ...(l.keepAliveIntervalMs > 0 ? { 'grpc.keepalive_time_ms': l.keepAliveIntervalMs } : {}),
+    ...(l.keepAliveTimeoutMs > 0 ? { 'grpc.keepalive_timeout_ms': l.keepAliveTimeoutMs } : {}),
+    // etcd's default is unlimited (math.MaxUint32), which is also HTTP/2's; set only a real limit.
+    ...(l.concurrentStreamsMax < 2 ** 32 - 1 ? { 'grpc.max_concurrent_streams': l.concurrentStreamsMax } : {}),
+  };
+}
+
+function grpcJsTransport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': messageBytesMax,
+    ...(limits !== undefined ? keepAliveOptions(limits) : {}),
+    'grpc.max_send_message_length': -1,
+    // channelz keeps per-call statistics on every call; we expose our own metrics instead.
+    'grpc.enable_channelz': 0,
+  });
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  return {
+    addService: (definition, implementation) => server.addService(definition, implementation),
+    inject: (connection) => injector.injectConnection(connection),
+    shutdown: (graceMs) =>
+      new Promise<boolean>((resolve) => {
+        // Open streams (watches, keep-alives) never end on their own, and grpc-js's graceful shutdown waits
+        // for them (nor does its forceShutdown reach injected connections): past the grace period every
+        // connection is cut, and clients see UNAVAILABLE, which they retry on another member (issue 26).
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          injector.destroy();
+          resolve(true);
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve(false);
+        });
+      }),
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * A minimal gRPC server on node:http2 for a fixed set of services (issue 34): it serves the same grpc-js-style
+ * service implementations (`addService(definition, implementation)`) through H2Call, and takes connections we
+ * accepted ourselves (`inject`), as grpc-js' connection injector does. What it does per call is what grpc-js'
+ * server does minus what etcd's services never use: no interceptors, no channelz, no compression (a request
+ * with a `grpc-encoding` other than identity is refused UNIMPLEMENTED, as grpc-go refuses an unknown one),
+ * no per-call metadata copies.
+ *
+ * Connections: etcd's --max-concurrent-streams is the HTTP/2 SETTINGS limit; --grpc-keepalive-interval and
+ * -timeout are server pings (a ping unanswered within the timeout closes the connection). `close(graceMs)`
+ * sends GOAWAY on every connection, lets open calls finish for `graceMs`, then destroys what is left.
+ */
+import * as http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
+import type { MethodDefinition, ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { H2Call, code } from './h2-call.js';
+import { encodeStatusMessage, timeoutMs } from './call-headers.js';
+import { keepSessionAlive } from './keepalive.js';
+
+export interface H2GrpcServerOptions {
+  /** Largest request message accepted (grpc.max_receive_message_length); larger: RESOURCE_EXHAUSTED. */
+  messageBytesMax: number;
+  /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 2^32-1 (etcd's default) leaves HTTP/2's unlimited. */
+  concurrentStreamsMax?: number;
+  /** Server ping interval, 0: none (etcd --grpc-keepalive-interval). */
+  keepAliveIntervalMs?: number;
+  /** How long a ping may go unanswered (etcd --grpc-keepalive-timeout). */
+  keepAliveTimeoutMs?: number;
+}
+
+type Kind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
+
+interface Method {
+  kind: Kind;
+  deserialize(bytes: Buffer): unknown;
+  serialize(value: unknown): Buffer;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  handler: (...args: any[]) => void;
+}
+
+const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs']);
+
+function kindOf(def: MethodDefinition<unknown, unknown>): Kind {
+  if (def.requestStream) return def.responseStream ? 'bidi' : 'clientStream';
+  return def.responseStream ? 'serverStream' : 'unary';
+}
+
+export class H2GrpcServer {
+  readonly #methods = new Map<string, Method>();
+  readonly #http2: http2.Http2Server;
+  readonly #sessions = new Set<http2.ServerHttp2Session>();
+  readonly #messageBytesMax: number;
+  #closing = false;
+
+  constructor(options: H2GrpcServerOptions) {
+    for (const key of Object.keys(options)) {
+      if (!optionKeys.has(key)) throw new TypeError(`H2GrpcServer: unknown option ${key}`);
+    }
+    if (!(options.messageBytesMax > 0)) throw new TypeError('H2GrpcServer: messageBytesMax must be positive');
+    this.#messageBytesMax = options.messageBytesMax;
+    const streamsMax = options.concurrentStreamsMax;
+    this.#http2 = http2.createServer({
+      // grpc-js' choices: messages are limited per call, not by nghttp2's session memory or header block size.
+      maxSessionMemory: Number.MAX_SAFE_INTEGER,
+      maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER,
+      ...(streamsMax !== undefined && streamsMax < 2 ** 32 - 1 ? { settings: { maxConcurrentStreams: streamsMax } } : {}),
+    });
+    const intervalMs = options.keepAliveIntervalMs ?? 0;
+    const pingTimeoutMs = options.keepAliveTimeoutMs ?? 20_000;
+    this.#http2.on('session', (session: http2.ServerHttp2Session) => {
+      // A session's errors end that connection only (its streams see 'close').
+      session.on('error', () => {});
+      this.#sessions.add(session);
+      session.once('close', () => this.#sessions.delete(session));
+      if (this.#closing) session.close();
+      else if (intervalMs > 0) keepSessionAlive(session, intervalMs, pingTimeoutMs);
+    });
+    this.#http2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => this.#dispatch(stream, headers));
+  }
+
+  /** grpc-js' Server.addService shape, so metrics (instrumentGrpcServer) wrap it the same way. */
+  addService(service: ServiceDefinition, implementation: UntypedServiceImplementation): void {
+    for (const [name, def] of Object.entries(service)) {
+      const handler = implementation[name] ?? implementation[def.originalName ?? ''];
+      if (handler === undefined) continue;
+      if (this.#methods.has(def.path)) throw new Error(`H2GrpcServer: method ${def.path} added twice`);
+      this.#methods.set(def.path, {
+        kind: kindOf(def),
+        deserialize: def.requestDeserialize as (b: Buffer) => unknown,
+        serialize: def.responseSerialize as (v: unknown) => Buffer,
+        handler: handler as Method['handler'],
+      });
+    }
+  }
+
+  /** Serves an accepted connection (a socket, or a Duplex over one), whose first bytes are the HTTP/2 preface. */
+  inject(connection: Duplex): void {
+    if (this.#closing) return void connection.destroy();
+    this.#http2.emit('connection', connection);
+  }
+
+  /**
+   * GOAWAY to every connection; open calls have `graceMs` to finish, then their connections are destroyed.
+   * Resolves true when it had to destroy some.
+   */
+  close(graceMs: number): Promise<boolean> {
+    this.#closing = true;
+    const sessions = [...this.#sessions];
+    if (sessions.length === 0) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      let open = sessions.length;
+      const closed = (): void => {
+        if (--open === 0) {
+          clearTimeout(force);
+          resolve(false);
+        }
+      };
+      const force = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+        resolve(true);
+      }, graceMs);
+      for (const s of sessions) {
+        if (s.closed || s.destroyed) closed();
+        else s.close(closed);
+      }
+    });
+  }
+
+  #dispatch(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+    // Every stream has an error handler: a reset or a lost connection ends that call only ('close' follows).
+    stream.on('error', () => {});
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+      stream.respond({ ':status': 415 }, { endStream: true });
+      return;
+    }
+    const path = headers[':path'] ?? '';
+    const method = this.#methods.get(path);
+    if (method === undefined) return trailersOnly(stream, code.unimplemented, `The server does not implement the method ${path}`);
+    const encoding = headers['grpc-encoding'];
+    if (encoding !== undefined && encoding !== 'identity') {
+      return trailersOnly(stream, code.unimplemented, `grpc: Decompressor is not installed for grpc-encoding "${String(encoding)}"`);
+    }
+    const call = new H2Call(stream, headers, method, this.#messageBytesMax);
+    const deadlineMs = timeoutMs(headers['grpc-timeout']);
+    if (deadlineMs !== undefined) {
+      if (Number.isNaN(deadlineMs)) return void call.sendStatus({ code: code.internal, details: `Invalid grpc-timeout value "${String(headers['grpc-timeout'])}"` });
+      call.setDeadline(deadlineMs);
+    }
+    const handler = method.handler;
+    switch (method.kind) {
+      case 'unary':
+        return call.readOne(() => handler(call, (err: unknown, value?: unknown) => call.respond(err, value)));
+      case 'serverStream':
+        return call.readOne(() => handler(call));
+      case 'clientStream':
+        call.readStream();
+        return handler(call, (err: unknown, value?: unknown) => call.respond(err, value));
+      case 'bidi':
+        call.readStream();
+        return handler(call);
+    }
+  }
+}
+
+function trailersOnly(stream: http2.ServerHttp2Stream, status: number, details: string): void {
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': encodeStatusMessage(details) }, { endStream: true });
+}
