@@ -2,7 +2,7 @@
  * Scheduling as a port, beside the Clock: the server's loops (the Raft driver's ticks, the ReadIndex batcher,
  * the leader's periodic work, request deadlines, the backend flush) ask this interface for time and timers,
  * never Node's globals. Production passes the real one (src/node/driver/real-scheduler.ts); the simulator passes
- * one driven by its seeded event queue (test/sim/node/sim-scheduler.ts), so the production node runs there
+ * one driven by its seeded event queue (SimLoop.scheduler in test/sim/node/sim-loop.ts), so the production node runs there
  * as a pure function of the seed.
  *
  * The method names are not Node's on purpose: the purity scan bans those tokens in src/base.

@@ -1,6 +1,6 @@
 /**
  * Test-only switches that break the server on purpose, so the chaos checkers can prove they catch real
- * misbehaviour (TESTING.md L11). Read once from UNSAFE_ETCETERA_TEST_FAULTS by the CLI (never from the config
+ * misbehaviour (L11 in test/GLOSSARY.md). Read once from UNSAFE_ETCETERA_TEST_FAULTS by the CLI (never from the config
  * file or ETCETERA_* variables, so no configuration can turn them on by accident); a member started with any
  * of them logs an error-level warning. Nothing else in the server reads the environment.
  *

@@ -14,7 +14,7 @@ import type { ServerState } from '../node/apply/server-state.js';
 import type { GrpcServerOptions } from '../api/grpc/server.js';
 import type { InitialCheckHost } from '../node/corruption/initial-corrupt-check.js';
 import type { HashAt } from '../node/corruption/corruption-check.js';
-import { EtcdError, type EtcdErrorCode, etcdErrors } from '../node/errors.js';
+import { peerRefusal } from '../node/errors.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { PeerTlsOptions } from '../peer/types.js';
 
@@ -79,8 +79,7 @@ export function initialCheckHost(memberId: bigint, state: ServerState, transport
     peerHash: async (url, revision) => {
       const r = await transport.request(url, { method: 'hashKV', payload: { revision } }, { timeoutMs });
       if (r.ok) return r.payload as HashAt;
-      if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
-      throw new Error(r.error);
+      throw peerRefusal(r);
     },
     logger: o.logger,
   };

@@ -9,7 +9,7 @@ import { MessageType, type Message } from '../raft/types.js';
 import type { Member } from '../node/server-api.js';
 import type { PeerCall, PeerMethod, PeerPayload, PeerResults } from '../node/peer-rpc.js';
 import type { EtcdServer } from '../node/etcd-server.js';
-import { EtcdError, type EtcdErrorCode, etcdErrors, fromMvccError } from '../node/errors.js';
+import { EtcdError, fromMvccError, peerRefusal } from '../node/errors.js';
 import type { MemberOptions } from '../config/member-options.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { PeerTransportOptions } from '../peer/types.js';
@@ -77,8 +77,7 @@ export function peerRequestOf(transport: PeerTransport): PeerCall {
     const r = await transport.request(url, { method, payload });
     // The peer answers each method with its PeerResults type (node/peer-rpc.ts).
     if (r.ok) return r.payload as PeerResults[M];
-    if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
-    throw new Error(r.error);
+    throw peerRefusal(r);
   };
 }
 

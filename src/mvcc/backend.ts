@@ -4,8 +4,8 @@
  * Durability comes from the Raft log, not from here: batches are written without sync, and every batch carries
  * the consistent index (the last applied Raft index) atomically with the data, so a restart replays exactly
  * the entries after it (etcd #13766). Two adapters implement this port and pass one conformance suite:
- * MemoryBackend (simulation, tests) and LevelBackend (classic-level; src/node/level-backend.ts is the one file
- * under src/mvcc allowed to import a package).
+ * MemoryBackend (simulation, tests) and LevelBackend (classic-level, in src/node/level-backend.ts: src/mvcc itself
+ * imports no package).
  */
 
 /** Key spaces, as etcd's bbolt buckets. New buckets go last: a bucket's index is its LevelDB key prefix. */

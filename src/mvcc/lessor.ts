@@ -16,7 +16,7 @@
  * or partitioned old leader must not propose revokes: the proposals also fail for a deposed leader, but
  * `demote` stops offering them). Pass a monotonic clock; after a pause longer than the election timeout,
  * verify leadership (ReadIndex) before proposing the revokes `expired()` returns, or they may come from a node
- * that lost leadership while frozen (ETCD-FACTS R21, C9). Propose `checkpointsDue()` results as one
+ * that lost leadership while frozen (R21 and C9 in test/GLOSSARY.md). Propose `checkpointsDue()` results as one
  * LeaseCheckpoint entry, so remaining TTLs survive a leader change (a new leader neither resets nor extends).
  */
 import { assert } from '../base/assert.js';

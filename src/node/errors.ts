@@ -207,6 +207,17 @@ export function etcdStatusOf(err: unknown): { status: GrpcCodeName; message: str
   return { status: 'UNKNOWN', message: text.split('\n', 1)[0] ?? '' };
 }
 
+/**
+ * A refusal a peer sent back (`{ error, code }` from a peer or join call) as the error this member throws: the
+ * same row of `etcdErrors` when the code names one, else a plain Error with the peer's text. `Object.hasOwn`, not
+ * `in`: a code such as "toString" from a confused or hostile peer must not pass as a row.
+ */
+export function peerRefusal(reply: { readonly error?: unknown; readonly code?: unknown }): Error {
+  const code = reply.code;
+  if (typeof code === 'string' && Object.hasOwn(etcdErrors, code)) return new EtcdError(code as EtcdErrorCode);
+  return new Error(String(reply.error));
+}
+
 /** etcd's errStringToError in reverse: which row a client-side message belongs to (for clients and tests). */
 export function etcdErrorCodeOf(message: string): EtcdErrorCode | undefined {
   return byMessage.get(message);

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { joinAttemptTimeoutMs, joinRetryMsMin } from '../base/limits.js';
 import { pack, unpack } from '../node/entry-codec.js';
-import { EtcdError, type EtcdErrorCode, etcdErrors } from '../node/errors.js';
+import { EtcdError, type EtcdErrorCode, peerRefusal } from '../node/errors.js';
 import { joinServiceDefinition, replyMacParts, type JoinReply } from './join-service.js';
 import type { Logger } from '../config/log.js';
 import { joinsRefusedMessage } from './join-secret.js';
@@ -91,8 +91,7 @@ async function askOne(o: AskOptions, transport: PeerTransport, url: string, meth
     throw isRefused(error) ? error : new Error(`${errorText(error)} (as a client URL: ${errorText(viaClient)})`);
   }
   if (r.ok) return r.payload;
-  if (r.code !== undefined && r.code in etcdErrors) throw new EtcdError(r.code as EtcdErrorCode);
-  throw new Error(r.error);
+  throw peerRefusal(r);
 }
 
 async function callJoinService(o: AskOptions, url: string, method: string, payload: unknown): Promise<unknown> {
@@ -120,8 +119,7 @@ async function callJoinService(o: AskOptions, url: string, method: string, paylo
     if (!signed) throw new FinalError(tokenAdvice(url, 'the member could not prove it knows the join token'));
     if (reply.ok) return unpack(reply.body);
     if (String(reply.error).startsWith(joinsRefusedMessage.slice(0, 40))) throw new FinalError(String(reply.error));
-    if (reply.code !== undefined && reply.code in etcdErrors) throw new EtcdError(reply.code as EtcdErrorCode);
-    throw new Error(reply.error);
+    throw peerRefusal(reply);
   } catch (error) {
     const status = (error as { code?: unknown }).code;
     if (status === grpc.status.UNIMPLEMENTED) throw new Error('the client port there has no etcetera join service (is it etcd?)');

@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import type { Wire } from '../../src/api/grpc/proto.js';
 import { floodProcess } from './flood-process.js';
-import { startServer, waitFor, type ServerProcess } from './harness.js';
+import { startServer, waitForVoters, type ServerProcess } from './harness.js';
 import { releaseAfterAll } from './release-after-all.js';
 import { rawService, type RawService } from './raw-grpc.js';
 
@@ -86,10 +86,7 @@ describe('wrong passwords in a flood', () => {
     const members = [a, b, c];
     const admin = new Etcd3({ hosts: a.clientUrl, dialTimeout: 2000 });
     clients.push(admin);
-    await waitFor('three voters', async () => {
-      const list = (await admin.cluster.memberList({ linearizable: true } as never)).members;
-      return list.length === 3 && list.every((m) => !m.isLearner && m.name !== '') ? true : undefined;
-    }, 60_000);
+    await waitForVoters(admin, 3, { started: true, timeoutMs: 60_000 });
     await admin.user('root').create('rootpw'); // bcrypt cost 10, the default: what a flood makes us pay
     await admin.user('root').addRole('root');
     await admin.auth.authEnable({});

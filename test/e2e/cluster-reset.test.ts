@@ -8,7 +8,7 @@ import { copyFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Etcd3 } from 'etcd3';
-import { clientOf as client, closeClients, killAll, memberList as members, removeDir, sleep, startServer, tempDir, waitFor } from './harness.js';
+import { clientOf as client, closeClients, killAll, memberList as members, removeDir, sleep, startServer, tempDir, waitFor, waitForVoters } from './harness.js';
 
 afterAll(async () => {
   closeClients();
@@ -16,10 +16,7 @@ afterAll(async () => {
 });
 
 async function threeVoters(c: Etcd3): Promise<void> {
-  await waitFor('three voters', async () => {
-    const v = await members(c);
-    return v.length === 3 && v.every((m) => !m.isLearner) ? v : undefined;
-  }, 40_000);
+  await waitForVoters(c, 3, { what: 'three voters', timeoutMs: 40_000 });
 }
 
 /** Writes until stopped, recording the keys whose put was acknowledged. */
@@ -116,10 +113,7 @@ describe("k3s's --cluster-reset", () => {
     const a = await startServer({ name: 'ka', args: ['--cluster-init', '--token', token] });
     const b = await startServer({ name: 'kb', args: ['--server', a.peerUrl, '--token', token] });
     const ca = client(a);
-    await waitFor('two voters', async () => {
-      const v = await members(ca);
-      return v.length === 2 && v.every((m) => !m.isLearner) ? v : undefined;
-    }, 40_000);
+    await waitForVoters(ca, 2, { what: 'two voters', timeoutMs: 40_000 });
     for (let i = 0; i < 50; i++) await ca.put(`k3s/${i}`).value(`v${i}`);
     await Promise.all([a.kill('SIGKILL'), b.kill('SIGKILL')]);
     removeDir(b.dataDir);

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { etcdctl, haveEtcdctl, killAll, sleep, startServer, waitFor, type ServerProcess } from './harness.js';
+import { etcdctl, haveEtcdctl, killAll, sleep, startServer, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 const token = 'e2e-cluster-token';
 const clients: Etcd3[] = [];
@@ -44,11 +44,7 @@ describe('a three-member cluster of real processes', () => {
   it('lists every member as a started voter on every member once the joiners caught up', async () => {
     for (const m of members) {
       const c = client(m);
-      await waitFor('three voters', async () => {
-        const r = await c.cluster.memberList({ linearizable: true } as never);
-        const ok = r.members.length === 3 && r.members.every((x) => !x.isLearner && x.name !== '' && x.clientURLs.length === 1);
-        return ok ? r : undefined;
-      }, 30_000);
+      await waitForVoters(c, 3, { started: true, also: (list) => list.every((x) => x.clientURLs.length === 1), timeoutMs: 30_000 });
     }
   }, 60_000);
 

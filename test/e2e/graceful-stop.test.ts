@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { killAll, startServer, waitFor, type ServerProcess } from './harness.js';
+import { killAll, startServer, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 const clients: Etcd3[] = [];
 afterAll(async () => {
@@ -23,10 +23,7 @@ async function threeVoters(names: string[], token: string, through: (first: Serv
   for (const name of names.slice(1)) ms.push(await startServer({ name, args: ['--server', through(a), '--token', token] }));
   const ca = new Etcd3({ hosts: a.clientUrl });
   clients.push(ca);
-  await waitFor('three voters', async () => {
-    const r = await ca.cluster.memberList({ linearizable: true } as never);
-    return r.members.length === 3 && r.members.every((m) => !m.isLearner) ? r : undefined;
-  }, 30_000);
+  await waitForVoters(ca, 3, { what: 'three voters', timeoutMs: 30_000 });
   return { a, ms, ca };
 }
 

@@ -199,10 +199,44 @@ export function closeClients(): void {
   openClients.clear();
 }
 
+export interface ListedMember {
+  readonly id: string;
+  readonly name: string;
+  readonly isLearner: boolean;
+  readonly peerURLs: string[];
+  readonly clientURLs: string[];
+}
+
 /** A linearizable MemberList, as etcdctl member list shows it. */
-export async function memberList(c: Etcd3): Promise<{ id: string; name: string; isLearner: boolean }[]> {
+export async function memberList(c: Etcd3): Promise<ListedMember[]> {
   const r = await c.cluster.memberList({ linearizable: true } as never);
-  return r.members.map((m) => ({ id: m.ID, name: m.name, isLearner: m.isLearner }));
+  return r.members.map((m) => ({ id: m.ID, name: m.name, isLearner: m.isLearner, peerURLs: m.peerURLs, clientURLs: m.clientURLs }));
+}
+
+export interface VotersOptions {
+  /** What the wait is for, in its timeout message ("three voters" by default). */
+  readonly what?: string;
+  readonly timeoutMs?: number;
+  /** Every member has started (has a name): a voter added by `member add` but not yet running has none. */
+  readonly started?: boolean;
+  /** Any further condition on the list (a replaced member's old ID gone, a witness without client URLs ...). */
+  readonly also?: (list: ListedMember[]) => boolean;
+}
+
+/**
+ * The suite's one "wait for N voters": a linearizable member list through `c` with exactly `count` members, none
+ * a learner (a joiner is added as a learner and promoted once caught up). Returns that list.
+ */
+export function waitForVoters(c: Etcd3, count: number, o: VotersOptions = {}): Promise<ListedMember[]> {
+  return waitFor(
+    o.what ?? `${count} voters`,
+    async () => {
+      const list = await memberList(c);
+      const ok = list.length === count && list.every((m) => !m.isLearner && (o.started !== true || m.name !== '')) && (o.also?.(list) ?? true);
+      return ok ? list : undefined;
+    },
+    o.timeoutMs,
+  );
 }
 
 /** Resolves with the exit code (or signal), or 'still running' after `ms`. */

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { pack } from '../../src/node/entry-codec.js';
 import { joinServiceDefinition, type JoinReply } from '../../src/peer/join-service.js';
 import { tokenMac } from '../../src/peer/handshake.js';
-import { clientOf, killAll, memberList, startServer, waitFor } from './harness.js';
+import { clientOf, killAll, memberList, startServer, waitForVoters } from './harness.js';
 
 /** One authenticated Join call, as a token holder would make it. */
 async function joinCall(clientUrl: string, token: string, method: string, payload: unknown): Promise<JoinReply> {
@@ -37,10 +37,7 @@ describe('the Join service removes no member that runs', () => {
     const a = await startServer({ name: 'jra', args: ['--cluster-init', '--token', token] });
     const b = await startServer({ name: 'jrb', args: ['--server', a.clientUrl, '--token', token] });
     const ca = clientOf(a);
-    const voters = await waitFor('b promoted to voter', async () => {
-      const ms = await memberList(ca);
-      return ms.length === 2 && ms.every((m) => !m.isLearner) ? ms : undefined;
-    }, 30_000);
+    const voters = await waitForVoters(ca, 2, { what: 'b promoted to voter', timeoutMs: 30_000 });
     for (const m of voters) {
       const reply = await joinCall(a.clientUrl, token, 'memberRemove', { id: BigInt(m.id) });
       expect(reply.ok, `memberRemove ${m.name}: ${JSON.stringify(reply)}`).toBe(false);

@@ -5,7 +5,7 @@
  * port joined with the public token, was promoted and received every key.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { clientOf, closeClients, freePort, killAll, sleep, startServer, waitFor } from './harness.js';
+import { clientOf, closeClients, freePort, killAll, sleep, startServer, waitForVoters } from './harness.js';
 
 afterAll(async () => {
   closeClients();
@@ -36,9 +36,6 @@ describe('joins need a secret token (issue 20, item 2)', () => {
     expect(s.output.join('\n')).not.toContain('joins are refused');
     await startServer({ name: 'friend', args: ['--server', s.clientUrl, '--token', 'a-real-secret'] });
     const c = clientOf(s);
-    await waitFor('two voters', async () => {
-      const list = await c.cluster.memberList({});
-      return list.members.length === 2 && list.members.every((m) => !m.isLearner) ? true : undefined;
-    }, 30_000);
+    await waitForVoters(c, 2, { what: 'two voters', timeoutMs: 30_000 });
   }, 90_000);
 });

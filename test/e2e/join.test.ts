@@ -8,7 +8,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, etcdctl, exitWithin, freePort, haveEtcdctl, killAll, removeDir, repoRoot, sleep, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, etcdctl, exitWithin, freePort, haveEtcdctl, killAll, removeDir, repoRoot, sleep, startServer, tempDir, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 import { join } from 'node:path';
 
 const client = clientOf;
@@ -27,16 +27,10 @@ describe('--server with a client URL', () => {
     expect(a.clientPort).not.toBe(2379);
     const b = await startServer({ name: 'jb', args: ['--server', a.clientUrl, '--token', token] });
     const ca = client(a);
-    await waitFor('b promoted', async () => {
-      const m = await members(ca);
-      return m.length === 2 && m.every((x) => !x.isLearner) ? m : undefined;
-    }, 30_000);
+    await waitForVoters(ca, 2, { what: 'b promoted', timeoutMs: 30_000 });
     // Through b, a follower: it forwards the join to the leader.
     const c = await startServer({ name: 'jc', args: ['--server', b.clientUrl, '--token', token] });
-    await waitFor('three voters', async () => {
-      const m = await members(ca);
-      return m.length === 3 && m.every((x) => !x.isLearner) ? m : undefined;
-    }, 30_000);
+    await waitForVoters(ca, 3, { what: 'three voters', timeoutMs: 30_000 });
     await ca.put('joined').value('yes');
     expect(await waitFor('replicated to c', async () => (await client(c).get('joined').string()) ?? undefined, 20_000)).toBe('yes');
   }, 120_000);
@@ -89,19 +83,13 @@ describe('replacing members', () => {
     const ca = client(a);
     let b = await startServer({ name: 'rb', args: ['--server', a.clientUrl, '--token', token] });
     const c = await startServer({ name: 'rc', args: ['--server', a.clientUrl, '--token', token] });
-    const three = await waitFor('three voters', async () => {
-      const m = await members(ca);
-      return m.length === 3 && m.every((x) => !x.isLearner) ? m : undefined;
-    }, 30_000);
+    const three = await waitForVoters(ca, 3, { what: 'three voters', timeoutMs: 30_000 });
     const oldB = three.find((m) => m.name === 'rb')!.id;
     await ca.put('before').value('1');
     await b.kill('SIGKILL');
     removeDir(b.dataDir); // reinstall
     b = await startServer({ name: 'rb', dataDir: b.dataDir, clientPort: b.clientPort, peerPort: b.peerPort, args: ['--server', a.clientUrl, '--token', token] });
-    const after = await waitFor('b replaced and promoted', async () => {
-      const m = await members(ca);
-      return m.length === 3 && m.every((x) => !x.isLearner) && !m.some((x) => x.id === oldB) ? m : undefined;
-    }, 40_000);
+    const after = await waitForVoters(ca, 3, { what: 'b replaced and promoted', also: (m) => !m.some((x) => x.id === oldB), timeoutMs: 40_000 });
     expect(after.map((m) => m.name).sort()).toEqual(['ra', 'rb', 'rc']);
     expect(await waitFor('b has the data', async () => (await client(b).get('before').string()) ?? undefined, 20_000)).toBe('1');
     expect(b.output.join('\n')).not.toMatch(/AssertionError/);
@@ -113,20 +101,14 @@ describe('replacing members', () => {
     const a = await startServer({ name: 'xa', args: ['--cluster-init', '--token', token] });
     const ca = client(a);
     let b = await startServer({ name: 'xb', args: ['--server', a.clientUrl, '--token', token] });
-    const two = await waitFor('two voters', async () => {
-      const m = await members(ca);
-      return m.length === 2 && m.every((x) => !x.isLearner) ? m : undefined;
-    }, 30_000);
+    const two = await waitForVoters(ca, 2, { what: 'two voters', timeoutMs: 30_000 });
     const oldB = two.find((m) => m.name === 'xb')!.id;
     await ca.cluster.memberRemove({ ID: oldB });
     expect(await exitWithin(b, 15_000)).toBe(0);
     expect(b.output.join('\n')).toMatch(/removed from the cluster/);
     removeDir(b.dataDir);
     b = await startServer({ name: 'xb', dataDir: b.dataDir, clientPort: b.clientPort, peerPort: b.peerPort, args: ['--server', a.clientUrl, '--token', token] });
-    const back = await waitFor('b back as a voter', async () => {
-      const m = await members(ca);
-      return m.length === 2 && m.every((x) => !x.isLearner) ? m : undefined;
-    }, 30_000);
+    const back = await waitForVoters(ca, 2, { what: 'b back as a voter', timeoutMs: 30_000 });
     expect(back.find((m) => m.name === 'xb')!.id).not.toBe(oldB);
   }, 90_000);
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { freePort, killAll, sleep, startServer, waitFor, type ServerProcess } from './harness.js';
+import { freePort, killAll, sleep, startServer, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 const clients: Etcd3[] = [];
 function client(sp: ServerProcess): Etcd3 {
@@ -44,10 +44,7 @@ describe('membership changes under load', () => {
     await sleep(300);
     const b = await startServer({ name: 'b', args: ['--server', a.peerUrl, '--token', token] });
     const c = await startServer({ name: 'c', args: ['--server', a.peerUrl, '--token', token] });
-    await waitFor('three voters', async () => {
-      const v = await voters(ca);
-      return v.length === 3 && v.every((m) => !m.isLearner) ? v : undefined;
-    }, 30_000);
+    await waitForVoters(ca, 3, { what: 'three voters', timeoutMs: 30_000 });
     // Shrink: remove c, then b, through a.
     for (const gone of [c, b]) {
       const v = await voters(ca);
@@ -72,10 +69,7 @@ describe('membership changes under load', () => {
     const b = await startServer({ name: 'sb', args: ['--server', a.peerUrl, '--token', token] });
     const c = await startServer({ name: 'sc', args: ['--server', a.peerUrl, '--token', token] });
     const ca = client(a);
-    await waitFor('three voters', async () => {
-      const v = await voters(ca);
-      return v.length === 3 && v.every((m) => !m.isLearner) ? v : undefined;
-    }, 30_000);
+    await waitForVoters(ca, 3, { what: 'three voters', timeoutMs: 30_000 });
     await c.kill('SIGKILL');
     await sleep(2500); // c is no longer recently active (one election timeout)
     const bId = (await voters(ca)).find((m) => m.name === 'sb')!.id;
@@ -94,10 +88,7 @@ describe('membership changes under load', () => {
     const cb = client(b);
     await waitFor('b caught up', async () => ((await cb.getAll().prefix('snap/').count()) === 300 ? true : undefined), 30_000);
     expect(b.output.join('\n')).toContain('restoring from snapshot');
-    await waitFor('b promoted', async () => {
-      const v = await voters(ca);
-      return v.length === 2 && v.every((m) => !m.isLearner) ? v : undefined;
-    }, 30_000);
+    await waitForVoters(ca, 2, { what: 'b promoted', timeoutMs: 30_000 });
     await cb.put('after').value('snapshot');
     expect(await ca.get('after').string()).toBe('snapshot');
   }, 90_000);

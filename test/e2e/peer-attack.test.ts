@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import * as net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FrameReader, FrameType, encodeFrame, frameHeader } from '../../src/peer/frame.js';
-import { clientOf, killAll, memberList, startServer, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, killAll, startServer, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -126,10 +126,7 @@ describe('an attacker on the peer port without the join token', () => {
     const a = await startServer({ name: 'attack-a', args: ['--cluster-init', '--token', token] });
     const w = await startServer({ name: 'attack-w', command: 'witness', args: ['--server', a.clientUrl, '--token', token] });
     const client = clientOf(a);
-    await waitFor('two voters', async () => {
-      const m = await memberList(client);
-      return m.length === 2 && m.every((x) => !x.isLearner) ? true : undefined;
-    }, 30_000).catch((err: unknown) => {
+    await waitForVoters(client, 2, { timeoutMs: 30_000 }).catch((err: unknown) => {
       throw new Error(`${String(err)}\n${a.output.slice(-15).join('\n')}\n${w.output.slice(-15).join('\n')}`);
     });
     await client.put('k').value('v');

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliPath, clientOf, closeClients, freePort, killAll, runCli, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, cliPath, closeClients, freePort, killAll, runCli, startServer, tempDir, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 const extra: Array<() => void> = [];
 afterAll(async () => {
@@ -49,7 +49,7 @@ describe('restart with the shortest command line (O2)', () => {
     const b = await startServer({ name: 'b', args: ['--server', a.clientUrl, '--token', token] });
     const c = await startServer({ name: 'c', args: ['--server', a.clientUrl, '--token', token] });
     const ca = clientOf(a);
-    await waitFor('three voters', async () => ((await ca.cluster.memberList({})).members.every((m) => !m.isLearner) ? true : undefined), 30_000);
+    await waitForVoters(ca, 3, { timeoutMs: 30_000 });
     await ca.put('k').value('before');
     await b.kill('SIGTERM');
     await ca.put('k').value('while b was down');

@@ -12,7 +12,7 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KineFixture } from '../backup/kine-fixture.js';
 import { etcdctl as etcdctlRef, haveEtcd, startEtcd } from '../backup/etcd-ref.js';
-import { clientOf, closeClients, etcdctl, freePort, killAll, runCli, sleep, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, closeClients, etcdctl, freePort, killAll, runCli, sleep, startServer, tempDir, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 const keyCount = 2000;
 const prefix = 'restored/';
@@ -41,10 +41,7 @@ async function joinThenKillRestored(r: ServerProcess, token: string, revision: n
   }
   const all = [r, ...joiners];
   const clients = all.map((m) => clientOf(m));
-  await waitFor('three voters', async () => {
-    const list = await clients[0]!.cluster.memberList({});
-    return list.members.length === 3 && list.members.every((m) => !m.isLearner) ? true : undefined;
-  }, 60_000);
+  await waitForVoters(clients[0]!, 3, { what: 'three voters', timeoutMs: 60_000 });
   for (const [i, c] of clients.entries()) {
     await waitFor(`every key on ${all[i]!.name}`, async () => ((await serializableCount(c)) === keyCount ? true : undefined), 60_000);
   }

@@ -1,5 +1,5 @@
 /**
- * Issue 26, item 2 (TESTING.md O5): a rolling restart of a three-member cluster, as a service manager does it
+ * Issue 26, item 2 (O5 in test/GLOSSARY.md): a rolling restart of a three-member cluster, as a service manager does it
  * (SIGTERM one member, start it again, wait until /health says true, next), causes no election timeout: every
  * stop of the leader hands leadership over (within one election timeout, idle or busy), so the term grows by
  * exactly one per leader stopped and by nothing else, and the other stops change no leader. Under a
@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { freePort, killAll, removeDir, sleep, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { freePort, killAll, removeDir, sleep, startServer, tempDir, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 import { haveEtcd, killEtcds, startEtcd, type EtcdProcess } from './etcd-reference.js';
 import { lostWrites, startKubeLoad, type KubeLoadReport } from './kube-load.js';
 
@@ -109,10 +109,7 @@ async function ourCluster(prefix: string): Promise<Cluster> {
   const procs: ServerProcess[] = [first];
   for (const n of ['b', 'c']) procs.push(await startServer({ name: `${prefix}${n}`, args: ['--server', first.clientUrl, '--token', token] }));
   const ca = clientOf(first.clientUrl);
-  await waitFor('three voters', async () => {
-    const r = await ca.cluster.memberList({ linearizable: true } as never);
-    return r.members.length === 3 && r.members.every((m) => !m.isLearner) ? r : undefined;
-  }, 30_000);
+  await waitForVoters(ca, 3, { what: 'three voters', timeoutMs: 30_000 });
   const members = procs.map((p, i): Restartable => {
     let current = p;
     const logs: string[] = [];

@@ -10,7 +10,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { clientOf, closeClients, exitWithin, freePort, killAll, runCli, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, closeClients, exitWithin, freePort, killAll, runCli, startServer, tempDir, waitFor, waitForVoters, type ServerProcess } from './harness.js';
 
 afterAll(async () => {
   closeClients();
@@ -64,10 +64,7 @@ describe.each<Where>(['inside', 'outside'])('--wal-dir %s the data directory', (
     const bWal = walDirFor(where, bData);
     let b = await startServer({ name: 'wb', dataDir: bData, args: ['--server', a.clientUrl, '--token', token, '--wal-dir', bWal] });
     await leaderAndKey(b, 'k1', 'v1');
-    await waitFor('wb promoted', async () => {
-      const list = await clientOf(a).cluster.memberList({});
-      return list.members.length === 2 && list.members.every((m) => !m.isLearner) ? true : undefined;
-    }, 30_000);
+    await waitForVoters(clientOf(a), 2, { what: 'wb promoted', timeoutMs: 30_000 });
     expectLogIn(bWal, bData, where);
 
     a = await restart(a, aWal);

@@ -8,7 +8,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, etcdctl, exitWithin, freePort, haveEtcdctl, killAll, startServer, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, etcdctl, exitWithin, freePort, haveEtcdctl, killAll, startServer, waitFor, waitForVoters, type ListedMember, type ServerProcess } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -19,23 +19,18 @@ const clientSlackMs = 1000;
 const writeEveryMs = 100;
 const attemptMs = 1500;
 
-interface Listed { id: string; name: string; isLearner: boolean; clientURLs: string[] }
-
-async function members(c: Etcd3): Promise<Listed[]> {
-  const r = await c.cluster.memberList({ linearizable: true } as never);
-  return r.members.map((m) => ({ id: m.ID, name: m.name, isLearner: m.isLearner, clientURLs: m.clientURLs }));
-}
-
-async function voters(sp: ServerProcess, names: string[]): Promise<Listed[]> {
-  return waitFor(`voters ${names.join(',')}`, async () => {
-    const m = await members(clientOf(sp));
-    const got = m.map((x) => x.name).sort();
-    return got.join() === [...names].sort().join() && m.every((x) => !x.isLearner) ? m : undefined;
-  }, 30_000);
+/** Waits until exactly these members are listed, all voters. */
+function voters(sp: ServerProcess, names: string[]): Promise<ListedMember[]> {
+  const want = [...names].sort().join();
+  return waitForVoters(clientOf(sp), names.length, {
+    what: `voters ${names.join(',')}`,
+    also: (list) => list.map((x) => x.name).sort().join() === want,
+    timeoutMs: 30_000,
+  });
 }
 
 /** etcdctl wants the member id in hex; etcd3 lists it in decimal. */
-function hexId(list: Listed[], name: string): string {
+function hexId(list: ListedMember[], name: string): string {
   const m = list.find((x) => x.name === name);
   if (m === undefined) throw new Error(`${name} is not listed`);
   return BigInt(m.id).toString(16);

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, freePort, killAll, startServer, waitFor, waitReady, type ServerProcess, type StartOptions } from './harness.js';
+import { clientOf, freePort, killAll, startServer, waitFor, waitForVoters, waitReady, type ServerProcess, type StartOptions } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -46,16 +46,10 @@ async function twoBoards(token: string, options: { dataArgs?: string[]; before?:
   const dataArgs = options.dataArgs ?? [];
   const a = await startServer({ name: `${token}-a`, args: ['--cluster-init', '--token', token, ...dataArgs] });
   const b = await startServer({ name: `${token}-b`, args: ['--server', a.clientUrl, '--token', token, ...dataArgs] });
-  await waitFor('b promoted', async () => {
-    const m = await members(clientOf(a));
-    return m.length === 2 && m.every((x) => !x.isLearner) ? m : undefined;
-  }, 30_000);
+  await waitForVoters(clientOf(a), 2, { what: 'b promoted', timeoutMs: 30_000 });
   await options.before?.(a);
   const w = await startServer({ name: `${token}-w`, command: 'witness', args: ['--server', a.clientUrl, '--token', token] });
-  await waitFor('three voters', async () => {
-    const m = await members(clientOf(a));
-    return m.length === 3 && m.every((x) => !x.isLearner) ? m : undefined;
-  }, 30_000);
+  await waitForVoters(clientOf(a), 3, { what: 'three voters', timeoutMs: 30_000 });
   return { a, b, w };
 }
 
@@ -130,10 +124,7 @@ async function staticTwoBoards(): Promise<{ a: ServerProcess; b: ServerProcess; 
 describe('two boards and a witness', () => {
   it('static bootstrap: the witness is a voter with no client URL from the start, and the data members survive either loss', async () => {
     const { a, b, w } = await staticTwoBoards();
-    const list = await waitFor('three voters', async () => {
-      const m = await members(clientOf(a));
-      return m.length === 3 && m.every((x) => !x.isLearner) ? m : undefined;
-    });
+    const list = await waitForVoters(clientOf(a), 3, { what: 'three voters' });
     expect(list.find((m) => m.name === w.name)?.clientURLs).toEqual([]);
     await waitFor('the witness hears a leader', async () => ((await fetch(`${w.clientUrl}/health`)).ok ? true : undefined));
     const leader = await leaderOf([a, b]);

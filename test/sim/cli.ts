@@ -49,13 +49,13 @@
  *
  * RESTORE THEN JOIN. --restore-seeds R (default N / 50) seeds of test/sim/node/run-restore-seed.ts: a member
  * rebuilt by the production restore from a backup of another cluster's member, two members joining it under
- * seeded faults, then the restored member lost for good (TESTING.md O1, issue 25).
+ * seeded faults, then the restored member lost for good (O1 in test/GLOSSARY.md, issue 25).
  *
  * WAL DAMAGE. --damage-seeds D (default N / 40) production-node seeds of 3–5 members in which one crash also
  * damages a complete record of the member's WAL (test/sim/node/wal-damage.ts: bits flipped in a record's
  * CRC-covered bytes, half the time in the log's last batch, or a zeroed sector with a later batch after it;
  * synced or not, never the torn tail). Its restart must be refused with the WAL's WalCorruptError calling it
- * damage, not a torn write, with its files untouched (issue 25, item 2; TESTING.md W5, O3); the operator then
+ * damage, not a torn write, with its files untouched (issue 25, item 2; W5 and O3 in test/GLOSSARY.md); the operator then
  * removes it and adds a fresh member through MemberAdd/MemberPromote (test/sim/node/replace-member.ts), and
  * every checker of the node seeds must still pass.
  *

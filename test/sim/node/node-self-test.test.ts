@@ -1,5 +1,5 @@
 /**
- * The production-node simulator proves it can fail (TESTING.md L11): each planted server bug of
+ * The production-node simulator proves it can fail (L11 in test/GLOSSARY.md): each planted server bug of
  * src/config/test-faults.ts is caught by the random seeds within caughtWithinSeeds, in two separate windows,
  * by the check that should see it — and the same seeds pass without the bug.
  */

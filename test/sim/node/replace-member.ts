@@ -1,7 +1,7 @@
 /**
  * The operator's answer to a member that refuses to start on a damaged WAL (wal-damage.ts): it is lost, so
  * remove it from the membership and add a fresh member in its place through the normal path (etcdctl member
- * remove; member add --learner; start it empty; member promote once it is in sync), as TESTING.md C11 and
+ * remove; member add --learner; start it empty; member promote once it is in sync), as C11 in test/GLOSSARY.md and
  * etcd's disaster-recovery guide do. Every call goes through whichever member leads at the moment, with a
  * client's deadline, and is retried through the chaos until it succeeds; an answer lost on the way is
  * recovered by reading the member list.

@@ -1,5 +1,5 @@
 /**
- * One seed of the production node under the simulator (TESTING.md R, W6/W8, C1/C4/C6/C7/C14, L1/L4/L5, L11):
+ * One seed of the production node under the simulator (test/GLOSSARY.md R, W6/W8, C1/C4/C6/C7/C14, L1/L4/L5, L11):
  * 1–5 members, three clients and two watchers, and a chaos phase of chaosMs with faults chosen by the seed —
  * member crashes (one, or all at once: a power cut) and restarts, isolation and one-way cuts, lossy,
  * duplicating and slow links, slow disks — then a liveness phase: everything healed and restarted, and within

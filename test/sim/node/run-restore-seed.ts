@@ -1,5 +1,5 @@
 /**
- * One restore seed of the production node (TESTING.md O1, issue 25): a member is rebuilt from a backup of
+ * One restore seed of the production node (O1 in test/GLOSSARY.md, issue 25): a member is rebuilt from a backup of
  * another cluster's member, members join it, and then it is lost.
  *
  * 1. A source cluster (1–3 members, the node seeds' clients and watchers) runs for 2–6 s; then a backup is taken

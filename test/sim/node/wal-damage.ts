@@ -1,5 +1,5 @@
 /**
- * Damage to complete WAL records, as a crashed member's disk may show it (TESTING.md W5, O3; issue 25, item 2),
+ * Damage to complete WAL records, as a crashed member's disk may show it (W5 and O3 in test/GLOSSARY.md; issue 25, item 2),
  * and the outcome the simulator requires: the member refuses to start with the WAL's WalCorruptError naming the
  * damage as written-then-changed, never "torn", and modifies nothing. A torn write (the last, unsynced write cut
  * short) is the crash model's business (server-node.ts crash()); here only records that are complete in the
