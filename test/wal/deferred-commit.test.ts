@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/raft/types.js';
 import { Wal, type WalOptions } from '../../src/wal/wal.js';
 import { SimFs } from './sim-fs.js';
+import { settle } from '../settle.js';
 
 const dir = '/d';
 const entry = (index: number, term = 1): Entry => ({ term, index, type: 0, data: new Uint8Array(16).fill(index) });
@@ -46,7 +47,7 @@ describe('deferred commit-only hard states', () => {
     const order: string[] = [];
     const first = wal.save({ hardState: { term: 1, vote: 1n, commit: 0 }, entries: [entry(1)] }).then(() => order.push('entries'));
     const commitOnly = wal.save({ hardState: { term: 1, vote: 1n, commit: 1 }, sync: false }).then(() => order.push('commit'));
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     expect(order).toEqual([]);
     release();
     await Promise.all([first, commitOnly]);

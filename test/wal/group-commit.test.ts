@@ -7,6 +7,7 @@ import { WalClosedError, WalFatalError } from '../../src/wal/errors.js';
 import type { FilePort } from '../../src/wal/fs-port.js';
 import { Wal, type WalOptions } from '../../src/wal/wal.js';
 import { SimFs } from './sim-fs.js';
+import { isDone, settle, VirtualTime } from './virtual-time.js';
 
 const dir = '/g';
 const entry = (index: number, size = 32): Entry => ({ term: 1, index, type: 0, data: new Uint8Array(size).fill(index & 0xff) });
@@ -16,10 +17,12 @@ const opts = (fs: SimFs, tuning: WalOptions['tuning'] = {}): WalOptions => ({
   tuning: { segmentBytes: 1 << 20, preallocate: false, batchBytesMax: 1 << 16, ...tuning },
 });
 
-/** A gate the simulated syncs wait on, so a test controls when a sync "completes". */
+/** A gate the simulated syncs wait on, so a test controls when a sync "completes" and sees when one arrives. */
 function gate() {
   let open = true;
   let waiters: (() => void)[] = [];
+  let arrivals = 0;
+  let watchers: { n: number; resolve: () => void }[] = [];
   return {
     close: () => void (open = false),
     release: () => {
@@ -28,7 +31,16 @@ function gate() {
       waiters = [];
       for (const f of w) f();
     },
-    wait: (): Promise<void> => (open ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
+    wait: (): Promise<void> => {
+      if (open) return Promise.resolve();
+      arrivals++;
+      for (const w of watchers.filter((x) => x.n <= arrivals)) w.resolve();
+      watchers = watchers.filter((x) => x.n > arrivals);
+      return new Promise<void>((r) => waiters.push(r));
+    },
+    /** Resolves once `n` syncs in all have reached the closed gate. */
+    arrived: (n: number): Promise<void> =>
+      arrivals >= n ? Promise.resolve() : new Promise<void>((resolve) => watchers.push({ n, resolve })),
   };
 }
 
@@ -41,10 +53,10 @@ describe('group commit', () => {
     g.close();
     const order: number[] = [];
     const first = wal.save({ entries: [entry(1)] }).then(() => order.push(1));
-    await new Promise((r) => setTimeout(r, 5)); // the first batch is now waiting inside its sync
+    await g.arrived(1); // the first batch is now waiting inside its sync
     const rest: Promise<unknown>[] = [];
     for (let i = 2; i <= 50; i++) rest.push(wal.save({ entries: [entry(i)] }).then(() => order.push(i)));
-    await new Promise((r) => setTimeout(r, 5));
+    await settle();
     expect(order).toEqual([]); // nothing acknowledged before its sync
     g.release();
     await Promise.all([first, ...rest]);
@@ -158,7 +170,7 @@ describe('a failed write or sync is fatal (W7)', () => {
       expect(fatals[0]!.message).toMatch(op === 'write' ? /write failed \(EIO/ : /fdatasync failed \(EIO/);
       const opsAfter = fs.ops;
       await expect(wal.save({ entries: [entry(20)] })).rejects.toBe(fatals[0]);
-      await new Promise((r) => setTimeout(r, 5));
+      await settle();
       expect(fs.ops).toBe(opsAfter); // no retry
       await wal.close();
       await expect(wal.save({ entries: [entry(21)] })).rejects.toBeInstanceOf(WalFatalError);
@@ -190,7 +202,7 @@ describe('a failed write or sync is fatal (W7)', () => {
     // The next segment is prepared once the active one (1 MiB here) is half full.
     const big = Array.from({ length: 40 }, (_, i) => entry(i + 1, 16 * 1024));
     await wal.save({ entries: big }).catch(() => undefined); // may already fail: preparation runs beside it
-    await new Promise((r) => setTimeout(r, 5));
+    await settle();
     expect(fatals.map((e) => e.message)).toEqual([expect.stringContaining('segment preparation failed (EIO')]);
     await expect(wal.save({ entries: [entry(41)] })).rejects.toBe(fatals[0]);
     await wal.close();
@@ -205,86 +217,98 @@ describe('a failed write or sync is fatal (W7)', () => {
 });
 
 describe('the commit-delay window', () => {
-  const slowWindow = (fs: SimFs): WalOptions => opts(fs, { commitDelayMs: 1000 });
-  const elapsedMs = async (work: Promise<unknown>): Promise<number> => {
-    const start = performance.now();
-    await work;
-    return performance.now() - start;
-  };
+  // The window's timer and the syncs' latency run on virtual time: a window that ends "early" ends with no time
+  // passed at all, and one that stays open is seen open however slow the machine is.
+  const windowOf = (fs: SimFs, time: VirtualTime, commitDelayMs = 1000): WalOptions => ({ ...opts(fs, { commitDelayMs }), timer: time });
   /** A WAL with a 1 s window whose first save (entry 1) is held inside its sync. */
   const heldWal = async () => {
     const g = gate();
-    const { wal } = await Wal.open(dir, slowWindow(new SimFs({ beforeSync: () => g.wait() })));
+    const time = new VirtualTime();
+    const { wal } = await Wal.open(dir, windowOf(new SimFs({ beforeSync: () => g.wait() }), time));
     g.close();
     const head = wal.save({ entries: [entry(1)] });
-    await new Promise((r) => setTimeout(r, 5));
-    return { g, wal, head };
+    await g.arrived(1);
+    return { g, wal, head, time };
   };
 
   it('ends once the writers of the last sync are back beside those queued behind it', async () => {
-    const { g, wal, head } = await heldWal();
+    const { g, wal, head, time } = await heldWal();
     const two = [2, 3].map((i) => wal.save({ entries: [entry(i)] }));
     const syncsBefore = wal.metrics.syncs;
     g.release();
     await head; // entry 1 is durable: the window now waits for its writer beside entries 2 and 3
-    await new Promise((r) => setTimeout(r, 50));
+    await settle();
     expect(wal.metrics.syncs).toBe(syncsBefore + 1); // two of three: still open
     const back = wal.save({ entries: [entry(4)] }); // the writer of entry 1, answered, writes again
-    expect(await elapsedMs(Promise.all([...two, back]))).toBeLessThan(500);
+    expect(await isDone(Promise.all([...two, back]))).toBe(true); // at once: no virtual time passed
+    expect(time.now).toBe(0);
     expect(wal.metrics.syncs - syncsBefore).toBe(2);
     await wal.close();
   });
 
   it('ends as soon as the queue holds as many entries as the last sync carried, and not before', async () => {
-    const { g, wal, head } = await heldWal();
+    const { g, wal, head, time } = await heldWal();
     const four = [2, 3, 4, 5].map((i) => wal.save({ entries: [entry(i)] }));
     g.release();
     await head;
     const back = wal.save({ entries: [entry(6)] });
-    await Promise.all([...four, back]); // the last sync carried five entries, nothing queued behind it
+    await time.run(Promise.all([...four, back])); // the last sync carried five entries, nothing queued behind it
     const syncsBefore = wal.metrics.syncs;
+    const startedAt = time.now;
     let acked = 0;
     const some = [7, 8, 9, 10].map((i) => wal.save({ entries: [entry(i)] }).then(() => acked++));
-    await new Promise((r) => setTimeout(r, 50));
+    await settle();
     expect(acked).toBe(0); // four of five: the window is still open
     const fifth = wal.save({ entries: [entry(11)] });
-    expect(await elapsedMs(Promise.all([...some, fifth]))).toBeLessThan(500);
+    expect(await isDone(Promise.all([...some, fifth]))).toBe(true);
+    expect(time.now).toBe(startedAt);
     expect(wal.metrics.syncs - syncsBefore).toBe(1);
+    await wal.close();
+  });
+
+  it('a window nobody fills ends when its time is up, not before', async () => {
+    const { g, wal, head, time } = await heldWal();
+    const two = [2, 3].map((i) => wal.save({ entries: [entry(i)] }));
+    g.release();
+    await head; // the window waits for entry 1's writer, who never comes back
+    await time.advance(999);
+    expect(await isDone(Promise.all(two))).toBe(false);
+    await time.advance(1);
+    expect(await isDone(Promise.all(two))).toBe(true);
     await wal.close();
   });
 
   it('closed-loop writers share one sync instead of two groups taking turns', async () => {
     // 16 writers, each saving again as soon as its save is durable; every sync takes 20 ms, window 4 ms.
     const g = gate();
-    const fs = new SimFs({ beforeSync: async () => { await g.wait(); await new Promise((r) => setTimeout(r, 20)); } });
-    const { wal } = await Wal.open(dir, opts(fs, { commitDelayMs: 4 }));
+    const time = new VirtualTime();
+    const fs = new SimFs({ beforeSync: async () => { await g.wait(); await time.sleep(20); } });
+    const { wal } = await time.run(Wal.open(dir, windowOf(fs, time, 4))); // opening syncs too
     let next = 0;
     const writer = async (rounds: number): Promise<void> => {
       for (let i = 0; i < rounds; i++) await wal.save({ entries: [entry(++next)] });
     };
     g.close();
     const head = wal.save({ entries: [entry(++next)] });
-    await new Promise((r) => setTimeout(r, 5));
+    await g.arrived(1);
     const groupA = Array.from({ length: 8 }, () => writer(12)); // queued behind the held sync
     const syncsBefore = wal.metrics.syncs;
     g.release();
-    await head;
-    await new Promise((r) => setTimeout(r, 10)); // group A's first sync is in flight
+    await time.run(head);
+    await time.advance(10); // group A's first sync is in flight
     const groupB = Array.from({ length: 8 }, () => writer(12));
-    await Promise.all([...groupA, ...groupB]);
+    await time.run(Promise.all([...groupA, ...groupB]));
     // Two groups taking turns need 24 syncs (8 entries each); merged, the 16 share each sync after the first two.
     expect(wal.metrics.saves).toBe(1 + 16 * 12);
     expect(wal.metrics.syncs - syncsBefore).toBeLessThanOrEqual(16);
-    await wal.close();
+    await time.run(wal.close());
   });
 
   it('a lone writer never waits for the window', async () => {
-    const fs = new SimFs();
-    const { wal } = await Wal.open(dir, slowWindow(fs));
-    const work = (async () => {
-      for (let i = 1; i <= 20; i++) await wal.save({ entries: [entry(i)] });
-    })();
-    expect(await elapsedMs(work)).toBeLessThan(500);
+    const time = new VirtualTime();
+    const { wal } = await Wal.open(dir, windowOf(new SimFs(), time));
+    for (let i = 1; i <= 20; i++) expect(await isDone(wal.save({ entries: [entry(i)] }))).toBe(true);
+    expect(time.now).toBe(0);
     expect(wal.metrics.syncs).toBe(20);
     await wal.close();
   });

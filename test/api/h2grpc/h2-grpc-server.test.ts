@@ -153,14 +153,17 @@ describe('H2GrpcServer', () => {
 
   it('tells the handler when the client cancels', async () => {
     let handlerCall: H2Call | undefined;
+    let reached: () => void = () => {};
+    const inHandler = new Promise<void>((resolve) => (reached = resolve));
     const cancelled = new Promise<void>((resolve) => {
       behaviour.put = (call) => {
         handlerCall = call;
         call.once('cancelled', () => resolve());
+        reached();
       };
     });
     const c = kv.Put!({ key: Buffer.from('k') }, () => {}) as grpc.ClientUnaryCall;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await inHandler; // cancel a call the server is handling, not one still on its way
     c.cancel();
     await cancelled;
     expect(handlerCall?.cancelled).toBe(true);

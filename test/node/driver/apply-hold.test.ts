@@ -9,6 +9,7 @@ import type { Scheduler } from '../../../src/base/scheduler.js';
 import { EntryType, MessageType, RawNode } from '../../../src/raft/index.js';
 import type { Entry, Message, RaftConfig } from '../../../src/raft/index.js';
 import { RaftDriver, type DriverApp } from '../../../src/node/driver/raft-driver.js';
+import { settle } from '../../settle.js';
 
 const none = { cancel: () => {} };
 const scheduler: Scheduler = { nowMs: () => 0, wallMs: () => 0, after: () => none, every: () => none, soon: (fn) => queueMicrotask(fn) };
@@ -28,8 +29,6 @@ const entry = (index: number): Entry => ({ index, term: 2, type: EntryType.Norma
 function append(prev: number, prevTerm: number, entries: Entry[], commit: number): Message {
   return { type: MessageType.App, from: 2n, to: 1n, term: 2, logTerm: prevTerm, index: prev, entries, commit, reject: false, rejectHint: 0 };
 }
-
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 5));
 
 describe('RaftDriver applyHold', () => {
   it('holds committed entries in order while the app is behind, and acknowledges appends meanwhile', async () => {
