@@ -8,8 +8,9 @@
  *   auth                       users, roles, permissions as pure state                   (base, mvcc)
  *   wal                        the durable Raft log                                      (base, raft)
  *   config → metrics → tls     flags and options, the Prometheus registry, TLS policy
+ *   peer                       the member-to-member Raft transport (etcd's rafthttp): knows nothing of the member
  *   node                       the replicated member (etcd's etcdserver)
- *   peer                       member-to-member transport and the join protocol (rafthttp)
+ *   join                       the join protocol: a new member asks the cluster to add it (--server, --token)
  *   api                        gRPC services, gateway, Lock/Election, embedded client (api/v3rpc)
  *   backup                     snapshot files, restore, reset, migration, schedules (etcdutl)
  *   main                       the composition root and the CLI; src/index.ts re-exports the library
@@ -25,7 +26,7 @@ const cores = {
   auth: ['base', 'mvcc'],
   wal: ['base', 'raft'],
 };
-const upper = ['config', 'metrics', 'tls', 'node', 'peer', 'api', 'backup', 'main'];
+const upper = ['config', 'metrics', 'tls', 'peer', 'node', 'join', 'api', 'backup', 'main'];
 
 const allowed = { ...cores };
 upper.forEach((folder, i) => {

@@ -20,7 +20,7 @@ import type { Entry, HardState } from '../raft/types.js';
 import { NodeFsPort } from '../wal/fs-port.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from '../node/server-api.js';
-import { askCluster, type AskOptions } from '../peer/join-client.js';
+import { askCluster, type AskOptions } from '../join/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';

@@ -23,7 +23,7 @@ import { makeNewFilesPrivate, warnIfShared } from './private-files.js';
 
 // Every command loads only what it runs (issue 24): a witness never loads the gRPC server, protobuf
 // descriptors, LevelDB, bcrypt or the store: importing them all here held a witness at 72 MB of RSS at rest,
-// 58 MB without them (restarted; a first join also loads gRPC's client, peer/join-client.ts).
+// 58 MB without them (restarted; a first join also loads gRPC's client, join/join-client.ts).
 // The bundle (scripts/bundle-cli.mjs) splits at these dynamic imports.
 
 const usage = `etcetera: a Raft-replicated key-value store speaking the etcd v3 API

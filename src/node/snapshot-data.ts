@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { CheckedSnapshot } from '../mvcc/kv-store.js';
 import { StateStreamDecoder } from '../mvcc/state-stream.js';
 import type { Message, SnapshotMeta } from '../raft/types.js';
+import type { SnapshotSink } from '../peer/types.js';
 import { createAtomicFile } from '../wal/atomic-file.js';
 import { NodeFsPort } from '../wal/fs-port.js';
 
@@ -22,18 +23,6 @@ const hex16 = (n: number): string => n.toString(16).padStart(16, '0');
 const suffix = '.snap.db';
 /** Reads of a received file for the restore: large enough that per-chunk costs vanish, small beside the memory bound. */
 const readChunkBytes = 1024 * 1024;
-
-/**
- * Where a received snapshot's bytes go as they arrive (bounded memory: a file, not a buffer). `open` is
- * called with the MsgSnap's metadata; `commit` makes the bytes durable before the message reaches Raft.
- */
-export interface SnapshotSink {
-  open(message: Message): Promise<{
-    write(chunk: Uint8Array): Promise<void>;
-    commit(): Promise<void>;
-    abort(): Promise<void>;
-  }>;
-}
 
 export function snapshotDataName(meta: Pick<SnapshotMeta, 'term' | 'index'>): string {
   return `${hex16(meta.term)}-${hex16(meta.index)}${suffix}`;

@@ -31,7 +31,7 @@ export interface AcceptedPeer {
   from: NodeId;
 }
 
-/** HMAC of `parts` under the join token; also authenticates joins over the client port (peer/join-service.ts). */
+/** HMAC of `parts` under the join token; also authenticates joins over the client port (join/join-service.ts). */
 export function tokenMac(token: string, role: 'client' | 'server', parts: (Uint8Array | string | bigint)[]): Buffer {
   const hmac = createHmac('sha256', token);
   hmac.update(`etcetera-peer-v1/${role}`);

@@ -3,7 +3,6 @@ import type { TlsPolicy } from '../config/member-options.js';
 import type { TlsFiles } from '../config/tls-files.js';
 import type { Message, NodeId, Snapshot } from '../raft/types.js';
 import type { Logger } from '../config/log.js';
-import type { SnapshotSink } from '../node/snapshot-data.js';
 
 /** A one-shot RPC between members (join requests, forwarded member operations, …). Payload is msgpack-able. */
 export interface PeerRequest {
@@ -25,8 +24,19 @@ export interface PeerTlsOptions extends TlsFiles {
   policy?: TlsPolicy;
 }
 
-/** The node owns the port a received snapshot is streamed into (src/node/snapshot-data.ts). */
-export type { SnapshotSink };
+/**
+ * Where a received snapshot's bytes go as they arrive (bounded memory: a file, not a buffer). `open` is
+ * called with the MsgSnap's metadata; `commit` makes the bytes durable before the message reaches Raft. The
+ * transport owns this port; the member implements it (src/node/snapshot-data.ts), as etcd's rafthttp hands
+ * snapshots to a snap.Snapshotter it is given.
+ */
+export interface SnapshotSink {
+  open(message: Message): Promise<{
+    write(chunk: Uint8Array): Promise<void>;
+    commit(): Promise<void>;
+    abort(): Promise<void>;
+  }>;
+}
 
 export interface PeerTransportOptions {
   selfId: NodeId;

@@ -18,7 +18,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { joinChallengesMax, joinChallengeTtlMs } from '../base/limits.js';
 import { pack, unpack } from '../node/entry-codec.js';
-import { macEquals, tokenMac } from './handshake.js';
+import { macEquals, tokenMac } from '../peer/handshake.js';
 import { JoinChallenges } from './join-challenges.js';
 
 export const joinServicePath = '/etcetera.v1.Join';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type * as grpc from '@grpc/grpc-js';
-import { joinService, replyMacParts, type JoinReply } from '../../src/peer/join-service.js';
+import { joinService, replyMacParts, type JoinReply } from '../../src/join/join-service.js';
 import { tokenMac, macEquals } from '../../src/peer/handshake.js';
 import { pack, unpack } from '../../src/node/entry-codec.js';
 

@@ -1,7 +1,7 @@
 /**
  * A would-be member asking an existing cluster something (join, the member list, its own removal) before it
  * is a member. `--server` may name any member's client URL (the join service on the client port,
- * peer/join-service.ts) or peer URL (the peer transport), on any port: each attempt tries the client-port
+ * join/join-service.ts) or peer URL (the peer transport), on any port: each attempt tries the client-port
  * service first, then the peer protocol. Every failed attempt is logged; transient failures (nothing
  * listening yet, no leader) are retried until the deadline, the others (wrong token, TLS) end at once; either
  * way the error is one sentence saying what to fix.
@@ -16,8 +16,8 @@ import { joinServiceDefinition, replyMacParts, type JoinReply } from './join-ser
 import type { Logger } from '../config/log.js';
 import { joinsRefusedMessage } from './join-secret.js';
 import type { TlsFiles } from '../config/member-options.js';
-import { macEquals, tokenMac } from './handshake.js';
-import { PeerTransport } from './transport.js';
+import { macEquals, tokenMac } from '../peer/handshake.js';
+import { PeerTransport } from '../peer/transport.js';
 import type { PeerMethod, PeerPayload, PeerResults } from '../node/peer-rpc.js';
 
 export interface AskOptions {
