@@ -137,6 +137,7 @@ export class ApplyLoop {
           const env = decodeRequest(e.data);
           const result = state.applier.applyRequest(e.index, env.req);
           if (env.req.kind === 'compact' && result.ok) this.#observeCompaction(result.value as ProposeResults['compact']);
+          if (env.req.kind === 'clusterVersionSet') this.#p.versions?.onClusterVersion(env.req.version);
           this.#h.proposer.applied(env.id, result);
         }
       } else {
