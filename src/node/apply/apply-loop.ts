@@ -230,6 +230,9 @@ export class ApplyLoop {
     this.#appliedTerm = snapshot.meta.term;
     this.#h.appliedWait.advance(snapshot.meta.index);
     this.#p.syncPeers(state.membership.list());
+    // The snapshot carries the cluster version its entries set: this member never applies those entries.
+    const clusterVersion = state.membership.clusterVersion;
+    if (clusterVersion !== undefined) this.#p.versions?.onClusterVersion(clusterVersion);
   }
 
   /**
