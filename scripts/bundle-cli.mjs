@@ -16,7 +16,8 @@
  * gives the ES module a real one.
  */
 import { build } from 'esbuild';
-import { chmodSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -24,6 +25,20 @@ const outdir = `${root}dist/src/main`;
 const outfile = `${outdir}/cli.js`;
 // Chunks of an earlier build: their names carry content hashes, so stale ones would pile up.
 for (const f of readdirSync(outdir)) if (f.startsWith('cli-chunk-')) rmSync(`${outdir}/${f}`);
+
+/**
+ * The build version the command reports and announces to its peers (src/config/build-info.ts): package.json's
+ * version, with the commit as semver build metadata when built from a git checkout (never compared).
+ */
+function buildVersion() {
+  const { version } = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
+  try {
+    const describe = execFileSync('git', ['describe', '--always', '--dirty'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return describe === '' ? version : `${version}+${describe}`;
+  } catch {
+    return version; // not a git checkout (an npm tarball)
+  }
+}
 
 await build({
   entryPoints: { cli: `${root}src/main/cli.ts` },
@@ -36,6 +51,7 @@ await build({
   target: 'node20',
   external: ['classic-level', 'better-sqlite3', 'msgpackr', '@node-rs/bcrypt'],
   banner: { js: "import { createRequire as __etceteraRequire } from 'node:module';\nconst require = __etceteraRequire(import.meta.url);" },
+  define: { __ETCETERA_BUILD__: JSON.stringify(buildVersion()) },
   sourcemap: true, // stack traces map back to src/ under node --enable-source-maps
   logLevel: 'warning',
 });

@@ -25,6 +25,8 @@ import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
 import { memberWalDir, walDirWhileBuilding } from '../node/wal-dir.js';
+import { buildVersion } from '../config/build-info.js';
+import { newDataVersion, readDataVersion, startRefusal, writeDataVersion } from './data-version.js';
 import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
 
 const nodeFs = new NodeFsPort();
@@ -51,7 +53,12 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   const memberDir = join(o.dataDir, 'member');
   await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
   const existing = await readIdentity(memberDir);
-  if (existing !== undefined) return { identity: existing, token: await restartToken(o, existing, memberDir), created: false };
+  if (existing !== undefined) {
+    // Before anything opens the data: a refused start leaves every file as it was.
+    const refusal = startRefusal(memberDir, await readDataVersion(memberDir), buildVersion());
+    if (refusal !== undefined) throw new Error(refusal);
+    return { identity: existing, token: await restartToken(o, existing, memberDir), created: false };
+  }
   await refuseHalfWritten(memberWalDir(o.dataDir));
   if (o.walDir !== undefined) await refuseHalfWritten(o.walDir);
   const tmpDir = join(o.dataDir, 'member.bootstrap');
@@ -73,6 +80,7 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
     }
   }
   await writeIdentity(tmpDir, identity);
+  await writeDataVersion(tmpDir, newDataVersion(buildVersion()));
   await rm(memberDir, { recursive: true, force: true }); // an empty member directory of an older version
   await rename(tmpDir, memberDir);
   await nodeFs.syncDir(o.dataDir);

@@ -13,7 +13,6 @@
  * Signals: SIGTERM/SIGINT stop gracefully (a leader hands leadership over first, everything is flushed); a
  * second signal exits at once. A member removed from the cluster stops and says so.
  */
-import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfig } from '../config/config.js';
 import { createLogger } from '../config/log.js';
 import { openLogOutputs } from '../config/log-outputs.js';
@@ -32,7 +31,7 @@ Usage:
   etcetera server [flags]    run a member (see \`etcetera server --help\`)
   etcetera witness --name N --data-dir D --server URL --token T   a witness: a third voter that holds no data
                              (votes and keeps the Raft log's tail; serves /health and /metrics only; same flags)
-  etcetera version           print the version
+  etcetera version [--endpoints HOST:PORT]   this build, etcd API, data format, and the cluster's version
   etcetera status [--endpoints HOST:PORT,...] [-w table|json]   health, leader, term, fsync and disk wear per member
   etcetera snapshot save|status|restore ...   etcd-format snapshots (see \`etcetera snapshot help\`)
   etcetera snapshot ls|delete|prune   scheduled snapshots in <data-dir>/snapshots (k3s etcd-snapshot verbs)
@@ -40,22 +39,12 @@ Usage:
   etcetera migrate --from-kine state.db --data-dir DIR   kine's SQLite database into a new member
 `;
 
-function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-    return pkg.version;
-  } catch {
-    return 'unknown';
-  }
-}
-
 /** `0` lets a witness's young generation grow as any Node program's (to compare; see below). */
 const witnessKeepsYoungGenEnv = 'ETCETERA_WITNESS_YOUNG_GEN_FIXED';
 
-async function printVersion(): Promise<number> {
-  const { etcdVersion } = await import('../node/etcd-server.js');
-  process.stdout.write(`etcetera ${packageVersion()}\netcd API ${etcdVersion}\nnode ${process.version}\n`);
-  return 0;
+async function printVersion(argv: string[] = []): Promise<number> {
+  const { versionCommand } = await import('./version-cli.js');
+  return versionCommand(argv, { stdout: process.stdout, stderr: process.stderr });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -64,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return command === undefined ? 2 : 0;
   }
-  if (command === 'version' || command === '--version') return printVersion();
+  if (command === 'version' || command === '--version') return printVersion(rest);
   if (command === 'snapshot' || command === 'etcd-snapshot' || command === 'migrate') {
     // A restore or migration builds a data directory: its files private as the server's (LevelDB picks its own modes).
     makeNewFilesPrivate();

@@ -2,7 +2,8 @@
  * GET /status on the client port and the metrics port (issue 26, item 4): what `etcetera status` shows, in
  * one JSON object, so an operator needs no Prometheus to see a member's health and its disk's wear:
  *
- *   {"member":"8e9e05c52164694d","name":"a","version":"3.5.17","health":true,"healthReason":"",
+ *   {"member":"8e9e05c52164694d","name":"a","version":"3.5.17","build":"0.2.0+fdef2e7","dataFormat":2,
+ *    "clusterVersion":"0.2","health":true,"healthReason":"",
  *    "leader":"8e9e05c52164694d","isLeader":true,"isLearner":false,"term":2,"raftIndex":12,"revision":7,
  *    "dbSizeBytes":20480,"storageProfile":"sd",
  *    "walFsync":{"p50Seconds":0.0041,"p99Seconds":0.0118,"syncs":312,"windowSeconds":60},
@@ -14,6 +15,8 @@
  * bytesPerDay 0 and projectedLifeYears null). Health is /health's check (a linearizable read).
  */
 import { hex } from '../base/hex.js';
+import { dataFormatVersion } from '../base/version.js';
+import { buildVersion } from '../config/build-info.js';
 import type { EtcdServer } from '../node/etcd-server.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import type { WearWatch } from './wear-watch.js';
@@ -22,7 +25,13 @@ import { health } from './client-http.js';
 export interface MemberStatusJson {
   member: string;
   name: string;
+  /** The etcd API version (as Maintenance.Status and /version report it, for etcd's clients). */
   version: string;
+  /** This member's etcetera build and the data format it writes (base/version.ts); absent before 0.2. */
+  build: string;
+  dataFormat: number;
+  /** The cluster version this member applied; null until a leader decided one. */
+  clusterVersion: string | null;
   health: boolean;
   healthReason: string;
   leader: string;
@@ -54,6 +63,9 @@ export async function memberStatus(server: EtcdServer, o: { name: string; storag
     member: hex(server.memberId),
     name: o.name,
     version: etcdVersion,
+    build: buildVersion(),
+    dataFormat: dataFormatVersion,
+    clusterVersion: server.state.membership.clusterVersion ?? null,
     health: h.health,
     healthReason: h.reason,
     leader: hex(server.leaderId),

@@ -11,6 +11,9 @@
  *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal); or --wal-dir (node/wal-dir.ts)
  *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
  */
+import { buildVersion } from '../config/build-info.js';
+import { dataFormatVersion } from '../base/version.js';
+import { DataVersionRecorder, readDataVersion } from './data-version.js';
 import { join } from 'node:path';
 import { hex } from '../base/hex.js';
 import { quotaBackendBytesDefault } from '../base/limits.js';
@@ -143,6 +146,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
     const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
     const peers = new PeerSync(transport, identity.memberId);
+    const build = buildVersion();
+    const dataVersion = new DataVersionRecorder(memberDir, build, await readDataVersion(memberDir), (error) => stop.fatal(error));
 
     const server = new EtcdServer({
       memberId: identity.memberId,
@@ -175,6 +180,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       onRemoved: () => stop.request('removed from the cluster'),
       notifyRemoved: (member) => void notifyRemoved(transport, member, log),
       onFatal: (error) => stop.fatal(error),
+      versions: { self: { build, dataFormat: dataFormatVersion }, peers: () => transport.peerVersions, onClusterVersion: (v) => dataVersion.applied(v) },
       auth: {
         ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
         clientCertAuth: o.clientTls?.clientCertAuth === true,
@@ -197,6 +203,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       snapshotSink: snapshotData,
       authorizePeer: (from) => (server.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
+    // A cluster version applied before a crash that came before its record was written.
+    if (state.membership.clusterVersion !== undefined) dataVersion.applied(state.membership.clusterVersion);
     server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
     stop.add('handover', () => server.handOver());
     stop.add('server', () => server.stop());

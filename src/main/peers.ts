@@ -3,6 +3,8 @@
  * request RPCs with etcd's errors carried by code, telling a removed member it is out, and streaming
  * snapshots to followers from the backend.
  */
+import { buildVersion } from '../config/build-info.js';
+import { dataFormatVersion } from '../base/version.js';
 import { hex } from '../base/hex.js';
 import { MvccError } from '../mvcc/types.js';
 import { MessageType, type Message } from '../raft/types.js';
@@ -29,6 +31,7 @@ export function transportBase(o: MemberOptions, identity: Identity, token: strin
     logger: o.logger.child({ component: 'transport' }),
     onUnreachable: (id) => driver.reportUnreachable(id),
     onSnapshotStatus: (id, ok) => driver.reportSnapshot(id, ok),
+    version: { build: buildVersion(), dataFormat: dataFormatVersion },
   };
 }
 

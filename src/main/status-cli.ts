@@ -29,7 +29,7 @@ Usage:
   etcetera status [--endpoints HOST:PORT,...] [-w table|json] [--cacert F] [--cert F] [--key F] [--insecure-skip-tls-verify]
 
 Reads GET /status on each client URL (ETCDCTL_ENDPOINTS and the ETCDCTL_* TLS variables work too).
-Columns: FSYNC P50/P99 are the WAL's syncs of the last minute; WRITTEN/DAY is the rate of the last day (or
+Columns: BUILD is the member's etcetera version; FSYNC P50/P99 are the WAL's syncs of the last minute; WRITTEN/DAY is the rate of the last day (or
 since the member started); DISK LIFE is --storage-endurance-tbw at that rate ("!" when under
 --storage-life-warning-years).
 `;
@@ -69,12 +69,13 @@ export async function statusCommand(argv: string[], io: CliStreams, env: NodeJS.
 
 /** The table etcetera status prints (exported for its unit test). */
 export function statusTable(rows: readonly StatusRow[]): string {
-  const heads = ['ENDPOINT', 'ID', 'HEALTH', 'LEADER', 'TERM', 'FSYNC P50', 'FSYNC P99', 'PROFILE', 'WRITTEN/DAY', 'DISK LIFE'];
+  const heads = ['ENDPOINT', 'ID', 'BUILD', 'HEALTH', 'LEADER', 'TERM', 'FSYNC P50', 'FSYNC P99', 'PROFILE', 'WRITTEN/DAY', 'DISK LIFE'];
   const cells = rows.map((r) => {
-    if ('error' in r) return [r.endpoint, '-', 'unreachable', '-', '-', '-', '-', '-', '-', '-'];
+    if ('error' in r) return [r.endpoint, '-', '-', 'unreachable', '-', '-', '-', '-', '-', '-', '-'];
     const d = r.disk;
     return [
-      r.endpoint, r.member, r.health ? 'true' : `false (${r.healthReason})`, r.leader === '0' ? 'none' : r.leader, String(r.term),
+      // A member before 0.2 reports no build.
+      r.endpoint, r.member, (r.build as string | undefined) ?? '-', r.health ? 'true' : `false (${r.healthReason})`, r.leader === '0' ? 'none' : r.leader, String(r.term),
       milliseconds(r.walFsync.p50Seconds), milliseconds(r.walFsync.p99Seconds), r.storageProfile,
       d.bytesPerDay === null ? '-' : humanBytes(d.bytesPerDay),
       lifeText(d.projectedLifeYears, d.bytesPerDay, d.lifeWarning),
@@ -94,7 +95,7 @@ function lifeText(years: number | null, bytesPerDay: number | null, warning: boo
 }
 
 /** GET <endpoint>/status; "host:port" is http unless TLS files are given, as etcdctl dials. */
-function fetchStatus(endpoint: string, tls: EndpointTls): Promise<MemberStatusJson> {
+export function fetchStatus(endpoint: string, tls: EndpointTls): Promise<MemberStatusJson> {
   const secure = endpoint.startsWith('https://') || (!endpoint.startsWith('http://') && (tls.caFile !== undefined || tls.certFile !== undefined));
   const url = new URL(`${endpoint.includes('://') ? endpoint : `${secure ? 'https' : 'http'}://${endpoint}`}/status`);
   const options: https.RequestOptions = {

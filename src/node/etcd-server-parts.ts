@@ -11,6 +11,7 @@ import type { ServerMetrics } from '../metrics/server-metrics.js';
 import type { ServerState, StateOptions } from './apply/server-state.js';
 import type { TestFault } from '../config/test-faults.js';
 import type { Scheduler } from '../base/scheduler.js';
+import type { MemberVersion } from '../base/version.js';
 import { realScheduler } from './driver/real-scheduler.js';
 
 export interface EtcdServerParts {
@@ -57,6 +58,16 @@ export interface EtcdServerParts {
   /** Best effort: tell a member removed by a committed change that it is out. */
   notifyRemoved(member: Member): void;
   onFatal(error: unknown): void;
+  /**
+   * This member's build and data format and what its peers announced (the peer handshake): the leader
+   * decides the cluster version from them (periodic/cluster-version.ts). Absent (the simulator): none is decided.
+   */
+  versions?: {
+    self: MemberVersion;
+    peers(): ReadonlyMap<bigint, MemberVersion | null>;
+    /** A committed cluster version was applied: the composition root records it in the data directory. */
+    onClusterVersion(clusterVersion: string): void;
+  };
   /** --auth-token, --auth-token-ttl, --bcrypt-cost, --client-cert-auth (defaults: etcd's). */
   auth?: ServerAuthOptions;
 }

@@ -88,6 +88,7 @@ export function loopsHost(c: ServerCore, cluster: ClusterOps): LoopsHost {
     clientUrls: p.clientUrls,
     hub: c.hub,
     ...(p.watchProgressIntervalMs !== undefined ? { watchProgressIntervalMs: p.watchProgressIntervalMs } : {}),
+    ...(p.versions !== undefined ? { versions: p.versions } : {}),
     logger: p.logger,
     scheduler: schedulerOf(p),
     hasLeader: () => c.leadership.hasLeader(),

@@ -7,12 +7,16 @@
  *
  * Each side proves it knows the token by a MAC over a nonce the other side chose, so a recorded handshake
  * cannot be replayed, and a client never trusts a server that merely accepted it.
+ *
+ * Auth and Welcome also carry the sender's build and data format (`build`, `dataFormat`): how a member learns
+ * what its peers run (etcd asks each peer's /version). Builds before 0.2 send neither and ignore both.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { NodeId } from '../raft/types.js';
 import { type FramedConnection } from './connection.js';
 import { type Frame, FrameType, ProtocolError, decodePayload } from './frame.js';
 import { hex } from '../base/hex.js';
+import { parseVersion, type MemberVersion } from '../base/version.js';
 import { PeerAuthError, peerRefusalCode, type PeerRefusal, type PeerRefusalCode } from './types.js';
 
 export type StreamKind = 'raft' | 'snapshot' | 'request';
@@ -24,6 +28,26 @@ export interface HandshakeIdentity {
   selfId: NodeId;
   clusterId: () => bigint;
   token: string;
+  /** This member's build and data format, announced to each peer. */
+  version?: MemberVersion;
+  /** What a peer announced once it authenticated (undefined: a build before 0.2, which announces nothing). */
+  onPeerVersion?(id: NodeId, version: MemberVersion | undefined): void;
+}
+
+/** A build string longer than this is not a version (the field comes from the network). */
+const buildChars = 128;
+
+function versionFields(identity: HandshakeIdentity): Partial<MemberVersion> {
+  return identity.version === undefined ? {} : { build: identity.version.build, dataFormat: identity.version.dataFormat };
+}
+
+/** The version a peer announced in its Auth or Welcome; absent fields are a build that announces none. */
+function announcedVersion(body: Record<string, unknown>): MemberVersion | undefined {
+  if (body.build === undefined && body.dataFormat === undefined) return undefined;
+  const { build, dataFormat } = body;
+  if (typeof build !== 'string' || build.length > buildChars || parseVersion(build) === undefined) throw new ProtocolError('malformed version');
+  if (typeof dataFormat !== 'number' || !Number.isSafeInteger(dataFormat) || dataFormat < 1) throw new ProtocolError('malformed version');
+  return { build, dataFormat };
 }
 
 export interface AcceptedPeer {
@@ -89,6 +113,7 @@ export async function acceptHandshake(
     throw new ProtocolError('malformed auth');
   }
   const clientNonce = auth.nonce;
+  const peerVersion = announcedVersion(auth);
   const refuse = (code: PeerRefusalCode, reason: string): never => {
     conn.refuse(code, reason);
     throw new PeerAuthError(reason, code);
@@ -107,7 +132,8 @@ export async function acceptHandshake(
   if (refusal !== undefined) refuse(refusal.code, refusal.reason);
   // Raised before Welcome leaves: the peer's first data frame may follow it at once.
   conn.authenticate();
-  conn.send(FrameType.Welcome, { id: identity.selfId, mac: tokenMac(identity.token, 'server', [clientNonce, serverNonce, identity.selfId]) });
+  conn.send(FrameType.Welcome, { id: identity.selfId, mac: tokenMac(identity.token, 'server', [clientNonce, serverNonce, identity.selfId]), ...versionFields(identity) });
+  if (from !== 0n) identity.onPeerVersion?.(from, peerVersion);
   return { kind: kind as StreamKind, from };
 }
 
@@ -131,6 +157,7 @@ export async function offerHandshake(
     clusterId: identity.clusterId(),
     nonce: clientNonce,
     mac: tokenMac(identity.token, 'client', [serverNonce, clientNonce, kind, from, to]),
+    ...versionFields(identity),
   });
   const welcome = expect(await conn.nextFrame(timeoutMs, 'peer welcome'), FrameType.Welcome, 'welcome');
   const serverId = asId(welcome.id, 'welcome.id');
@@ -138,6 +165,8 @@ export async function offerHandshake(
     conn.destroy();
     throw new PeerAuthError('authentication failed: the peer does not know this cluster\'s join token', 'badToken');
   }
+  const peerVersion = announcedVersion(welcome);
   conn.authenticate();
+  identity.onPeerVersion?.(serverId, peerVersion);
   return serverId;
 }

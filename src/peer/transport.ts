@@ -30,6 +30,7 @@ import { FrameType, decodeOrUndefined, decodePayload } from './frame.js';
 import { type HandshakeIdentity, acceptHandshake, offerHandshake } from './handshake.js';
 import { hex } from '../base/hex.js';
 import { PeerStream } from './peer-stream.js';
+import type { MemberVersion } from '../base/version.js';
 import { receiveSnapshot, streamSnapshot } from './snapshot-stream.js';
 import { probeMethod, serveRequest, validateMessages } from './inbound.js';
 import {
@@ -77,6 +78,8 @@ export class PeerTransport {
   #outbound = new Set<FramedConnection>();
   #outboundCalls = new Set<Promise<unknown>>();
   #closed = false;
+  /** What each peer announced in its last handshake with us (null: a build that announces nothing). */
+  #peerVersions = new Map<NodeId, MemberVersion | null>();
 
   constructor(options: PeerTransportOptions) {
     assert(typeof options.selfId === 'bigint' && options.selfId !== 0n, 'selfId must be a non-zero bigint');
@@ -86,10 +89,25 @@ export class PeerTransport {
     this.#limits = { ...defaultTransportLimits, ...options.limits };
     this.#logger = options.logger.child({ component: 'transport' });
     this.#clusterId = options.clusterId ?? 0n;
-    this.#identity = { selfId: options.selfId, clusterId: () => this.#clusterId, token: options.token };
+    this.#identity = {
+      selfId: options.selfId,
+      clusterId: () => this.#clusterId,
+      token: options.token,
+      ...(options.version !== undefined ? { version: options.version } : {}),
+      onPeerVersion: (id, version) => this.#peerVersions.set(id, version ?? null),
+    };
     // Loaded here, not in start(): request() on a transport that never listens (a joining member asking to
     // be added) must present the client certificate too.
     if (options.tls !== undefined) this.#tls = loadTls(options.tls);
+  }
+
+  /**
+   * The build and data format each peer announced in its latest handshake with this member, in either
+   * direction (null: a build before 0.2, which announces nothing). A peer not met since this member started
+   * is absent: the leader decides no cluster version while any member is.
+   */
+  get peerVersions(): ReadonlyMap<NodeId, MemberVersion | null> {
+    return this.#peerVersions;
   }
 
   /**

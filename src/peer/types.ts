@@ -1,4 +1,5 @@
 /** Public types of the peer transport. */
+import type { MemberVersion } from '../base/version.js';
 import type { TlsPolicy } from '../config/member-options.js';
 import type { TlsFiles } from '../config/tls-files.js';
 import type { Message, NodeId, Snapshot } from '../raft/types.js';
@@ -44,6 +45,8 @@ export interface PeerTransportOptions {
   clusterId?: bigint;
   /** The cluster join token. Never sent: each side proves it knows it with an HMAC of the other's nonce. */
   token: string;
+  /** This member's build and data format, announced in every handshake (see PeerTransport.peerVersions). */
+  version?: MemberVersion;
   /** host:port or http(s)://host:port to listen on (port 0 picks a free port). */
   listenUrl: string;
   /** More URLs to listen on (etcd --listen-peer-urls beyond the first). */

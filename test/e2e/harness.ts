@@ -81,6 +81,8 @@ export interface StartOptions {
   waitReady?: boolean;
   /** Run under `ulimit -n filesMax` (a process that runs out of descriptors). */
   filesMax?: number;
+  /** Another build's cli.js (an older one from git history: old-build.ts); default this checkout's. */
+  cli?: string;
 }
 
 const running = new Set<ServerProcess>();
@@ -109,7 +111,7 @@ async function startServerOnce(o: StartOptions): Promise<ServerProcess> {
   const clientUrl = `http://127.0.0.1:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
-    cliPath, o.command ?? 'server',
+    o.cli ?? cliPath, o.command ?? 'server',
     '--name', o.name,
     '--data-dir', dataDir,
     '--listen-client-urls', clientUrl,

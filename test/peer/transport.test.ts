@@ -251,6 +251,21 @@ describe('peer transport between three members', () => {
     expect(readAfterClose).toBe(false);
   });
 
+  it('tells each side the build and data format the other announced; a build that announces none reads as null', async () => {
+    const [a, b, old] = [
+      await node(1n, { version: { build: '0.2.0+abc', dataFormat: 2 } }),
+      await node(2n, { version: { build: '0.3.1', dataFormat: 3 } }),
+      await node(3n),
+    ];
+    connectAll([a, b, old]);
+    for (const n of [a, b, old]) n.transport.send([heartbeat(n.id, n.id === 1n ? 2n : 1n, 1), heartbeat(n.id, n.id === 3n ? 2n : 3n, 1)]);
+    await waitFor(() => a.transport.peerVersions.size === 2 && b.transport.peerVersions.size === 2 && old.transport.peerVersions.size === 2, 'every handshake');
+    expect(a.transport.peerVersions.get(2n)).toEqual({ build: '0.3.1', dataFormat: 3 });
+    expect(a.transport.peerVersions.get(3n)).toBeNull();
+    expect(b.transport.peerVersions.get(1n)).toEqual({ build: '0.2.0+abc', dataFormat: 2 });
+    expect(old.transport.peerVersions.get(1n)).toEqual({ build: '0.2.0+abc', dataFormat: 2 });
+  });
+
   it('refuses a peer with the wrong token, with a clear error and a log line on both sides', async () => {
     const b = await node(2n);
     const refusals: [bigint, string, string][] = [];

@@ -137,6 +137,7 @@ export class ApplyLoop {
           const env = decodeRequest(e.data);
           const result = state.applier.applyRequest(e.index, env.req);
           if (env.req.kind === 'compact' && result.ok) this.#observeCompaction(result.value as ProposeResults['compact']);
+          if (env.req.kind === 'clusterVersionSet') this.#p.versions?.onClusterVersion(env.req.version);
           this.#h.proposer.applied(env.id, result);
         }
       } else {
@@ -229,6 +230,9 @@ export class ApplyLoop {
     this.#appliedTerm = snapshot.meta.term;
     this.#h.appliedWait.advance(snapshot.meta.index);
     this.#p.syncPeers(state.membership.list());
+    // The snapshot carries the cluster version its entries set: this member never applies those entries.
+    const clusterVersion = state.membership.clusterVersion;
+    if (clusterVersion !== undefined) this.#p.versions?.onClusterVersion(clusterVersion);
   }
 
   /**

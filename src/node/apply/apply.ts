@@ -142,6 +142,9 @@ export class Applier {
       case 'memberUpdate':
         this.#membership.setPeerUrls(req.memberId, req.peerUrls, this.#store.buffer);
         return {};
+      case 'clusterVersionSet':
+        this.#membership.setClusterVersion(req.version, this.#store.buffer);
+        return {};
     }
   }
 

@@ -23,6 +23,8 @@ export type RaftRequest = (
   | { kind: 'alarm'; action: 'activate' | 'deactivate'; memberId: bigint; alarm: AlarmType }
   | { kind: 'publish'; memberId: bigint; name: string; clientUrls: string[] }
   | { kind: 'memberUpdate'; memberId: bigint; peerUrls: string[] }
+  // Builds before 0.2 apply an unknown kind as nothing (and have no cluster version to set).
+  | { kind: 'clusterVersionSet'; version: string }
   | AuthRequest
 ) & { auth?: AuthInfo };
 

@@ -13,6 +13,11 @@ export type { Member };
 
 const memberPrefix = 0x00;
 const removedPrefix = 0x01;
+/**
+ * The cluster version (etcd keeps it in the cluster bucket). Its key is not 9 bytes long, so builds before
+ * 0.2, which have no cluster version, skip it as an unknown entry.
+ */
+const clusterVersionKey = new TextEncoder().encode('clusterVersion');
 
 function idKey(prefix: number, id: bigint): Uint8Array {
   const key = new Uint8Array(9);
@@ -23,7 +28,10 @@ function idKey(prefix: number, id: bigint): Uint8Array {
 
 /** One entry of the 'members' bucket (also read by the etcd snapshot export). */
 export function decodeMembersEntry(key: Uint8Array, value: Uint8Array):
-  { kind: 'member'; member: Member } | { kind: 'removed'; id: bigint } | { kind: 'unknown' } {
+  { kind: 'member'; member: Member } | { kind: 'removed'; id: bigint } | { kind: 'clusterVersion'; version: string } | { kind: 'unknown' } {
+  if (key.length === clusterVersionKey.length && Buffer.from(key).equals(clusterVersionKey)) {
+    return { kind: 'clusterVersion', version: new TextDecoder().decode(value) };
+  }
   if (key.length !== 9) return { kind: 'unknown' };
   const id = new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1);
   if (key[0] === memberPrefix) return { kind: 'member', member: unpack<Member>(value) };
@@ -40,6 +48,7 @@ export function encodeMemberEntry(member: Member): [key: Uint8Array, value: Uint
 export class Membership {
   #members = new Map<bigint, Member>();
   #removed = new Set<bigint>();
+  #clusterVersion: string | undefined;
 
   static async load(backend: Backend): Promise<Membership> {
     const m = new Membership();
@@ -47,6 +56,7 @@ export class Membership {
       const entry = decodeMembersEntry(key, value);
       if (entry.kind === 'member') m.#members.set(entry.member.id, entry.member);
       else if (entry.kind === 'removed') m.#removed.add(entry.id);
+      else if (entry.kind === 'clusterVersion') m.#clusterVersion = entry.version;
     }
     return m;
   }
@@ -61,6 +71,17 @@ export class Membership {
 
   isRemoved(id: bigint): boolean {
     return this.#removed.has(id);
+  }
+
+  /** The version the cluster runs at, as last committed by a leader; undefined before one decided it. */
+  get clusterVersion(): string | undefined {
+    return this.#clusterVersion;
+  }
+
+  /** Apply path: a leader decided the cluster version (etcd's ClusterVersionSet request). */
+  setClusterVersion(version: string, buffer: WriteBuffer): void {
+    this.#clusterVersion = version;
+    buffer.put('members', clusterVersionKey, new TextEncoder().encode(version));
   }
 
   get size(): number {

@@ -11,6 +11,8 @@ import type { ClusterOps } from '../membership/cluster-ops.js';
 import type { Logger } from '../../config/log.js';
 import type { Proposer } from '../request/proposer.js';
 import type { ServerState } from '../apply/server-state.js';
+import { ClusterVersionMonitor, clusterVersionIntervalMs } from './cluster-version.js';
+import type { MemberVersion } from '../../base/version.js';
 
 export interface LoopsHost {
   isLeader(): boolean;
@@ -26,6 +28,8 @@ export interface LoopsHost {
   scheduler: Scheduler;
   /** etcd --experimental-watch-progress-notify-interval (default 10 minutes). */
   watchProgressIntervalMs?: number;
+  /** This member's and its peers' announced versions (absent: no cluster version is decided). */
+  versions?: { self: MemberVersion; peers(): ReadonlyMap<bigint, MemberVersion | null> };
 }
 
 /** etcd: leaseRevokeRate 1000/s; we revoke in batches each tick. */
@@ -50,6 +54,18 @@ export class LeaderLoops {
     this.#every(learnerPromoteIntervalMs, () => void this.#h.cluster.promoteCaughtUpLearners());
     this.#every(200, () => this.#publish());
     this.#every(this.#h.watchProgressIntervalMs ?? watchProgressIntervalMs, () => this.#h.hub.tickProgress());
+    const versions = this.#h.versions;
+    if (versions !== undefined) {
+      const monitor = new ClusterVersionMonitor({
+        ...versions,
+        isLeader: () => this.#h.isLeader(),
+        memberId: this.#h.memberId,
+        membership: () => this.#h.state().membership,
+        proposer: this.#h.proposer,
+        logger: this.#h.logger,
+      });
+      this.#every(clusterVersionIntervalMs, () => monitor.tick());
+    }
   }
 
   stop(): void {
