@@ -39,9 +39,6 @@ Usage:
   etcetera migrate --from-kine state.db --data-dir DIR   kine's SQLite database into a new member
 `;
 
-/** `0` lets a witness's young generation grow as any Node program's (to compare; see below). */
-const witnessKeepsYoungGenEnv = 'ETCETERA_WITNESS_YOUNG_GEN_FIXED';
-
 async function printVersion(argv: string[] = []): Promise<number> {
   const { versionCommand } = await import('./version-cli.js');
   return versionCommand(argv, { stdout: process.stdout, stderr: process.stderr });
@@ -122,11 +119,10 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
   }
-  // A witness's young generation stays at its first size (1 MiB semi-spaces): V8 doubles it under a stream
-  // of appends and never gives it back. bench:compare's witness scenario (30 s of writes, 2 runs each way):
-  // RSS 69 → 62 MB, RssAnon 27 → 20 MB. The growth factor is read at each growth, so setting it here,
-  // before the witness allocates, holds (Node warns that flags set late may not; this one was measured).
-  if (command === 'witness' && process.env[witnessKeepsYoungGenEnv] !== '0') (await import('node:v8')).setFlagsFromString('--semi-space-growth-factor=1');
+  // No V8 heap flag is set here: the young generation's size is fixed when Node starts (--max-semi-space-size
+  // read later changes nothing), and --semi-space-growth-factor=1, set here for the witness until issue 34, was
+  // ignored by Node 20's V8 11.3 (the new space still doubled 1 → 32 MB under an allocating loop, flag or not).
+  // Only NODE_OPTIONS=--max-semi-space-size=N caps it (N=1 made an allocating loop 6x slower: not a default).
   let member;
   try {
     member = command === 'witness'

@@ -20,7 +20,8 @@ export interface Recovered {
   spares: string[];
 }
 
-const zeros = new Uint8Array(1024 * 1024);
+/** What one write of a torn tail's clearing covers: allocated for that repair only, not held by every member. */
+const zerosBytes = 1024 * 1024;
 
 /** `appliedIndex`: an index the state machine already applied (so committed): the log must reach it. */
 export async function recover(fs: FsPort, dir: string, log: (line: string) => void, appliedIndex = 0): Promise<Recovered> {
@@ -66,6 +67,7 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
   if (repair !== undefined) {
     // W2/W3: clear the torn batch with zeros (keeping the preallocated size) so appends resume on a clean tail.
     log(`wal: ${last.name}: torn tail at offset ${repair.end} (${repair.reason}): an unfinished write, never acknowledged; clearing ${repair.extent - repair.end} bytes`);
+    const zeros = new Uint8Array(Math.min(zerosBytes, repair.extent - repair.end));
     for (let at = repair.end; at < repair.extent; at += zeros.length) {
       await active.write(zeros, Math.min(zeros.length, repair.extent - at), at);
     }

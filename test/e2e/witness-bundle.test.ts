@@ -2,37 +2,57 @@
  * What `etcetera witness` loads (issue 24): the built CLI bundle splits per command, and the witness's chunks
  * must not pull in what only a data member runs. One static import of the gRPC server, protobufjs, LevelDB or
  * bcrypt anywhere under main/witness.ts (or under cli.ts's own imports) put ~14 MB back on a witness's RSS.
- * Read from the bundle itself: esbuild marks each bundled package file with a `// node_modules/...` comment,
- * and keeps packages with native addons as imports by name.
+ * Read from esbuild's metafile of the bundle (scripts/bundle-cli.mjs writes dist/cli-bundle.meta.json): the
+ * packages bundled into each chunk, the packages with native addons it imports by name, and the chunks it
+ * imports statically.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliPath, ensureBuilt } from './harness.js';
 
-const dist = join(cliPath, '..');
 /** Loaded by a data member only (yaml: by a process reading a config file, on demand). */
 const dataMemberOnly = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'classic-level', '@node-rs/bcrypt', 'better-sqlite3', 'yaml'];
 
-/** Every file loaded by static imports from `file` (dynamic import() is not followed: it loads on demand). */
-function staticClosure(file: string): Map<string, string> {
-  const seen = new Map<string, string>();
+interface Output {
+  entryPoint?: string;
+  inputs: Record<string, unknown>;
+  imports: { path: string; kind: string; external?: boolean }[];
+}
+type Outputs = Record<string, Output>;
+
+function readMeta(): Outputs {
+  return (JSON.parse(readFileSync(join(cliPath, '../../../cli-bundle.meta.json'), 'utf8')) as { outputs: Outputs }).outputs;
+}
+
+/** The output built from `entryPoint` (cli.ts, or a module cli.ts imports on demand). */
+function outputOf(outputs: Outputs, entryPoint: string): string {
+  const found = Object.keys(outputs).find((k) => outputs[k]!.entryPoint === entryPoint);
+  if (found === undefined) throw new Error(`no bundle output for ${entryPoint}`);
+  return found;
+}
+
+/** Every output loaded by static imports from `output` (dynamic import() is not followed: it loads on demand). */
+function staticClosure(outputs: Outputs, output: string): Set<string> {
+  const seen = new Set<string>();
   const visit = (name: string): void => {
     if (seen.has(name)) return;
-    const text = readFileSync(join(dist, name), 'utf8');
-    seen.set(name, text);
-    for (const m of text.matchAll(/^import\s+(?:[^'"]*?\s+from\s+)?"\.\/(cli-chunk-\w+\.js)";?$/gms)) visit(m[1]!);
+    seen.add(name);
+    for (const i of outputs[name]!.imports) if (i.kind === 'import-statement' && i.external !== true) visit(i.path);
   };
-  visit(file);
+  visit(output);
   return seen;
 }
 
-/** Packages a set of bundle files holds or imports by name. */
-function packagesOf(files: Map<string, string>): Set<string> {
+/** Packages a set of outputs holds or imports by name. */
+function packagesOf(outputs: Outputs, files: Set<string>): Set<string> {
   const found = new Set<string>();
-  for (const text of files.values()) {
-    for (const m of text.matchAll(/^\/\/ node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)) found.add(m[1]!);
-    for (const m of text.matchAll(/^import\s+(?:[^'"]*?\s+from\s+)?"((?:@[^/."]+\/)?[^/."][^/"]*)";?$/gms)) found.add(m[1]!);
+  for (const f of files) {
+    for (const input of Object.keys(outputs[f]!.inputs)) {
+      const m = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
+      if (m) found.add(m[1]!);
+    }
+    for (const i of outputs[f]!.imports) if (i.external === true && i.kind === 'import-statement' && !i.path.startsWith('node:')) found.add(i.path);
   }
   return found;
 }
@@ -40,15 +60,24 @@ function packagesOf(files: Map<string, string>): Set<string> {
 describe('the witness command bundle', () => {
   it('loads no gRPC, protobuf, LevelDB or bcrypt: only what a witness runs', () => {
     ensureBuilt();
-    const cli = readFileSync(cliPath, 'utf8');
-    const witnessChunk = /import\("\.\/(cli-chunk-\w+\.js)"\)\)\.startWitness/.exec(cli)?.[1];
-    expect(witnessChunk, 'cli.js imports the witness on demand').toBeDefined();
-    const member = /import\("\.\/(cli-chunk-\w+\.js)"\)\)\.startMember/.exec(cli)?.[1];
-    const loaded = packagesOf(new Map([...staticClosure('cli.js'), ...staticClosure(witnessChunk!)]));
+    const outputs = readMeta();
+    const cli = outputOf(outputs, 'src/main/cli.ts');
+    const witness = outputOf(outputs, 'src/main/witness.ts');
+    expect(outputs[cli]!.imports.some((i) => i.path === witness && i.kind === 'dynamic-import'), 'cli.js imports the witness on demand').toBe(true);
+    const loaded = packagesOf(outputs, new Set([...staticClosure(outputs, cli), ...staticClosure(outputs, witness)]));
     expect([...loaded].filter((p) => dataMemberOnly.includes(p))).toEqual([]);
     expect(loaded.has('msgpackr'), 'the WAL and peer frames use msgpackr').toBe(true);
     // The check can fail: a data member's closure holds them all.
-    const memberLoads = packagesOf(staticClosure(member!));
-    expect(dataMemberOnly.filter((p) => memberLoads.has(p)).sort()).toEqual(['@grpc/grpc-js', '@grpc/proto-loader', '@node-rs/bcrypt', 'classic-level', 'protobufjs']);
+    const memberLoads = packagesOf(outputs, staticClosure(outputs, outputOf(outputs, 'src/main/member.ts')));
+    expect(dataMemberOnly.filter((p) => memberLoads.has(p)).sort()).toEqual(['@grpc/grpc-js', '@grpc/proto-loader', 'classic-level', 'protobufjs']);
+  });
+
+  it('loads bcrypt on demand only, in a data member too: a member with auth off never maps it (issue 34)', () => {
+    ensureBuilt();
+    const outputs = readMeta();
+    const member = staticClosure(outputs, outputOf(outputs, 'src/main/member.ts'));
+    expect(packagesOf(outputs, member).has('@node-rs/bcrypt')).toBe(false);
+    const onDemand = [...member].some((f) => outputs[f]!.imports.some((i) => i.path === '@node-rs/bcrypt' && i.kind === 'dynamic-import'));
+    expect(onDemand, 'the member imports bcrypt with import()').toBe(true);
   });
 });

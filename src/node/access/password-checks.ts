@@ -38,7 +38,6 @@
  * ends (those calls come back, and find the queue full again). Meanwhile root logs in from 10.0.0.1: a known password answers at once; a new one takes the next
  * free slot (its tier runs first) and is answered in at most two bcrypt times.
  */
-import { hash as bcryptHash, verify as bcryptVerify } from '@node-rs/bcrypt';
 import {
   passwordBackoffMsMax,
   passwordBackoffMsMin,
@@ -54,6 +53,13 @@ import {
 import { EtcdError } from '../errors.js';
 import { KnownPasswords } from './known-passwords.js';
 import { RunSlots } from './run-slots.js';
+
+/**
+ * @node-rs/bcrypt on first use: a member that never checks or sets a password (auth off, the usual k3s
+ * setup) never loads its native addon (issue 34: private memory at rest).
+ */
+let bcryptLoaded: Promise<typeof import('@node-rs/bcrypt')> | undefined;
+const bcrypt = (): Promise<typeof import('@node-rs/bcrypt')> => (bcryptLoaded ??= import('@node-rs/bcrypt'));
 
 /** The source of a call that names none (tests, the simulator): all such calls share one. */
 export const unknownSource = 'unknown';
@@ -125,9 +131,9 @@ export class PasswordChecks {
 
   constructor(o: PasswordChecksOptions = {}) {
     this.#now = o.now ?? Date.now;
-    this.#verifyHash = o.verifyHash ?? ((password, hash) => bcryptVerify(password, hash));
+    this.#verifyHash = o.verifyHash ?? (async (password, hash) => (await bcrypt()).verify(password, hash));
     this.#sleep = o.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
-    this.#hashPassword = o.hashPassword ?? ((password, cost) => bcryptHash(password, cost));
+    this.#hashPassword = o.hashPassword ?? (async (password, cost) => (await bcrypt()).hash(password, cost));
   }
 
   /**
