@@ -41,6 +41,7 @@ import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
 import { startDiskWatch } from './disk-watch.js';
+import { DiskRoom } from '../node/request/disk-room.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
 import { registerClientTraffic } from '../metrics/client-traffic.js';
@@ -144,7 +145,10 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
     const peers = new PeerSync(transport, identity.memberId);
 
+    // Counts the disk's room on the write path; the disk watch, started below, keeps it current.
+    const diskRoom = new DiskRoom();
     const server = new EtcdServer({
+      diskRoom,
       memberId: identity.memberId,
       clusterId: identity.clusterId,
       name: o.name,
@@ -248,7 +252,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       });
       stop.add('snapshots', () => scheduledSnapshots.stop());
     }
-    const diskWatch = startDiskWatch(o, identity.memberId, server);
+    const diskWatch = await startDiskWatch(o, identity.memberId, server, diskRoom);
     stop.add('disk watch', () => diskWatch.stop());
     wear.start();
     stop.arm();

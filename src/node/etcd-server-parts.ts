@@ -12,6 +12,7 @@ import type { ServerState, StateOptions } from './apply/server-state.js';
 import type { TestFault } from '../config/test-faults.js';
 import type { Scheduler } from '../base/scheduler.js';
 import { realScheduler } from './driver/real-scheduler.js';
+import type { DiskRoom } from './request/disk-room.js';
 
 export interface EtcdServerParts {
   /** Time and timers (default: the real ones; the simulator passes its own: test/sim/node). */
@@ -57,6 +58,8 @@ export interface EtcdServerParts {
   /** Best effort: tell a member removed by a committed change that it is out. */
   notifyRemoved(member: Member): void;
   onFatal(error: unknown): void;
+  /** The disk's room for writes (main/disk-watch.ts keeps it current); absent, writes are not checked for disk space. */
+  diskRoom?: DiskRoom;
   /** --auth-token, --auth-token-ttl, --bcrypt-cost, --client-cert-auth (defaults: etcd's). */
   auth?: ServerAuthOptions;
 }

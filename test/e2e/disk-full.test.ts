@@ -7,22 +7,17 @@
  * the fix, writes went on until the member died of ENOSPC.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync, statfsSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, closeClients, exitWithin, killAll, sleep, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { clientOf, closeClients, exitWithin, killAll, sleep, startServer, waitFor, type ServerProcess } from './harness.js';
+import { mountTmpfs } from './tmpfs.js';
 
 const MiB = 1024 * 1024;
-const mnt = tempDir('disk-full');
-const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mnt]);
-const mounted = mount.status === 0;
-// CI runs as root (.ci/run): there a failed mount is a failure, as a missing etcd or etcdctl is, not a skip.
-if (!mounted && process.env.CI) {
-  rmSync(mnt, { recursive: true, force: true });
-  throw new Error(`mount -t tmpfs failed under CI; the disk-full test must run there: ${String(mount.stderr)}`);
-}
-if (!mounted) console.warn('SKIPPED: mount -t tmpfs needs root; the disk-full test cannot run');
+const fs64 = mountTmpfs('disk-full');
+const mnt = fs64.dir;
+const mounted = fs64.mounted;
 
 beforeAll(() => {
   if (mounted) mkdirSync(join(mnt, 'd'), { mode: 0o700 });
@@ -31,8 +26,7 @@ beforeAll(() => {
 afterAll(async () => {
   closeClients();
   await killAll();
-  if (mounted) spawnSync('umount', [mnt]);
-  rmSync(mnt, { recursive: true, force: true });
+  fs64.remove();
 }, 30_000);
 
 async function once<T>(sp: ServerProcess, fn: (c: Etcd3) => Promise<T>): Promise<T> {
@@ -53,10 +47,7 @@ async function withOutput(sp: ServerProcess, fn: () => Promise<void>): Promise<v
   }
 }
 
-const freeBytes = (): number => {
-  const s = statfsSync(mnt);
-  return s.bavail * s.bsize;
-};
+const freeBytes = fs64.freeBytes;
 
 /** Takes space with fallocate (tmpfs supports it): leaves about `leaveBytes` free. */
 function fill(file: string, leaveBytes: number): void {
