@@ -172,6 +172,26 @@ export async function fullDiskError(
   );
 }
 
+/**
+ * A start that failed on a full disk, told as such: the disk of the data directory (or of the log, when
+ * that is elsewhere), its free bytes and what to delete. Undefined when the failure is not ENOSPC, or is
+ * already told (the backend's open, above).
+ */
+export async function startOnFullDiskError(o: Pick<MemberOptions, 'dataDir' | 'walDir'>, error: unknown): Promise<Error | undefined> {
+  let text = '';
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    text += ` ${String(e)} ${String((e as { code?: unknown }).code ?? '')}`;
+  }
+  if (!/ENOSPC|No space left/i.test(text) || /is full \(/.test(text)) return undefined;
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  const dir = /wal/i.test(text) ? walDir : o.dataDir;
+  const free = await new NodeFsPort().freeBytes(dir);
+  return new Error(
+    `the disk of ${dir} is full (${free ?? 'unknown'} bytes free): the member cannot start. To make room, ${spaceAdvice(o.dataDir, walDir)}`,
+    { cause: error },
+  );
+}
+
 /** Below this many free bytes a failed open is blamed on the disk (LevelDB opens by writing a new log and manifest). */
 export const fullDiskBytesMax = 4 * 1024 * 1024;
 

@@ -40,7 +40,7 @@ import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStre
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
-import { startDiskWatch } from './disk-watch.js';
+import { startDiskWatch, startOnFullDiskError } from './disk-watch.js';
 import { DiskRoom } from '../node/request/disk-room.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
@@ -66,6 +66,16 @@ export interface RunningMember {
 }
 
 export async function startMember(options: MemberOptions): Promise<RunningMember> {
+  try {
+    return await startMemberOn(options);
+  } catch (error) {
+    // Wherever a start meets a full disk (the log's lock or profile memo, a segment, the backend, a
+    // checkpoint), it says so and what to delete, never a bare ENOSPC (issue 32).
+    throw (await startOnFullDiskError(options, error)) ?? error;
+  }
+}
+
+async function startMemberOn(options: MemberOptions): Promise<RunningMember> {
   const o = await withAutoTls(options);
   const log = o.logger;
   const boot = await openOrBootstrap(o);

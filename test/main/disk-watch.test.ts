@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AlarmMember } from '../../src/mvcc/types.js';
-import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice, type DiskWatchHost } from '../../src/main/disk-watch.js';
+import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice, startOnFullDiskError, type DiskWatchHost } from '../../src/main/disk-watch.js';
 import { DiskRoom } from '../../src/node/request/disk-room.js';
 import type { Logger } from '../../src/config/log.js';
 
@@ -161,5 +161,19 @@ describe('a backend that cannot open on a full disk', () => {
 
   it('is not blamed on the disk when there is room and no ENOSPC', async () => {
     expect(await fullDiskError('/d', new Error('Corruption: bad block'), async () => 500 * MiB, '')).toBeUndefined();
+  });
+});
+
+describe('a start that meets a full disk anywhere (issue 32)', () => {
+  it('says the disk is full and what to delete, instead of a bare ENOSPC', async () => {
+    const cause = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: 'ENOSPC' });
+    const err = await startOnFullDiskError({ dataDir: '/nonexistent/d', walDir: undefined }, new Error('wal: segment preparation failed', { cause }));
+    expect(err?.message).toMatch(/^the disk of \/nonexistent\/d\/member\/wal is full \(unknown bytes free\): the member cannot start\. To make room, delete old scheduled snapshots/);
+    expect(err?.cause).toBeInstanceOf(Error);
+  });
+
+  it('leaves other failures, and a full disk already told, as they are', async () => {
+    expect(await startOnFullDiskError({ dataDir: '/d', walDir: undefined }, new Error('EACCES'))).toBeUndefined();
+    expect(await startOnFullDiskError({ dataDir: '/d', walDir: undefined }, new Error('the disk of /d/member/db is full (0 bytes free): ENOSPC'))).toBeUndefined();
   });
 });
