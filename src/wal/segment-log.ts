@@ -285,7 +285,7 @@ export class SegmentLog {
     let released = 0;
     while (this.#segments.length > 1 && this.#segments[0]!.maxIndex <= index) {
       const { name, seq } = this.#segments[0]!;
-      if (this.#tuning.preallocate && this.#spares.length < this.#tuning.recycleSegmentsMax) {
+      if (this.#tuning.preallocate && this.#spares.length < this.#tuning.recycleSegmentsMax && (await this.#recyclable(`${this.#dir}/${name}`))) {
         const spare = `${this.#dir}/${segmentSpareName(seq)}`;
         await this.#fs.rename(`${this.#dir}/${name}`, spare);
         this.#spares.push(spare);
@@ -298,6 +298,20 @@ export class SegmentLog {
       this.segmentsReleased++;
     }
     return released;
+  }
+
+  /**
+   * Only a segment of the profile's size is ever recycled (#recycle): a smaller one, prepared on a short disk,
+   * is deleted at once rather than kept as a spare that holds space nothing will reuse (issue 32: on a
+   * 64 MiB disk two such spares held up to half of it).
+   */
+  async #recyclable(path: string): Promise<boolean> {
+    const file = await this.#fs.open(path, 'existing');
+    try {
+      return (await file.size()) === this.#tuning.segmentBytes;
+    } finally {
+      await file.close();
+    }
   }
 
   async close(): Promise<void> {
