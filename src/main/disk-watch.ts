@@ -16,10 +16,17 @@
  * edge) and the store is within its quota, but only an alarm it raised, or found while the disk was short
  * (after a restart): a NOSPACE the quota raised stays until `etcdctl alarm disarm`, as in etcd.
  *
- * Polled every diskWatchIntervalMs: a burst of writes between two polls must fit in the reserve, which at
- * the 1.5 MiB request limit takes more than a second of the fastest device's writes.
+ * Polled every diskWatchIntervalMs, and sooner from the write path: the request pipeline counts what each
+ * admitted write may cost the disk (node/request/disk-room.ts) and asks for a look after every MiB of it, or
+ * at once when a write would eat into the reserve (it is refused then, before the alarm is up). A second
+ * was too long: the fastest writer (64 KiB puts back to back) filled a 64 MiB disk in ~1.9 s (issue 32).
+ *
+ * An alarm this watch raised is remembered in a file (member/nospace-disk) so that a restarted member
+ * clears it the same way when the space is back, and an operator's or the quota's NOSPACE still is not.
  */
 import { join } from 'node:path';
+import { rm, stat, writeFile } from 'node:fs/promises';
+import type { DiskRoom } from '../node/request/disk-room.js';
 import { walSegmentBytesMin } from '../base/limits.js';
 import { levelCompactionBytesMax } from '../node/level-backend.js';
 import type { AlarmMember } from '../mvcc/types.js';
@@ -53,6 +60,10 @@ export interface DiskWatchHost {
   logger: Logger;
   /** What an operator can delete to make room (named in the log). */
   advice: string;
+  /** The write path's count of room (kept current by each look; it asks for looks). */
+  room?: DiskRoom;
+  /** The record that this member's NOSPACE is the disk's, kept across restarts. */
+  marker?: { present(): Promise<boolean>; set(raised: boolean): Promise<void> };
 }
 
 export class DiskWatch {
@@ -66,13 +77,21 @@ export class DiskWatch {
     this.#h = host;
   }
 
-  start(): void {
-    this.#timer = setInterval(() => {
-      this.#running ??= this.check()
-        .catch((error: unknown) => this.#h.logger.warn('disk watch: check failed', { error: error instanceof Error ? error.message : String(error) }))
-        .finally(() => (this.#running = undefined));
-    }, diskWatchIntervalMs);
+  /** Starts polling, with a first look at once; resolves once it knows whether a NOSPACE from before a restart is the disk's. */
+  async start(): Promise<void> {
+    if (this.#h.marker !== undefined && (await this.#h.marker.present())) this.#ours = true;
+    this.#h.room?.attach({ recheck: () => void this.#look() });
+    this.#timer = setInterval(() => void this.#look(), diskWatchIntervalMs);
     this.#timer.unref();
+    void this.#look();
+  }
+
+  /** One look unless one is under way. */
+  #look(): Promise<void> {
+    this.#running ??= this.check()
+      .catch((error: unknown) => this.#h.logger.warn('disk watch: check failed', { error: error instanceof Error ? error.message : String(error) }))
+      .finally(() => (this.#running = undefined));
+    return this.#running;
   }
 
   async stop(): Promise<void> {
@@ -83,26 +102,36 @@ export class DiskWatch {
   /** One look at the disks: raise or clear this member's NOSPACE. */
   async check(): Promise<void> {
     const h = this.#h;
+    const mark = h.room?.mark() ?? 0;
+    const refused = h.room?.takeRefused() ?? 0;
     const low = await this.#lowest();
     if (low === undefined) return;
     const raised = h.alarms().some((a) => a.alarm === 'NOSPACE' && a.memberId === h.memberId);
     const reserveBytes = h.reserveBytes();
-    if (low.freeBytes < reserveBytes) {
+    h.room?.observed(low.freeBytes, reserveBytes, mark);
+    // A write refused for room that still has none raises the alarm too: refusals an operator cannot see
+    // in `alarm list` would be a puzzle.
+    if (low.freeBytes < reserveBytes + refused) {
       if (raised) {
+        if (!this.#ours) await h.marker?.set(true);
         this.#ours = true;
         return;
       }
       h.logger.warn('disk nearly full; raising NOSPACE (writes are refused, reads still served, cleared when space returns)', {
         dir: low.dir, freeBytes: low.freeBytes, reserveBytes, advice: h.advice,
       });
-      await h.setNoSpace('activate');
+      // Recorded first: an alarm raised and then forgotten by a restart would stay until a disarm.
+      await h.marker?.set(true);
       this.#ours = true;
+      await h.setNoSpace('activate');
     } else if (raised && this.#ours && low.freeBytes >= reserveBytes + diskClearMarginBytes && !h.overQuota()) {
       h.logger.info('disk space is back; clearing NOSPACE', { dir: low.dir, freeBytes: low.freeBytes, reserveBytes });
       await h.setNoSpace('deactivate');
       this.#ours = false;
-    } else if (!raised) {
+      await h.marker?.set(false);
+    } else if (!raised && this.#ours) {
       this.#ours = false; // disarmed by an operator meanwhile
+      await h.marker?.set(false);
     }
   }
 
@@ -143,11 +172,46 @@ export async function fullDiskError(
   );
 }
 
+/**
+ * A start that failed on a full disk, told as such: the disk of the data directory (or of the log, when
+ * that is elsewhere), its free bytes and what to delete. Undefined when the failure is not ENOSPC, or is
+ * already told (the backend's open, above).
+ */
+export async function startOnFullDiskError(o: Pick<MemberOptions, 'dataDir' | 'walDir'>, error: unknown): Promise<Error | undefined> {
+  let text = '';
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    text += ` ${String(e)} ${String((e as { code?: unknown }).code ?? '')}`;
+  }
+  if (!/ENOSPC|No space left/i.test(text) || /is full \(/.test(text)) return undefined;
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  const dir = /wal/i.test(text) ? walDir : o.dataDir;
+  const free = await new NodeFsPort().freeBytes(dir);
+  return new Error(
+    `the disk of ${dir} is full (${free ?? 'unknown'} bytes free): the member cannot start. To make room, ${spaceAdvice(o.dataDir, walDir)}`,
+    { cause: error },
+  );
+}
+
 /** Below this many free bytes a failed open is blamed on the disk (LevelDB opens by writing a new log and manifest). */
 export const fullDiskBytesMax = 4 * 1024 * 1024;
 
+/**
+ * The marker of a NOSPACE raised by the disk. Best effort: on a disk too full for even this file the
+ * restarted member still finds the disk short and takes the alarm as the disk's (check above).
+ */
+export function noSpaceMarker(memberDir: string, logger: Logger): NonNullable<DiskWatchHost['marker']> {
+  const file = join(memberDir, 'nospace-disk');
+  return {
+    present: () => stat(file).then(() => true, () => false),
+    set: async (raised) => {
+      const done = raised ? writeFile(file, 'NOSPACE raised by the disk watch\n', { mode: 0o600 }) : rm(file, { force: true });
+      await done.catch((error: unknown) => logger.warn('disk watch: cannot record the alarm', { file, error: String(error) }));
+    },
+  };
+}
+
 /** The member's watch over its log's and backend's disks, started (stop it before closing the server). */
-export function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer): DiskWatch {
+export async function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer, room: DiskRoom): Promise<DiskWatch> {
   const walDir = walDirOf(o.dataDir, o.walDir);
   const fs = new NodeFsPort();
   const watch = new DiskWatch({
@@ -162,7 +226,9 @@ export function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdS
     },
     logger: o.logger,
     advice: spaceAdvice(o.dataDir, walDir),
+    room,
+    marker: noSpaceMarker(join(o.dataDir, 'member'), o.logger),
   });
-  watch.start();
+  await watch.start();
   return watch;
 }

@@ -43,7 +43,8 @@ import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStre
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
-import { startDiskWatch } from './disk-watch.js';
+import { startDiskWatch, startOnFullDiskError } from './disk-watch.js';
+import { DiskRoom } from '../node/request/disk-room.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../join/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
 import { registerClientTraffic } from '../metrics/client-traffic.js';
@@ -68,6 +69,16 @@ export interface RunningMember {
 }
 
 export async function startMember(options: MemberOptions): Promise<RunningMember> {
+  try {
+    return await startMemberOn(options);
+  } catch (error) {
+    // Wherever a start meets a full disk (the log's lock or profile memo, a segment, the backend, a
+    // checkpoint), it says so and what to delete, never a bare ENOSPC (issue 32).
+    throw (await startOnFullDiskError(options, error)) ?? error;
+  }
+}
+
+async function startMemberOn(options: MemberOptions): Promise<RunningMember> {
   const o = await withAutoTls(options);
   const log = o.logger;
   const boot = await openOrBootstrap(o);
@@ -149,7 +160,10 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const build = buildVersion();
     const dataVersion = new DataVersionRecorder(memberDir, build, await readDataVersion(memberDir), (error) => stop.fatal(error));
 
+    // Counts the disk's room on the write path; the disk watch, started below, keeps it current.
+    const diskRoom = new DiskRoom();
     const server = new EtcdServer({
+      diskRoom,
       memberId: identity.memberId,
       clusterId: identity.clusterId,
       name: o.name,
@@ -256,7 +270,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       });
       stop.add('snapshots', () => scheduledSnapshots.stop());
     }
-    const diskWatch = startDiskWatch(o, identity.memberId, server);
+    const diskWatch = await startDiskWatch(o, identity.memberId, server, diskRoom);
     stop.add('disk watch', () => diskWatch.stop());
     wear.start();
     stop.arm();

@@ -13,6 +13,7 @@ import type { TestFault } from '../config/test-faults.js';
 import type { Scheduler } from '../base/scheduler.js';
 import type { MemberVersion } from '../base/version.js';
 import { realScheduler } from './driver/real-scheduler.js';
+import type { DiskRoom } from './request/disk-room.js';
 
 export interface EtcdServerParts {
   /** Time and timers (default: the real ones; the simulator passes its own: test/sim/node). */
@@ -68,6 +69,8 @@ export interface EtcdServerParts {
     /** A committed cluster version was applied: the composition root records it in the data directory. */
     onClusterVersion(clusterVersion: string): void;
   };
+  /** The disk's room for writes (main/disk-watch.ts keeps it current); absent, writes are not checked for disk space. */
+  diskRoom?: DiskRoom;
   /** --auth-token, --auth-token-ttl, --bcrypt-cost, --client-cert-auth (defaults: etcd's). */
   auth?: ServerAuthOptions;
 }

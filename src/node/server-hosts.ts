@@ -155,6 +155,7 @@ export function requestHost(c: ServerCore, parts: { auth: ServerAuth; forward: L
     reads: c.reads,
     barrier: c.barrier,
     logger: c.parts.logger,
+    diskRoom: c.parts.diskRoom,
     electionMs: c.parts.electionMs,
     scheduler: schedulerOf(c.parts),
     leasesReady: () => c.leadership.leasesReady(),

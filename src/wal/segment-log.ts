@@ -65,6 +65,8 @@ export class SegmentLog {
   #pos: number;
   readonly #log: (line: string) => void;
   #next: Promise<Prepared> | undefined;
+  /** The last preparation found no space: the next try is at rotation, not at every write. */
+  #prepareFailed = false;
   #salt: number;
   readonly #spares: string[];
   preallocatedBytes = 0;
@@ -114,9 +116,20 @@ export class SegmentLog {
     if (this.#next !== undefined) return;
     const last = this.#segments[this.#segments.length - 1];
     const seq = last === undefined ? 0 : last.seq + 1;
-    this.#next = this.#prepare(seq);
-    // A failure is reported at once (it is fatal) and again to whoever awaits the segment.
-    this.#next.catch((err: unknown) => this.#onBackgroundError(err));
+    const next = this.#prepare(seq);
+    this.#next = next;
+    next.catch((err: unknown) => {
+      // A full disk is not the log's failure: nothing was written to a live segment, the temp file is gone.
+      // The active segment still has room; the rotation tries once more (issue 32), and only that is fatal.
+      if (isNoSpace(err)) {
+        if (this.#next === next) this.#next = undefined;
+        this.#prepareFailed = true;
+        this.#log(`wal: ${this.#dir}: no space to prepare the next segment (${String(err)}); trying again at rotation`);
+        return;
+      }
+      // Any other failure is reported at once (it is fatal) and again to whoever awaits the segment.
+      this.#onBackgroundError(err);
+    });
   }
 
   async #prepare(seq: number): Promise<Prepared> {
@@ -217,8 +230,18 @@ export class SegmentLog {
 
   /** Puts the prepared segment in place as the active one; its first entry index is recorded in its name. */
   async rotate(firstIndex: number): Promise<void> {
+    this.#prepareFailed = false;
     this.prepareNext();
-    const next = await this.#next!;
+    let next: Prepared;
+    try {
+      next = await this.#next!;
+    } catch (err) {
+      // Prepared ahead on a disk that was full then: once more now (the disk watch may have made room).
+      if (!isNoSpace(err)) throw err;
+      this.#next = undefined;
+      this.prepareNext();
+      next = await this.#next!;
+    }
     this.#next = undefined;
     const name = segmentFileName(next.seq, firstIndex);
     await this.#fs.rename(next.tmpPath, `${this.#dir}/${name}`);
@@ -244,7 +267,7 @@ export class SegmentLog {
     // Prepare the next segment only once this one is half full: zero-filling a fresh 64 MiB file is 16k page
     // writes on the thread pool, which a member that just started (or a short-lived one) should not pay
     // while it serves; half a segment of log leaves plenty of time to finish before rotation.
-    if (this.#pos > this.#activeBytes / 2) this.prepareNext();
+    if (this.#pos > this.#activeBytes / 2 && !this.#prepareFailed) this.prepareNext();
     const seg = this.#segments[this.#segments.length - 1]!;
     seg.maxIndex = Math.max(seg.maxIndex, maxIndex);
   }
@@ -262,7 +285,7 @@ export class SegmentLog {
     let released = 0;
     while (this.#segments.length > 1 && this.#segments[0]!.maxIndex <= index) {
       const { name, seq } = this.#segments[0]!;
-      if (this.#tuning.preallocate && this.#spares.length < this.#tuning.recycleSegmentsMax) {
+      if (this.#tuning.preallocate && this.#spares.length < this.#tuning.recycleSegmentsMax && (await this.#recyclable(`${this.#dir}/${name}`))) {
         const spare = `${this.#dir}/${segmentSpareName(seq)}`;
         await this.#fs.rename(`${this.#dir}/${name}`, spare);
         this.#spares.push(spare);
@@ -277,6 +300,20 @@ export class SegmentLog {
     return released;
   }
 
+  /**
+   * Only a segment of the profile's size is ever recycled (#recycle): a smaller one, prepared on a short disk,
+   * is deleted at once rather than kept as a spare that holds space nothing will reuse (issue 32: on a
+   * 64 MiB disk two such spares held up to half of it).
+   */
+  async #recyclable(path: string): Promise<boolean> {
+    const file = await this.#fs.open(path, 'existing');
+    try {
+      return (await file.size()) === this.#tuning.segmentBytes;
+    } finally {
+      await file.close();
+    }
+  }
+
   async close(): Promise<void> {
     const next = this.#next;
     this.#next = undefined;
@@ -288,6 +325,10 @@ export class SegmentLog {
     await this.#active?.close();
     this.#active = undefined;
   }
+}
+
+function isNoSpace(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === 'ENOSPC';
 }
 
 function mib(bytes: number): string {

@@ -5,13 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AlarmMember } from '../../src/mvcc/types.js';
-import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice } from '../../src/main/disk-watch.js';
+import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice, startOnFullDiskError, type DiskWatchHost } from '../../src/main/disk-watch.js';
+import { DiskRoom } from '../../src/node/request/disk-room.js';
 import type { Logger } from '../../src/config/log.js';
 
 const MiB = 1024 * 1024;
 const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {}, child: () => quiet } as unknown as Logger;
 
-function setup(reserveBytes = 100 * MiB) {
+function setup(reserveBytes = 100 * MiB, extra: Partial<DiskWatchHost> = {}) {
   const free = new Map<string, number>([['/wal', 500 * MiB], ['/db', 500 * MiB]]);
   let alarms: AlarmMember[] = [];
   let overQuota = false;
@@ -29,6 +30,7 @@ function setup(reserveBytes = 100 * MiB) {
     },
     logger: quiet,
     advice: spaceAdvice('/data', '/wal'),
+    ...extra,
   });
   const setAlarm = async (): Promise<void> => void (alarms = [{ memberId: 7n, alarm: 'NOSPACE' }]);
   return { watch, free, calls, setOverQuota: (v: boolean) => (overQuota = v), alarms: () => alarms, setAlarm };
@@ -91,6 +93,41 @@ describe('disk watch', () => {
     expect(s.calls).toEqual(['deactivate']);
   });
 
+  it('a NOSPACE it raised before a restart is cleared by the restarted watch once space returns, by its marker (issue 32)', async () => {
+    let marked = false;
+    const marker = { present: async () => marked, set: async (raised: boolean) => void (marked = raised) };
+    const before = setup(100 * MiB, { marker });
+    before.free.set('/db', 99 * MiB);
+    await before.watch.check();
+    expect(marked).toBe(true);
+    // Restarted with the space back: the alarm is in the store, the disk has room.
+    const after = setup(100 * MiB, { marker });
+    await after.setAlarm();
+    await after.watch.start();
+    await after.watch.stop();
+    expect(after.calls).toEqual(['deactivate']);
+    expect(marked).toBe(false);
+  });
+
+  it('without the marker, a NOSPACE found at a restart with room is the operator\'s or the quota\'s: kept', async () => {
+    const marker = { present: async () => false, set: async () => {} };
+    const s = setup(100 * MiB, { marker });
+    await s.setAlarm();
+    await s.watch.start();
+    await s.watch.stop();
+    expect(s.calls).toEqual([]);
+  });
+
+  it('a write the room refused raises NOSPACE when the next look still finds no room for it', async () => {
+    const room = new DiskRoom();
+    const s = setup(100 * MiB, { room });
+    s.free.set('/db', 101 * MiB);
+    await s.watch.check(); // above the reserve: no alarm, the room learns 101 MiB free
+    expect(room.admit(MiB)).toBe(false); // 3 MiB of disk would cross the reserve
+    await s.watch.check();
+    expect(s.calls).toEqual(['activate']);
+  });
+
   it('another member\'s NOSPACE is not this watch\'s to clear', async () => {
     const s = setup();
     const watch = new DiskWatch({
@@ -124,5 +161,19 @@ describe('a backend that cannot open on a full disk', () => {
 
   it('is not blamed on the disk when there is room and no ENOSPC', async () => {
     expect(await fullDiskError('/d', new Error('Corruption: bad block'), async () => 500 * MiB, '')).toBeUndefined();
+  });
+});
+
+describe('a start that meets a full disk anywhere (issue 32)', () => {
+  it('says the disk is full and what to delete, instead of a bare ENOSPC', async () => {
+    const cause = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: 'ENOSPC' });
+    const err = await startOnFullDiskError({ dataDir: '/nonexistent/d', walDir: undefined }, new Error('wal: segment preparation failed', { cause }));
+    expect(err?.message).toMatch(/^the disk of \/nonexistent\/d\/member\/wal is full \(unknown bytes free\): the member cannot start\. To make room, delete old scheduled snapshots/);
+    expect(err?.cause).toBeInstanceOf(Error);
+  });
+
+  it('leaves other failures, and a full disk already told, as they are', async () => {
+    expect(await startOnFullDiskError({ dataDir: '/d', walDir: undefined }, new Error('EACCES'))).toBeUndefined();
+    expect(await startOnFullDiskError({ dataDir: '/d', walDir: undefined }, new Error('the disk of /d/member/db is full (0 bytes free): ENOSPC'))).toBeUndefined();
   });
 });

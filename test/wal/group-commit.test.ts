@@ -208,6 +208,22 @@ describe('a failed write or sync is fatal (W7)', () => {
     await wal.close();
   });
 
+  it('a next segment that finds no space is prepared again at rotation, not fatal (issue 32)', async () => {
+    // The first try at segment 1 meets a full disk; the disk watch has made room by the rotation.
+    let tries = 0;
+    const fs = new SimFs({ failOp: (o) => (o.startsWith('create') && o.includes('0000000000000001.wal.tmp') && tries++ === 0 ? 'ENOSPC' : false) });
+    const fatals: WalFatalError[] = [];
+    const lines: string[] = [];
+    const { wal } = await Wal.open(dir, { ...opts(fs), onFatal: (e) => fatals.push(e), logger: (l) => lines.push(l) });
+    // The next segment is prepared once the active one (1 MiB here) is half full; 80 × 16 KiB rotates.
+    for (let i = 1; i <= 80; i++) await wal.save({ entries: [entry(i, 16 * 1024)] });
+    expect(fatals).toEqual([]);
+    expect(tries).toBe(2);
+    expect(lines.filter((l) => l.includes('no space to prepare the next segment'))).toHaveLength(1);
+    expect((await fs.list(dir)).filter((f) => f.endsWith('.wal'))).toHaveLength(2);
+    await wal.close();
+  });
+
   it('saves after close are refused', async () => {
     const fs = new SimFs();
     const { wal } = await Wal.open(dir, opts(fs));

@@ -346,6 +346,20 @@ describe('recycled segments', () => {
     return { fs, path: await activePath(), lastIndex: i };
   }
 
+  it("a released segment smaller than the profile's is deleted, not kept as a spare nothing reuses (issue 32)", async () => {
+    const MiB = 1024 * 1024;
+    const fs = new SimFs();
+    // The first segment is 1 MiB (walFirstSegmentBytes), the profile's 4 MiB: only the latter is recycled.
+    const { wal } = await Wal.open(dir, { fs, profile: 'ssd', tuning: { ...tuning, segmentBytes: 4 * MiB, batchBytesMax: 64 * 1024 } });
+    for (let i = 1; i <= 70; i++) await wal.save({ entries: [entry(i, 16 * 1024)], hardState: { term: 1, vote: 1n, commit: i } });
+    await wal.saveSnapshot({ meta: { index: 70, term: 1, confState: { voters: [1n], learners: [] } }, data: Uint8Array.of(1) });
+    await wal.releaseTo(70);
+    const names = await fs.list(dir);
+    expect(names.filter((n) => n.endsWith('.wal.spare'))).toEqual([]);
+    expect(names.filter((n) => n.endsWith('.wal'))).toHaveLength(1);
+    await wal.close();
+  });
+
   it("a recycled segment's old records are never read back", async () => {
     const { fs, path, lastIndex } = await recycledLog();
     const bytes = fs.bytes(path);

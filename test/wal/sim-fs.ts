@@ -9,7 +9,8 @@
  *   every later one reject with SimCrashError and change nothing.
  * - crashImage(): the file system as it comes back after the crash, optionally with the last write torn
  *   (a prefix of it, or a random subset of its 512-byte sectors, reached the disk).
- * - `failOp(op, n)`: make operation n fail with EIO (a dying disk) without crashing.
+ * - `failOp(op, n)`: make operation n fail with EIO (a dying disk) without crashing; returning an errno code
+ *   instead of true fails it with that code (ENOSPC: a full disk).
  * - `beforeSync`: a hook awaited inside every datasync/sync (tests gate syncs to observe group commit).
  *
  * Operations counted (crash points): mkdirp, open(create), write, datasync, sync, truncate, rename, unlink,
@@ -34,7 +35,7 @@ interface Dir {
 
 export interface SimFsOptions {
   crashAfterOp?: number;
-  failOp?: (op: string, n: number) => boolean;
+  failOp?: (op: string, n: number) => boolean | string;
   beforeSync?: () => Promise<void>;
 }
 
@@ -74,7 +75,8 @@ export class SimFs implements FsPort {
     if (this.#crashed) throw new SimCrashError(`after crash: ${op}`);
     const n = ++this.#ops;
     this.log.push(`${n} ${op}`);
-    if (this.options.failOp?.(op, n)) throw errno('EIO', `${op} (simulated)`);
+    const fail = this.options.failOp?.(op, n);
+    if (fail !== undefined && fail !== false) throw errno(fail === true ? 'EIO' : fail, `${op} (simulated)`);
     const result = apply();
     if (n === this.options.crashAfterOp) {
       this.#crashed = true;

@@ -4,12 +4,15 @@ import { EtcdError } from '../errors.js';
 import type { Logger } from '../../config/log.js';
 import type { Proposer } from './proposer.js';
 import type { ServerState } from '../apply/server-state.js';
+import type { DiskRoom } from './disk-room.js';
 
 export interface QuotaHost {
   memberId: bigint;
   state(): ServerState;
   proposer: Proposer;
   logger: Logger;
+  /** The disk's room for writes, counted on the write path (absent: not watched, as in the simulator). */
+  diskRoom?: DiskRoom | undefined;
 }
 
 /**
@@ -21,6 +24,8 @@ export async function checkQuota(h: QuotaHost, bytes: number): Promise<void> {
   // With NOSPACE raised (the quota, or a disk nearly full: main/disk-watch.ts), the apply path would refuse
   // this write anyway; refused here, it takes no room in the log of a disk that has little left.
   if (bytes > 0 && h.state().alarms.list().some((a) => a.alarm === 'NOSPACE')) throw new EtcdError('noSpace');
+  // Refused before the alarm is even raised: the disk will not hold it and what recovery needs.
+  if (bytes > 0 && h.diskRoom?.admit(bytes) === false) throw new EtcdError('noSpace');
   if (!h.state().store.overQuota(bytes)) return;
   await h.state().store.reclaim();
   const state = h.state();

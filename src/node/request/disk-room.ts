@@ -1,0 +1,80 @@
+/**
+ * Room on the disk for a write, judged on the write path (issue 32, item 1). The disk watch's statfs once a
+ * second was too slow: the fastest writer (64 KiB puts back to back) filled a 64 MiB disk in ~1.9 s, past
+ * the reserve between two looks. So every admitted write is counted at what it may cost the disk
+ * (diskBytesPerRequestByte: the log's copy, LevelDB's log and its table), free space is re-read (statfs)
+ * after every diskRecheckBytes of such writes, and a write that would eat into the reserve is refused before
+ * it is proposed, with etcd's "database space exceeded", while the watch raises NOSPACE. The estimate
+ * errs high: a refusal re-reads the disk, so an over-count costs one statfs, never a wrong refusal for long.
+ *
+ * The host (main/disk-watch.ts) does the statfs and reports what it saw (observed); this side only counts.
+ * Not deterministic, and not in the apply path: it decides what is proposed, as etcd's quota check does.
+ */
+
+/** Disk bytes a write may cost per byte of its keys and values: the log's record, LevelDB's log and its level-0 table. */
+export const diskBytesPerRequestByte = 3;
+/** A request's own overhead on disk (record headers, revision keys, index), whatever its size. */
+export const diskBytesPerRequest = 512;
+/** Estimated bytes written after which free space is read again. */
+export const diskRecheckBytes = 1024 * 1024;
+
+export interface DiskRoomHost {
+  /** Reads free space now (statfs) and calls observed(); may raise NOSPACE. One at a time. */
+  recheck(): void;
+}
+
+export class DiskRoom {
+  #host: DiskRoomHost | undefined;
+  /** Free bytes (the lowest of the watched file systems) at the last look, and the reserve then. */
+  #free: number | undefined;
+  #reserve = 0;
+  /** Estimated bytes admitted since the look that #free comes from started. */
+  #admitted = 0;
+  /** Estimated bytes admitted in all (a look subtracts what was admitted before it started). */
+  #admittedTotal = 0;
+  /** The largest cost refused since the last look: a look that still finds no room for it raises NOSPACE. */
+  #refused = 0;
+
+  /** Connects the watch that reads the disk (the server exists before the watch). */
+  attach(host: DiskRoomHost): void {
+    this.#host = host;
+  }
+
+  /** Where a look starts: the bytes admitted so far (pass back to observed()). */
+  mark(): number {
+    return this.#admittedTotal;
+  }
+
+  /**
+   * The room a look must find above the reserve not to raise NOSPACE: that of the largest write refused since
+   * the last look (0 when none), so that a refusal here always ends as an alarm an operator can see.
+   */
+  takeRefused(): number {
+    const r = this.#refused;
+    this.#refused = 0;
+    return r;
+  }
+
+  /** A look at the disk that started at `mark` saw `freeBytes` free with `reserveBytes` to keep. */
+  observed(freeBytes: number, reserveBytes: number, mark: number): void {
+    this.#free = freeBytes;
+    this.#reserve = reserveBytes;
+    // What was admitted after the look started may not be on the disk it saw.
+    this.#admitted = this.#admittedTotal - mark;
+  }
+
+  /** Whether a write of `bytes` (keys and values) fits above the reserve; counts it when it does. */
+  admit(bytes: number): boolean {
+    if (this.#free === undefined) return true;
+    const cost = bytes * diskBytesPerRequestByte + diskBytesPerRequest;
+    if (this.#free - this.#admitted - cost < this.#reserve) {
+      this.#refused = Math.max(this.#refused, cost);
+      this.#host?.recheck();
+      return false;
+    }
+    this.#admitted += cost;
+    this.#admittedTotal += cost;
+    if (this.#admitted >= diskRecheckBytes) this.#host?.recheck();
+    return true;
+  }
+}
