@@ -26,6 +26,8 @@ const { values: args } = parseArgs({
     /** Record `perf record -g` on one follower in a second window, into this file (run with --node-options --perf-basic-prof). */
     perf: { type: 'string' },
     'node-options': { type: 'string' },
+    /** etcetera only: a V8 CPU profile per member into this directory, written when it stops. */
+    'cpu-prof': { type: 'string' },
   },
 });
 const writesPerSec = Number(args.writes);
@@ -89,7 +91,7 @@ async function perfRecord(pid: number, ms: number, out: string): Promise<void> {
 }
 
 async function once(system: System): Promise<void> {
-  const cluster = await Cluster.start(system, { size: 3 });
+  const cluster = await Cluster.start(system, { size: 3, ...(args['cpu-prof'] !== undefined ? { cpuProfDir: args['cpu-prof'] } : {}) });
   try {
     const leader = await cluster.leader();
     const conn = new RawClient(leader.clientUrl);

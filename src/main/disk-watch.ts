@@ -19,6 +19,7 @@
  * Polled every diskWatchIntervalMs: a burst of writes between two polls must fit in the reserve, which at
  * the 1.5 MiB request limit takes more than a second of the fastest device's writes.
  */
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { walSegmentBytesMin } from '../base/limits.js';
 import { levelCompactionBytesMax } from '../node/level-backend.js';
@@ -53,11 +54,13 @@ export interface DiskWatchHost {
   logger: Logger;
   /** What an operator can delete to make room (named in the log). */
   advice: string;
+  /** Runs the poll (default: a timer of its own; a member's rides its Raft tick, EtcdServer.every). */
+  every?(ms: number, fn: () => void): { cancel(): void };
 }
 
 export class DiskWatch {
   readonly #h: DiskWatchHost;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
   /** This member's NOSPACE is the disk's: raised here, or present while the disk was short. */
   #ours = false;
@@ -67,16 +70,16 @@ export class DiskWatch {
   }
 
   start(): void {
-    this.#timer = setInterval(() => {
+    const poll = (): void => {
       this.#running ??= this.check()
         .catch((error: unknown) => this.#h.logger.warn('disk watch: check failed', { error: error instanceof Error ? error.message : String(error) }))
         .finally(() => (this.#running = undefined));
-    }, diskWatchIntervalMs);
-    this.#timer.unref();
+    };
+    this.#timer = this.#h.every?.(diskWatchIntervalMs, poll) ?? unrefInterval(diskWatchIntervalMs, poll);
   }
 
   async stop(): Promise<void> {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer?.cancel();
     await this.#running;
   }
 
@@ -107,11 +110,13 @@ export class DiskWatch {
   }
 
   async #lowest(): Promise<{ dir: string; freeBytes: number } | undefined> {
+    // All at once: each statfs is a round trip through the thread pool, and each completion a wake-up.
+    const free = await Promise.all(this.#h.dirs.map((dir) => this.#h.freeBytes(dir)));
     let low: { dir: string; freeBytes: number } | undefined;
-    for (const dir of this.#h.dirs) {
-      const free = await this.#h.freeBytes(dir);
-      if (free !== undefined && (low === undefined || free < low.freeBytes)) low = { dir, freeBytes: free };
-    }
+    this.#h.dirs.forEach((dir, i) => {
+      const f = free[i];
+      if (f !== undefined && (low === undefined || f < low.freeBytes)) low = { dir, freeBytes: f };
+    });
     return low;
   }
 }
@@ -147,12 +152,39 @@ export async function fullDiskError(
 export const fullDiskBytesMax = 4 * 1024 * 1024;
 
 /** The member's watch over its log's and backend's disks, started (stop it before closing the server). */
+function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
+  const t = setInterval(fn, ms);
+  t.unref();
+  return { cancel: () => clearInterval(t) };
+}
+
+/** One directory per file system: the log's and the backend's are usually on the same one, and one statfs tells both. */
+export function oneDirPerDevice(dirs: readonly string[], deviceOf: (dir: string) => number | undefined): string[] {
+  const seen = new Set<number>();
+  return dirs.filter((dir) => {
+    const dev = deviceOf(dir);
+    if (dev === undefined) return true; // unknown: keep watching it on its own
+    if (seen.has(dev)) return false;
+    seen.add(dev);
+    return true;
+  });
+}
+
+function deviceOf(dir: string): number | undefined {
+  try {
+    return statSync(dir).dev;
+  } catch {
+    return undefined;
+  }
+}
+
 export function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer): DiskWatch {
   const walDir = walDirOf(o.dataDir, o.walDir);
   const fs = new NodeFsPort();
   const watch = new DiskWatch({
     memberId,
-    dirs: [walDir, join(o.dataDir, 'member', 'db')],
+    dirs: oneDirPerDevice([walDir, join(o.dataDir, 'member', 'db')], deviceOf),
+    every: (ms, fn) => server.every(ms, fn),
     reserveBytes: () => diskReserveBytes(server.state.store.dbSizeBytes()),
     freeBytes: (dir) => fs.freeBytes(dir),
     alarms: () => server.state.alarms.list(),

@@ -207,6 +207,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       api: server,
       listenUrls: o.listenClientUrls,
       leaderCheckIntervalMs: o.electionTimeoutMs,
+      every: (ms, fn) => server.every(ms, fn),
       ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
       ...grpcOptionsOf(o),
       metrics: grpcMetrics,

@@ -198,6 +198,14 @@ export class EtcdServer implements EtcdApi {
     return this.#appliedWait.applied;
   }
 
+  /**
+   * Periodic work of the layers above (the disk watch, the client port's leader check) on the Raft tick: in
+   * the tick's event-loop turn, not a wake-up of its own (driver/tick-wheel.ts). Runs while the driver does.
+   */
+  every(ms: number, fn: () => void): TimerHandle {
+    return tickScheduler(schedulerOf(this.#p), this.#driver.ticks).every(ms, fn, { background: true });
+  }
+
   get isLeader(): boolean {
     return this.#leadership.isLeader;
   }
