@@ -228,6 +228,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const prober = startPeerProber({
       transport,
       registry: metrics.registry,
+      every: (ms, fn) => server.every(ms, fn),
       peers: () => server.state.membership.list().flatMap((m) => (m.id !== identity.memberId && m.peerUrls[0] !== undefined ? [{ id: m.id, url: m.peerUrls[0] }] : [])),
     });
     stop.add('prober', () => prober.stop());
@@ -251,7 +252,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     }
     const diskWatch = startDiskWatch(o, identity.memberId, server);
     stop.add('disk watch', () => diskWatch.stop());
-    wear.start();
+    wear.start((ms, fn) => server.every(ms, fn));
     stop.arm();
     log.info('serving client requests', { clientUrls, peerUrl });
 
