@@ -34,7 +34,7 @@ const writesPerSec = Number(args.writes);
 const windowMs = Number(args.seconds) * 1000;
 const clockTicksPerSec = 100;
 
-interface ThreadSample { comm: string; cpuTicks: number; wakes: number }
+interface ThreadSample { comm: string; cpuTicks: number; sysTicks: number; wakes: number }
 interface Sample { atMs: number; syscw: number; threads: Map<number, ThreadSample> }
 
 function sample(pid: number): Sample {
@@ -46,7 +46,7 @@ function sample(pid: number): Sample {
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const wakes = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-      threads.set(Number(tid), { comm, cpuTicks: Number(rest[11]) + Number(rest[12]), wakes });
+      threads.set(Number(tid), { comm, cpuTicks: Number(rest[11]) + Number(rest[12]), sysTicks: Number(rest[12]), wakes });
     } catch {
       // the thread ended between readdir and read
     }
@@ -55,22 +55,23 @@ function sample(pid: number): Sample {
   return { atMs: performance.now(), syscw: Number(/^syscw:\s+(\d+)/m.exec(io)?.[1] ?? NaN), threads };
 }
 
-interface MemberRates { cpuMsPerSec: number; mainCpuMsPerSec: number; wakesPerSec: number; mainWakesPerSec: number; writeCallsPerSec: number; byComm: Map<string, number> }
+interface MemberRates { cpuMsPerSec: number; sysMsPerSec: number; mainCpuMsPerSec: number; wakesPerSec: number; mainWakesPerSec: number; writeCallsPerSec: number; byComm: Map<string, number> }
 
 function diff(pid: number, a: Sample, b: Sample): MemberRates {
   const s = (b.atMs - a.atMs) / 1000;
-  let cpu = 0, wakes = 0, mainCpu = 0, mainWakes = 0;
+  let cpu = 0, sys = 0, wakes = 0, mainCpu = 0, mainWakes = 0;
   const byComm = new Map<string, number>();
   for (const [tid, t] of b.threads) {
-    const t0 = a.threads.get(tid) ?? { cpuTicks: 0, wakes: 0 };
+    const t0 = a.threads.get(tid) ?? { cpuTicks: 0, sysTicks: 0, wakes: 0 };
     const dCpu = ((t.cpuTicks - t0.cpuTicks) * 1000) / clockTicksPerSec / s;
     const dWakes = (t.wakes - t0.wakes) / s;
     cpu += dCpu;
+    sys += ((t.sysTicks - t0.sysTicks) * 1000) / clockTicksPerSec / s;
     wakes += dWakes;
     if (tid === pid) [mainCpu, mainWakes] = [dCpu, dWakes];
     byComm.set(t.comm, (byComm.get(t.comm) ?? 0) + dWakes);
   }
-  return { cpuMsPerSec: cpu, mainCpuMsPerSec: mainCpu, wakesPerSec: wakes, mainWakesPerSec: mainWakes, writeCallsPerSec: (b.syscw - a.syscw) / s, byComm };
+  return { cpuMsPerSec: cpu, sysMsPerSec: sys, mainCpuMsPerSec: mainCpu, wakesPerSec: wakes, mainWakesPerSec: mainWakes, writeCallsPerSec: (b.syscw - a.syscw) / s, byComm };
 }
 
 async function straceCount(pid: number, ms: number): Promise<string> {
@@ -84,7 +85,7 @@ async function straceCount(pid: number, ms: number): Promise<string> {
 }
 
 async function perfRecord(pid: number, ms: number, out: string): Promise<void> {
-  const p = spawn('perf', ['record', '-F', '499', '-g', '-o', out, '-p', String(pid)], { stdio: 'ignore' });
+  const p = spawn('perf', ['record', '-F', '4999', '-g', '-o', out, '-p', String(pid)], { stdio: 'ignore' });
   await new Promise((r) => setTimeout(r, ms));
   p.kill('SIGINT');
   await new Promise((r) => p.once('exit', r));
@@ -111,7 +112,7 @@ async function once(system: System): Promise<void> {
     conn.close();
     const rs = pids.map((pid, i) => diff(pid, before[i]!, after[i]!));
     const mean = (f: (r: MemberRates) => number): string => (rs.reduce((x, r) => x + f(r), 0) / rs.length).toFixed(1);
-    console.log(`${system}: cpu ms/s ${rs.map((r) => r.cpuMsPerSec.toFixed(1)).join(' ')} (mean ${mean((r) => r.cpuMsPerSec)}, main thread ${mean((r) => r.mainCpuMsPerSec)}); ` +
+    console.log(`${system}: cpu ms/s ${rs.map((r) => r.cpuMsPerSec.toFixed(1)).join(' ')} (mean ${mean((r) => r.cpuMsPerSec)}, of it kernel ${mean((r) => r.sysMsPerSec)}, main thread ${mean((r) => r.mainCpuMsPerSec)}); ` +
       `wake-ups/s ${mean((r) => r.wakesPerSec)} (main ${mean((r) => r.mainWakesPerSec)}); write calls/s ${mean((r) => r.writeCallsPerSec)}; leader m${cluster.members.indexOf(leader) + 1}`);
     const f = rs[follower]!;
     console.log(`  follower wake-ups/s by thread: ${[...f.byComm].filter(([, w]) => w >= 0.5).map(([c, w]) => `${c} ${w.toFixed(1)}`).join(', ')}`);

@@ -138,6 +138,8 @@ export class Cluster {
     if (this.options.cpuProfDir) node.push('--cpu-prof', '--cpu-prof-dir', this.options.cpuProfDir, '--cpu-prof-name', profName);
     // Node flags for the witness only (e.g. --jitless), to measure what they save on a witness under load.
     if (m.witness) node.push(...(process.env['ETCBENCH_WITNESS_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''));
+    // Node and V8 flags for every member (e.g. --interrupt-budget=N), to measure what one saves.
+    node.push(...(process.env['ETCBENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''));
     return [...node, etcetraCli, m.witness ? 'witness' : 'server', ...args];
   }
 
