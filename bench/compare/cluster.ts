@@ -136,7 +136,7 @@ export class Cluster {
     // One file per process start: the cluster size and member in the name, a sequence number to keep restarts.
     const profName = `${this.options.size}m-${m.name}-${seq++}.cpuprofile`;
     if (this.options.cpuProfDir) node.push('--cpu-prof', '--cpu-prof-dir', this.options.cpuProfDir, '--cpu-prof-name', profName);
-    // Node flags for every etcetera member (e.g. a V8 flag, to measure what it saves or costs).
+    // Node and V8 flags for every etcetera member (e.g. --interrupt-budget=N), to measure what one saves or costs.
     node.push(...(process.env['ETCBENCH_ETCETERA_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''));
     // Node flags for the witness only (e.g. --jitless), to measure what they save on a witness under load.
     if (m.witness) node.push(...(process.env['ETCBENCH_WITNESS_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== ''));

@@ -24,6 +24,7 @@
  * An alarm this watch raised is remembered in a file (member/nospace-disk) so that a restarted member
  * clears it the same way when the space is back, and an operator's or the quota's NOSPACE still is not.
  */
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { rm, stat, writeFile } from 'node:fs/promises';
 import type { DiskRoom } from '../node/request/disk-room.js';
@@ -64,11 +65,13 @@ export interface DiskWatchHost {
   room?: DiskRoom;
   /** The record that this member's NOSPACE is the disk's, kept across restarts. */
   marker?: { present(): Promise<boolean>; set(raised: boolean): Promise<void> };
+  /** Runs the poll (default: a timer of its own; a member's rides its Raft tick, EtcdServer.every). */
+  every?(ms: number, fn: () => void): { cancel(): void };
 }
 
 export class DiskWatch {
   readonly #h: DiskWatchHost;
-  #timer: NodeJS.Timeout | undefined;
+  #timer: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
   /** This member's NOSPACE is the disk's: raised here, or present while the disk was short. */
   #ours = false;
@@ -81,8 +84,8 @@ export class DiskWatch {
   async start(): Promise<void> {
     if (this.#h.marker !== undefined && (await this.#h.marker.present())) this.#ours = true;
     this.#h.room?.attach({ recheck: () => void this.#look() });
-    this.#timer = setInterval(() => void this.#look(), diskWatchIntervalMs);
-    this.#timer.unref();
+    const poll = (): void => void this.#look();
+    this.#timer = this.#h.every?.(diskWatchIntervalMs, poll) ?? unrefInterval(diskWatchIntervalMs, poll);
     void this.#look();
   }
 
@@ -95,7 +98,7 @@ export class DiskWatch {
   }
 
   async stop(): Promise<void> {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer?.cancel();
     await this.#running;
   }
 
@@ -136,11 +139,13 @@ export class DiskWatch {
   }
 
   async #lowest(): Promise<{ dir: string; freeBytes: number } | undefined> {
+    // All at once: each statfs is a round trip through the thread pool, and each completion a wake-up.
+    const free = await Promise.all(this.#h.dirs.map((dir) => this.#h.freeBytes(dir)));
     let low: { dir: string; freeBytes: number } | undefined;
-    for (const dir of this.#h.dirs) {
-      const free = await this.#h.freeBytes(dir);
-      if (free !== undefined && (low === undefined || free < low.freeBytes)) low = { dir, freeBytes: free };
-    }
+    this.#h.dirs.forEach((dir, i) => {
+      const f = free[i];
+      if (f !== undefined && (low === undefined || f < low.freeBytes)) low = { dir, freeBytes: f };
+    });
     return low;
   }
 }
@@ -211,12 +216,39 @@ export function noSpaceMarker(memberDir: string, logger: Logger): NonNullable<Di
 }
 
 /** The member's watch over its log's and backend's disks, started (stop it before closing the server). */
+function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
+  const t = setInterval(fn, ms);
+  t.unref();
+  return { cancel: () => clearInterval(t) };
+}
+
+/** One directory per file system: the log's and the backend's are usually on the same one, and one statfs tells both. */
+export function oneDirPerDevice(dirs: readonly string[], deviceOf: (dir: string) => number | undefined): string[] {
+  const seen = new Set<number>();
+  return dirs.filter((dir) => {
+    const dev = deviceOf(dir);
+    if (dev === undefined) return true; // unknown: keep watching it on its own
+    if (seen.has(dev)) return false;
+    seen.add(dev);
+    return true;
+  });
+}
+
+function deviceOf(dir: string): number | undefined {
+  try {
+    return statSync(dir).dev;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer, room: DiskRoom): Promise<DiskWatch> {
   const walDir = walDirOf(o.dataDir, o.walDir);
   const fs = new NodeFsPort();
   const watch = new DiskWatch({
     memberId,
-    dirs: [walDir, join(o.dataDir, 'member', 'db')],
+    dirs: oneDirPerDevice([walDir, join(o.dataDir, 'member', 'db')], deviceOf),
+    every: (ms, fn) => server.every(ms, fn),
     reserveBytes: () => diskReserveBytes(server.state.store.dbSizeBytes()),
     freeBytes: (dir) => fs.freeBytes(dir),
     alarms: () => server.state.alarms.list(),

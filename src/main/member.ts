@@ -229,6 +229,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       api: server,
       listenUrls: o.listenClientUrls,
       leaderCheckIntervalMs: o.electionTimeoutMs,
+      every: (ms, fn) => server.every(ms, fn),
       ...(o.clientTls !== undefined ? { tls: o.clientTls } : {}),
       ...grpcOptionsOf(o),
       metrics: grpcMetrics,
@@ -249,6 +250,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const prober = startPeerProber({
       transport,
       registry: metrics.registry,
+      every: (ms, fn) => server.every(ms, fn),
       peers: () => server.state.membership.list().flatMap((m) => (m.id !== identity.memberId && m.peerUrls[0] !== undefined ? [{ id: m.id, url: m.peerUrls[0] }] : [])),
     });
     stop.add('prober', () => prober.stop());
@@ -272,7 +274,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     }
     const diskWatch = await startDiskWatch(o, identity.memberId, server, diskRoom);
     stop.add('disk watch', () => diskWatch.stop());
-    wear.start();
+    wear.start((ms, fn) => server.every(ms, fn));
     stop.arm();
     log.info('serving client requests', { clientUrls, peerUrl });
 

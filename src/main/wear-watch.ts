@@ -37,7 +37,7 @@ export class WearWatch {
   readonly #meter: WearMeter;
   readonly #fsync = new RecentHistogram();
   readonly #now: () => number;
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #timers: Array<{ cancel(): void }> = [];
   #warned = false;
 
   constructor(host: WearWatchHost) {
@@ -55,21 +55,25 @@ export class WearWatch {
     return { wal: this.#h.walBytes(), backend: this.#h.backendBytes(), process: (this.#h.processBytes ?? processWriteBytes)() };
   }
 
-  /** Takes the first samples (the rate starts here) and starts the timers. */
-  start(): void {
+  /**
+   * Takes the first samples (the rate starts here) and starts the timers: on `runner` when given (a member
+   * passes its Raft tick, EtcdServer.every), else timers of their own.
+   */
+  start(runner?: (ms: number, fn: () => void) => { cancel(): void }): void {
     this.sampleWear();
     this.#fsync.sample(this.#now(), this.#h.fsyncSeconds());
     const every = (ms: number, fn: () => void): void => {
+      if (runner !== undefined) return void this.#timers.push(runner(ms, fn));
       const t = setInterval(fn, ms);
       t.unref();
-      this.#timers.push(t);
+      this.#timers.push({ cancel: () => clearInterval(t) });
     };
     every(wearSampleIntervalMs, () => this.sampleWear());
     every(fsyncSampleIntervalMs, () => this.#fsync.sample(this.#now(), this.#h.fsyncSeconds()));
   }
 
   stop(): void {
-    for (const t of this.#timers.splice(0)) clearInterval(t);
+    for (const t of this.#timers.splice(0)) t.cancel();
   }
 
   /** One wear sample, and the warning when the projection crosses the threshold. */

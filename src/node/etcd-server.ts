@@ -31,6 +31,7 @@ import { LeaderForward } from './leadership/leader-forward.js';
 import { Leadership } from './leadership/leadership.js';
 import { peerRpcOf } from './peer-rpc.js';
 import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
+import { tickScheduler } from './driver/tick-wheel.js';
 import { EtcdError } from './errors.js';
 import { LeaderLoops } from './periodic/leader-loops.js';
 import { MaintenanceOps } from './maintenance/maintenance-ops.js';
@@ -165,7 +166,7 @@ export class EtcdServer implements EtcdApi {
     driver.start(o.app ?? this.driverApp(), o.peers);
     this.#apply.campaignIfAlone();
     this.#loops.start();
-    const scheduler = schedulerOf(this.#p);
+    const scheduler = tickScheduler(schedulerOf(this.#p), driver.ticks);
     this.#corruptTimer = scheduler.every(corruptCheckIntervalMs, () => void this.checkCorruption(), { background: true });
     if (this.#p.autoCompaction !== undefined) {
       this.#compactor = new AutoCompactor(
@@ -195,6 +196,14 @@ export class EtcdServer implements EtcdApi {
 
   get applied(): number {
     return this.#appliedWait.applied;
+  }
+
+  /**
+   * Periodic work of the layers above (the disk watch, the client port's leader check) on the Raft tick: in
+   * the tick's event-loop turn, not a wake-up of its own (driver/tick-wheel.ts). Runs while the driver does.
+   */
+  every(ms: number, fn: () => void): TimerHandle {
+    return tickScheduler(schedulerOf(this.#p), this.#driver.ticks).every(ms, fn, { background: true });
   }
 
   get isLeader(): boolean {

@@ -13,6 +13,7 @@ import type { ClusterHost, ClusterOps } from './membership/cluster-ops.js';
 import type { LeaderForward, LeaderForwardHost } from './leadership/leader-forward.js';
 import type { Leadership } from './leadership/leadership.js';
 import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
+import { tickScheduler } from './driver/tick-wheel.js';
 import type { LoopsHost } from './periodic/leader-loops.js';
 import type { MaintenanceHost } from './maintenance/maintenance-ops.js';
 import type { Proposer } from './request/proposer.js';
@@ -90,7 +91,8 @@ export function loopsHost(c: ServerCore, cluster: ClusterOps): LoopsHost {
     ...(p.watchProgressIntervalMs !== undefined ? { watchProgressIntervalMs: p.watchProgressIntervalMs } : {}),
     ...(p.versions !== undefined ? { versions: p.versions } : {}),
     logger: p.logger,
-    scheduler: schedulerOf(p),
+    // The loops' timers ride the Raft tick: no wake-ups of their own at rest.
+    scheduler: tickScheduler(schedulerOf(p), c.driver.ticks),
     hasLeader: () => c.leadership.hasLeader(),
   };
 }

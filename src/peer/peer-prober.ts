@@ -18,6 +18,8 @@ export interface PeerProberHost {
   /** The other members and the peer URL each is probed at, now. */
   peers(): Array<{ id: NodeId; url: string }>;
   registry: Registry;
+  /** Runs the probes (default: a timer of its own; a member's ride its Raft tick, EtcdServer.every). */
+  every?(ms: number, fn: () => void): { cancel(): void };
 }
 
 export interface PeerProber {
@@ -37,8 +39,13 @@ export function startPeerProber(h: PeerProberHost): PeerProber {
       rtt.observe(ms / 1000, { To: hex(p.id) });
     })).finally(() => (round = undefined));
   };
-  const timer = setInterval(probeAll, peerProbeIntervalMs);
-  timer.unref();
+  const timer = h.every?.(peerProbeIntervalMs, probeAll) ?? unrefInterval(peerProbeIntervalMs, probeAll);
   probeAll();
-  return { stop: () => clearInterval(timer) };
+  return { stop: () => timer.cancel() };
+}
+
+function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
+  const t = setInterval(fn, ms);
+  t.unref();
+  return { cancel: () => clearInterval(t) };
 }

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AlarmMember } from '../../src/mvcc/types.js';
-import { diskClearMarginBytes, diskReserveBytes, DiskWatch, fullDiskError, spaceAdvice, startOnFullDiskError, type DiskWatchHost } from '../../src/main/disk-watch.js';
+import { diskClearMarginBytes, diskReserveBytes, diskWatchIntervalMs, DiskWatch, fullDiskError, oneDirPerDevice, spaceAdvice, startOnFullDiskError, type DiskWatchHost } from '../../src/main/disk-watch.js';
 import { DiskRoom } from '../../src/node/request/disk-room.js';
 import type { Logger } from '../../src/config/log.js';
 
@@ -137,6 +137,36 @@ describe('disk watch', () => {
     });
     await watch.check();
     expect(s.calls).toEqual([]);
+  });
+});
+
+describe('what an idle member pays for the watch (issue 34)', () => {
+  it('asks one statfs per file system: the log and the backend on one disk are one question', () => {
+    const dev = new Map<string, number | undefined>([['/d/wal', 5], ['/d/db', 5], ['/ssd/wal', 9], ['/gone', undefined]]);
+    expect(oneDirPerDevice(['/d/wal', '/d/db'], (d) => dev.get(d))).toEqual(['/d/wal']);
+    expect(oneDirPerDevice(['/ssd/wal', '/d/db', '/gone'], (d) => dev.get(d))).toEqual(['/ssd/wal', '/d/db', '/gone']);
+  });
+
+  it('polls on the periodic runner it is given (a member passes its Raft tick) and stops with it', async () => {
+    const s = setup();
+    const asked: string[] = [];
+    let poll: (() => void) | undefined;
+    let canceled = false;
+    const watch = new DiskWatch({
+      memberId: 7n, dirs: ['/wal', '/db'], reserveBytes: () => 100 * MiB,
+      freeBytes: async (dir) => (asked.push(dir), s.free.get(dir)),
+      alarms: () => [], overQuota: () => false, setNoSpace: async () => {}, logger: quiet, advice: '',
+      every: (ms, fn) => {
+        expect(ms).toBe(diskWatchIntervalMs);
+        poll = fn;
+        return { cancel: () => void (canceled = true) };
+      },
+    });
+    watch.start();
+    poll!();
+    await watch.stop();
+    expect(asked).toEqual(['/wal', '/db']);
+    expect(canceled).toBe(true);
   });
 });
 

@@ -49,6 +49,8 @@ export interface GrpcServerOptions {
   tls?: GrpcTlsOptions;
   /** How often require-leader streams are checked (etcd: one election timeout). */
   leaderCheckIntervalMs?: number;
+  /** Runs the leader check (default: a timer of its own; a member's rides its Raft tick, EtcdServer.every). */
+  every?: (ms: number, fn: () => void) => { cancel(): void };
   /** etcd's --max-request-bytes, --max-txn-ops, --max-concurrent-streams, --grpc-keepalive-*; default etcd's. */
   limits?: GrpcLimits;
   tlsPolicy?: TlsPolicy;
@@ -73,7 +75,7 @@ export interface GrpcServerHandle {
   trafficBytes(): { received: number; sent: number };
 }
 
-const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http', 'services', 'grpcServer']);
+const optionKeys = new Set(['api', 'listenUrls', 'tls', 'leaderCheckIntervalMs', 'every', 'limits', 'tlsPolicy', 'logger', 'metrics', 'http', 'services', 'grpcServer']);
 /** A connection that has not sent its first bytes by then speaks neither HTTP/2 nor HTTP/1.1 to us. */
 const firstBytesMs = 10_000;
 
@@ -213,8 +215,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     throw err;
   }
   const ports = listeners.map((l) => (l.address() as net.AddressInfo).port);
-  const timer = setInterval(() => streams.check(api.hasLeader()), options.leaderCheckIntervalMs ?? 1000);
-  timer.unref();
+  const leaderCheck = (): void => void streams.check(api.hasLeader());
+  const leaderCheckMs = options.leaderCheckIntervalMs ?? 1000;
+  const timer = options.every?.(leaderCheckMs, leaderCheck) ?? unrefInterval(leaderCheckMs, leaderCheck);
 
   return {
     ports,
@@ -227,7 +230,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       return { received, sent };
     },
     close: async (graceMs = 1000) => {
-      clearInterval(timer);
+      timer.cancel();
       for (const l of listeners) l.close();
       for (const socket of sniffing) socket.destroy();
       httpServer.closeAllConnections();
@@ -236,4 +239,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       if (await server.shutdown(graceMs)) for (const socket of accepted) socket.destroy();
     },
   };
+}
+
+function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
+  const t = setInterval(fn, ms);
+  t.unref();
+  return { cancel: () => clearInterval(t) };
 }

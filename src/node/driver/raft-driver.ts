@@ -32,6 +32,7 @@ import type {
 import type { RawNode } from '../../raft/raw-node.js';
 import type { Scheduler, TimerHandle } from '../../base/scheduler.js';
 import { realScheduler } from './real-scheduler.js';
+import { TickWheel } from './tick-wheel.js';
 
 /** What the driver needs from the durable log. */
 export interface DriverLog {
@@ -96,6 +97,11 @@ export class RaftDriver {
   readonly #ackBeforePersist: boolean;
   readonly #scheduler: Scheduler;
   #ticker: TimerHandle | undefined;
+  /**
+   * Periodic work of the member (leader loops, watch resync, …) runs on these ticks, in the tick's own
+   * event-loop turn, instead of on timers of its own: one wake-up per tick at rest (tick-wheel.ts).
+   */
+  readonly ticks: TickWheel;
   #scheduled = false;
   #draining = false;
   /**
@@ -128,6 +134,7 @@ export class RaftDriver {
     this.#node = node;
     this.#log = log;
     this.#tickIntervalMs = options.tickIntervalMs;
+    this.ticks = new TickWheel(options.tickIntervalMs);
     this.#ackBeforePersist = options.unsafeAckBeforePersist === true;
     this.#scheduler = options.scheduler ?? realScheduler;
     this.#reportedStable = node.stableIndex;
@@ -142,6 +149,7 @@ export class RaftDriver {
     this.#ticker = this.#scheduler.every(this.#tickIntervalMs, () => {
       this.#node.tick();
       this.#drainNow();
+      this.ticks.tick();
     });
     this.#schedule();
   }
