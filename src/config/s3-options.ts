@@ -39,6 +39,10 @@ export const s3OptionSpecs: OptionSpec[] = [
   { group: g, flag: 'etcd-s3-folder', kind: 'string', default: '', help: 'S3 folder.' },
   { group: g, flag: 'etcd-s3-insecure', kind: 'bool', default: 'false', help: 'Disables S3 over HTTPS.' },
   { group: g, flag: 'etcd-s3-timeout', kind: 'duration', default: '5m0s', help: 'S3 timeout.' },
+  {
+    group: g, flag: 'etcd-s3-config-secret', kind: 'string', default: '', help: '',
+    notice: 'ignored: etcetera has no Kubernetes API to read a Secret from; give the --etcd-s3-* options instead',
+  },
   { group: g, flag: 'etcd-s3-proxy', kind: 'string', default: '', help: 'Proxy server to use when connecting to S3 (not supported yet: refused when set).' },
 ];
 

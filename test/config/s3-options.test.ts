@@ -37,6 +37,11 @@ describe('--etcd-s3 options', () => {
     });
   });
 
+  it("accept k3s's etcd-s3-config-secret key with a notice (there is no Secret to read)", () => {
+    const r = parseConfig({ argv: ['--etcd-s3-config-secret', 'k3s-etcd-snapshot-s3-config'], env: {} });
+    expect(r.kind === 'config' && r.warnings.some((w) => w.startsWith('--etcd-s3-config-secret: ignored'))).toBe(true);
+  });
+
   it('take the keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when the flags are not given', () => {
     const s3 = config(['--etcd-s3', '--etcd-s3-bucket', 'b'], { AWS_ACCESS_KEY_ID: 'env-ak', AWS_SECRET_ACCESS_KEY: 'env-sk' }).etcdS3!;
     expect([s3.accessKey, s3.secretKey]).toEqual(['env-ak', 'env-sk']);

@@ -103,6 +103,10 @@ describe('snapshots in an S3 bucket (k3s --etcd-s3)', () => {
     await s3.start();
     const resumed = await uploads(up, 'success');
     await waitFor('uploads again', async () => ((await uploads(up, 'success')) > resumed ? true : undefined), 30_000);
+    // An on-demand snapshot (etcdctl's save) goes to the bucket too.
+    const onDemand = join(tempDir('on-demand'), 'on-demand-up.db');
+    const save = await runCli(['snapshot', 'save', onDemand, '--endpoints', up.clientUrl, ...s3Flags()]);
+    expect(save.stdout).toContain(`Snapshot uploaded to s3://${bucket}/${folder}/on-demand-up.db`);
     await up.kill('SIGTERM');
 
     // ls: the bucket's and the local snapshots, with size and location.
@@ -113,6 +117,7 @@ describe('snapshots in an S3 bucket (k3s --etcd-s3)', () => {
     expect(inBucket.length).toBe(2); // retention 2, in the bucket too
     expect(ls.stdout).toMatch(new RegExp(`${inBucket[0]} +s3://${bucket}/${folder}/${inBucket[0]} +\\d{4,} `));
     expect(ls.stdout).toContain(`file://${join(up.dataDir, 'snapshots', inBucket[1]!)}`);
+    expect(ls.stdout).toContain(`s3://${bucket}/${folder}/on-demand-up.db`);
 
     // delete removes from both places; prune (k3s's --s3-* spellings) keeps the newest in the bucket.
     const del = await runCli(['snapshot', 'delete', inBucket[0]!, '--data-dir', up.dataDir, ...s3Flags()]);
