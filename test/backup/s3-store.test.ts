@@ -83,6 +83,26 @@ describe('S3Store', () => {
   });
 });
 
+describe('S3Store over HTTPS (--etcd-s3-endpoint-ca, --etcd-s3-skip-ssl-verify)', () => {
+  const fixtures = join(import.meta.dirname, '../e2e/fixtures/crl');
+  it("trusts the endpoint's certificate through the given CA or when told to skip the check, and refuses it otherwise", async () => {
+    const port = await freePort();
+    const tls = new S3rver({
+      address: '127.0.0.1', port, silent: true, directory: join(dir, 's3-tls'), configureBuckets: [{ name: 'tls-test', configs: [] }],
+      key: readFileSync(join(fixtures, 'server.key')), cert: readFileSync(join(fixtures, 'server.pem')),
+    });
+    await tls.run();
+    try {
+      const https = { ...options, endpoint: `127.0.0.1:${port}`, insecure: false, bucket: 'tls-test' };
+      await expect(S3Store.open(https)).rejects.toThrow(/certificate/);
+      expect((await (await S3Store.open({ ...https, endpointCa: join(fixtures, 'ca.pem') })).list()).length).toBe(0);
+      expect((await (await S3Store.open({ ...https, skipSslVerify: true })).list()).length).toBe(0);
+    } finally {
+      await tls.close();
+    }
+  });
+});
+
 describe('the check before an upload', () => {
   it('passes a whole snapshot, plain or gzipped, and refuses a damaged one', async () => {
     const good = snapshotBytes(3);
