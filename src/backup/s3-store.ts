@@ -76,18 +76,19 @@ export class S3Store {
     const sha256 = await fileSha256(path);
     const key = this.#key(name);
     const meta = { 'Content-Type': 'application/octet-stream', [`x-amz-meta-${sha256Meta}`]: sha256 };
-    await this.#timed(`upload ${name}`, async () => {
+    await this.#timed(`upload ${name}`, async (signal) => {
       if (size <= s3PartBytes) {
         const body = await readFile(path);
         await this.#client.putObject(this.#o.bucket, key, body, size, meta);
         return;
       }
-      await this.#multipart(path, key, meta);
+      await this.#multipart(path, key, meta, signal);
     });
     return { sizeBytes: size, sha256 };
   }
 
-  async #multipart(path: string, key: string, meta: Record<string, string>): Promise<void> {
+  /** Part by part; once `signal` says the operation timed out, no further part is sent and the upload is aborted. */
+  async #multipart(path: string, key: string, meta: Record<string, string>, signal: AbortSignal): Promise<void> {
     const bucket = this.#o.bucket;
     const uploadID = await this.#client.initiateNewMultipartUpload(bucket, key, meta);
     const file = await open(path, 'r');
@@ -95,6 +96,7 @@ export class S3Store {
     try {
       const etags: Array<{ part: number; etag: string }> = [];
       for (let part = 1; ; part++) {
+        signal.throwIfAborted();
         const { bytesRead } = await file.read(buffer, 0, s3PartBytes, null);
         if (bytesRead === 0) break;
         const body = buffer.subarray(0, bytesRead);
@@ -165,14 +167,24 @@ export class S3Store {
     return this.#o.folder === '' ? name : `${this.#o.folder}/${name}`;
   }
 
-  /** One operation bounded by --etcd-s3-timeout; the client's errors become one S3Error line. */
-  async #timed<T>(what: string, op: () => Promise<T>): Promise<T> {
+  /**
+   * One operation bounded by --etcd-s3-timeout; the client's errors become one S3Error line. The client takes
+   * no abort signal: a request in flight at the timeout runs on to its end, but a multipart upload sends no
+   * further part (the signal).
+   */
+  async #timed<T>(what: string, op: (signal: AbortSignal) => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    const abort = new AbortController();
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new S3Error(`${what}: no answer from ${this.#o.endpoint} in ${this.#o.timeoutMs} ms (--etcd-s3-timeout)`)), this.#o.timeoutMs);
+      timer = setTimeout(() => {
+        abort.abort();
+        reject(new S3Error(`${what}: no answer from ${this.#o.endpoint} in ${this.#o.timeoutMs} ms (--etcd-s3-timeout)`));
+      }, this.#o.timeoutMs);
     });
+    const running = op(abort.signal);
+    running.catch(() => {}); // after a timeout nobody awaits it
     try {
-      return await Promise.race([op(), timeout]);
+      return await Promise.race([running, timeout]);
     } catch (error) {
       if (error instanceof S3Error) throw error;
       const e = error as { code?: string; message?: string };

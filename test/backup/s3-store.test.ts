@@ -6,6 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -76,6 +77,21 @@ describe('S3Store', () => {
     writeFileSync(stored, bytes);
     await expect(store.download('etcd-snapshot-n-400', join(dir, 'tampered'))).rejects.toThrow("the download's SHA-256 is not the one recorded at upload");
     expect(readdirSync(dir).some((n) => n.startsWith('tampered'))).toBe(false);
+  });
+
+  it('gives up on an endpoint that accepts and never answers after --etcd-s3-timeout', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((s) => sockets.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const t0 = performance.now();
+      const port = (silent.address() as AddressInfo).port;
+      await expect(S3Store.open({ ...options, endpoint: `127.0.0.1:${port}`, timeoutMs: 300 })).rejects.toThrow(`check the bucket: no answer from 127.0.0.1:${port} in 300 ms (--etcd-s3-timeout)`);
+      expect(performance.now() - t0).toBeLessThan(3_000);
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
   });
 
   it('names the bucket and endpoint when the bucket is not there', async () => {
