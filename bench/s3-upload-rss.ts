@@ -8,6 +8,9 @@
  * keys of `--value-bytes` bytes each. The member takes one scheduled snapshot (cron at the next `--at-second`
  * mark) and uploads it; /proc/<pid>/status is sampled every 20 ms.
  *
+ * Measured (AMD EPYC, 2 vCPUs shared, 2026-12-06, two runs): a 55 MB snapshot in 11 parts, 6.2-6.3 s; the
+ * upload's rise RSS +12.0 / +7.9 MB (RssAnon +11.9 / +7.8 MB); the export before it +28 / +37 MB.
+ *
  *   npm run build && npx tsx bench/s3-upload-rss.ts [--keys 200000] [--value-bytes 200]
  */
 import { readFileSync } from 'node:fs';
