@@ -7,13 +7,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyLocalSnapshot } from '../../src/backup/offsite-snapshots.js';
-import { S3Store } from '../../src/backup/s3-store.js';
+import { readPart, S3Store } from '../../src/backup/s3-store.js';
 import { s3PartBytes } from '../../src/base/limits.js';
 import type { S3Options } from '../../src/config/s3-options.js';
 import { freePort } from '../e2e/harness.js';
@@ -115,6 +116,28 @@ describe('S3Store over HTTPS (--etcd-s3-endpoint-ca, --etcd-s3-skip-ssl-verify)'
       expect((await (await S3Store.open({ ...https, skipSslVerify: true })).list()).length).toBe(0);
     } finally {
       await tls.close();
+    }
+  });
+});
+
+describe("a multipart upload's parts", () => {
+  it('are read whole (the last one short), each with the MD5 of exactly its bytes', async () => {
+    const bytes = randomBytes(s3PartBytes + 12_345);
+    const path = join(dir, 'parts');
+    writeFileSync(path, bytes);
+    const file = await open(path, 'r');
+    try {
+      const buffer = Buffer.alloc(s3PartBytes);
+      const parts: Array<{ bytesRead: number; md5: string }> = [];
+      for (;;) {
+        const p = await readPart(file, buffer);
+        if (p.bytesRead === 0) break;
+        parts.push(p);
+        expect(p.md5).toBe(createHash('md5').update(bytes.subarray((parts.length - 1) * s3PartBytes, (parts.length - 1) * s3PartBytes + p.bytesRead)).digest('base64'));
+      }
+      expect(parts.map((p) => p.bytesRead)).toEqual([s3PartBytes, 12_345]);
+    } finally {
+      await file.close();
     }
   });
 });
