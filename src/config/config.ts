@@ -144,7 +144,7 @@ function build(o: Typed, warnings: string[], env: Readonly<Record<string, string
     logLevel: logLevel === 'panic' ? 'fatal' : logLevel,
     logOutputs: buildLogOutputs(o),
     ...buildRecovery(o, dataDir),
-    ...buildS3(o, env),
+    ...buildS3(o, env, warnings),
     ...(configFile !== '' ? { configFile } : {}),
   };
 }
@@ -325,10 +325,13 @@ function buildRecovery(o: Typed, dataDir: string): Pick<ServerConfig, 'forceNewC
 }
 
 /** k3s's --etcd-s3 options (config/s3-options.ts): refused whole when on and incomplete. */
-function buildS3(o: Typed, env: Readonly<Record<string, string | undefined>>): Pick<ServerConfig, 'etcdS3'> {
+function buildS3(o: Typed, env: Readonly<Record<string, string | undefined>>, warnings: string[]): Pick<ServerConfig, 'etcdS3'> {
   const given = new Set(o.given());
   try {
     const s3 = s3OptionsOf((flag) => (given.has(flag) ? o.string(flag) : undefined), env);
+    if (s3 !== undefined && o.string('snapshot-schedule').trim() === '') {
+      warnings.push('--etcd-s3 with scheduled snapshots off (--snapshot-schedule \'\'): the member uploads nothing; the bucket serves restores and `snapshot save --etcd-s3`');
+    }
     return s3 !== undefined ? { etcdS3: s3 } : {};
   } catch (error) {
     throw new ConfigError((error as Error).message);

@@ -42,6 +42,13 @@ describe('--etcd-s3 options', () => {
     expect(r.kind === 'config' && r.warnings.some((w) => w.startsWith('--etcd-s3-config-secret: ignored'))).toBe(true);
   });
 
+  it('warn that nothing is uploaded when scheduled snapshots are off', () => {
+    const r = parseConfig({ argv: ['--etcd-s3', '--etcd-s3-bucket', 'b', '--snapshot-schedule', ''], env: {} });
+    expect(r.kind === 'config' && r.warnings.some((w) => w.includes('the member uploads nothing'))).toBe(true);
+    const on = parseConfig({ argv: ['--etcd-s3', '--etcd-s3-bucket', 'b'], env: {} });
+    expect(on.kind === 'config' && on.warnings.length).toBe(0);
+  });
+
   it('take the keys from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY when the flags are not given', () => {
     const s3 = config(['--etcd-s3', '--etcd-s3-bucket', 'b'], { AWS_ACCESS_KEY_ID: 'env-ak', AWS_SECRET_ACCESS_KEY: 'env-sk' }).etcdS3!;
     expect([s3.accessKey, s3.secretKey]).toEqual(['env-ak', 'env-sk']);
