@@ -4,6 +4,9 @@
  * was there is kept beside it as `member-old-<unix seconds>` (k3s keeps the old db the same way). The
  * restored member is the only member of a new cluster; the reset that follows changes nothing more, and the
  * process exits as after any --cluster-reset.
+ *
+ * With --etcd-s3 (k3s's rule), the path is the snapshot's name in the bucket: it is downloaded into the
+ * snapshot directory first, its upload's SHA-256 checked (s3-fetch.ts), then restored as a local file.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readFile, rename, rm, stat } from 'node:fs/promises';
@@ -13,6 +16,7 @@ import { createGunzip } from 'node:zlib';
 import { compressedSuffix, partialSuffix } from './snapshot-dir.js';
 import { restoreSnapshotFile } from './etcd-db-file.js';
 import type { Logger } from '../config/log.js';
+import type { S3Options } from '../config/s3-options.js';
 import { walDirInsideMember } from '../node/wal-dir.js';
 
 export interface ResetRestoreInput {
@@ -27,9 +31,23 @@ export interface ResetRestoreInput {
   nowSeconds: number;
   /** --wal-dir: the restored log goes there; an old log outside the member directory is kept aside too. */
   walDir?: string;
+  /** --etcd-s3: `path` names a snapshot in this bucket, downloaded into `snapshotDir`. */
+  s3?: S3Options;
+  snapshotDir?: string;
 }
 
 export async function restoreForClusterReset(o: ResetRestoreInput): Promise<void> {
+  if (o.s3 !== undefined) {
+    if (o.path.includes('/')) throw new Error(`with --etcd-s3, --cluster-reset-restore-path names a snapshot in the bucket, not a path (${o.path}); --etcd-s3=false restores a local file`);
+    const { fetchFromBucket } = await import('./s3-fetch.js');
+    const { path, downloaded } = await fetchFromBucket(o.s3, o.path, o.snapshotDir ?? join(o.dataDir, 'snapshots'));
+    o.logger.info('cluster reset: downloaded the snapshot from s3', { name: o.path, bucket: o.s3.bucket, folder: o.s3.folder, path: downloaded });
+    try {
+      return await restoreForClusterReset({ ...o, path, s3: undefined });
+    } finally {
+      if (path !== downloaded) await rm(path, { force: true });
+    }
+  }
   const memberDir = join(o.dataDir, 'member');
   await stat(o.path); // a missing file is refused before anything moves
   let file = o.path;

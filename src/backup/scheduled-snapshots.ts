@@ -14,6 +14,7 @@ import { SnapshotScheduler } from './snapshot-scheduler.js';
 import type { Logger } from '../config/log.js';
 import type { ScheduledSnapshots } from '../config/member-options.js';
 import type { Registry } from '../metrics/metrics.js';
+import type { OffsiteUploads } from './offsite-uploads.js';
 
 export interface ScheduledSnapshotsInput {
   options: ScheduledSnapshots;
@@ -25,6 +26,8 @@ export interface ScheduledSnapshotsInput {
   serverVersion: string;
   registry: Registry;
   logger: Logger;
+  /** --etcd-s3: each snapshot saved is then handed over for upload (never awaited here). */
+  offsite?: OffsiteUploads;
 }
 
 export function startScheduledSnapshots(input: ScheduledSnapshotsInput): SnapshotScheduler {
@@ -53,6 +56,7 @@ export function startScheduledSnapshots(input: ScheduledSnapshotsInput): Snapsho
       if (r.ok) {
         lastSuccess.set(r.atMs / 1000);
         lastSize.set(r.sizeBytes);
+        input.offsite?.enqueue(r.path);
       } else {
         lastFailure.set(r.atMs / 1000);
       }

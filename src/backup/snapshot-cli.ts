@@ -11,7 +11,7 @@
  * Returns the exit code; messages go to the given streams (the CLI passes process.stdout/stderr).
  */
 import { mkdir, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { BboltFormatError } from '../bbolt/format.js';
 import { ConfigError } from '../config/config.js';
 import { parseInitialCluster } from '../config/config-validate.js';
@@ -21,6 +21,8 @@ import { humanBytes, Progress, type ProgressOutput } from './progress.js';
 import { textTable } from '../base/text-table.js';
 import { restoreSnapshotFile, snapshotStatus } from './etcd-db-file.js';
 import { migrateFromKine } from './kine-migrate.js';
+import { S3Error } from './s3-store.js';
+import { s3BoolFlags, s3FlagOf, s3OptionsOf, S3OptionError, type S3Options } from '../config/s3-options.js';
 
 export interface CliStreams {
   stdout: ProgressOutput;
@@ -33,9 +35,11 @@ const snapshotUsage = `Usage:
   etcetera snapshot status FILE [-w table|json]
   etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
            [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--wal-dir DIR] [--skip-hash-check]
+  etcetera snapshot restore s3://BUCKET/FOLDER/NAME --data-dir DIR [the restore flags] [--etcd-s3-* flags]
   etcetera migrate --from-etcd URL --data-dir DIR [the restore flags]
   etcetera migrate --from-kine state.db --data-dir DIR [the restore flags]
 
+With --etcd-s3 and the --etcd-s3-* flags (k3s's), snapshot save also uploads the saved file to the bucket.
 Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads ours and we read etcd's.
 `;
 
@@ -64,15 +68,16 @@ export function parseArgs(argv: string[]): Args {
       continue;
     }
     const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    if (boolFlags.has(name)) {
+    const given = arg.slice(2, eq < 0 ? undefined : eq);
+    const name = s3FlagOf(given) ?? given;
+    if (boolFlags.has(name) || s3BoolFlags.includes(name)) {
       flags.set(name, eq < 0 ? 'true' : arg.slice(eq + 1));
-    } else if (valueFlags.has(name)) {
+    } else if (valueFlags.has(name) || s3FlagOf(name) !== undefined) {
       const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
       if (value === undefined) throw new ConfigError(`flag --${name} needs a value`);
       flags.set(name, value);
     } else {
-      throw new ConfigError(`unknown flag --${name}`);
+      throw new ConfigError(`unknown flag --${given}`);
     }
   }
   return { positional, flags };
@@ -182,8 +187,15 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
     switch (verb) {
       case 'save': {
         const file = oneFile(a, 'save');
+        const s3 = s3Of(a, (f) => a.flags.get(f));
         const { sizeBytes } = await fetchSnapshot(endpointOf(a), file, { ...connectionOf(a), progress: new Progress('snapshot save', io.stderr) });
         io.stdout.write(`Snapshot saved at ${file} (${humanBytes(sizeBytes)})\n`);
+        if (s3 !== undefined) {
+          // After fetchSnapshot verified the file (etcd's SHA-256), as the member does before its uploads.
+          const store = await (await import('./s3-store.js')).S3Store.open(s3);
+          await store.upload(file);
+          io.stdout.write(`Snapshot uploaded to ${store.location(basename(file))}\n`);
+        }
         return 0;
       }
       case 'status': {
@@ -197,6 +209,7 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
       }
       case 'restore': {
         const file = oneFile(a, 'restore');
+        if (file.startsWith('s3://')) return await restoreFromBucket(file, a, io);
         const r = await restore(file, a, io, a.flags.get('skip-hash-check') === 'true');
         io.stdout.write(restored(r, dataDirOf(a), a));
         return 0;
@@ -205,6 +218,33 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
         throw new ConfigError(`unknown snapshot command ${JSON.stringify(verb)}\n\n${snapshotUsage}`);
     }
   });
+}
+
+/** The --etcd-s3 options of a verb, as a ConfigError when incomplete. */
+function s3Of(a: Args, get: (flag: string) => string | undefined): S3Options | undefined {
+  try {
+    return s3OptionsOf(get, process.env);
+  } catch (error) {
+    if (error instanceof S3OptionError) throw new ConfigError(error.message);
+    throw error;
+  }
+}
+
+/** `snapshot restore s3://bucket/folder/name`: downloaded beside the data directory, restored, removed. */
+async function restoreFromBucket(url: string, a: Args, io: CliStreams): Promise<number> {
+  const { fetchFromBucket, s3OptionsForUrl } = await import('./s3-fetch.js');
+  const dataDir = dataDirOf(a);
+  const { get, name } = s3OptionsForUrl(url, (f) => a.flags.get(f));
+  const work = `${resolve(dataDir)}.s3-restore`;
+  try {
+    const { path } = await fetchFromBucket(s3Of(a, get)!, name, work);
+    io.stderr.write(`downloaded ${url}\n`);
+    const r = await restore(path, a, io, a.flags.get('skip-hash-check') === 'true');
+    io.stdout.write(restored(r, dataDir, a));
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  return 0;
 }
 
 /** `etcetera migrate --from-etcd URL --data-dir D`: a live etcd's snapshot, verified, restored. */
@@ -252,7 +292,7 @@ async function runReporting(io: CliStreams, body: () => Promise<number>): Promis
   try {
     return await body();
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof RestoreError || err instanceof BboltFormatError || isFsError(err)) {
+    if (err instanceof ConfigError || err instanceof RestoreError || err instanceof BboltFormatError || isFsError(err) || err instanceof S3Error) {
       io.stderr.write(`Error: ${(err as Error).message}\n`);
       return err instanceof ConfigError ? 2 : 1;
     }

@@ -183,6 +183,20 @@ assert(protobufDepthMax >= 2 * (txnOpsMax + 2) + 4, 'a txn nested as deep as the
  * cannot wait 2^31 ms or more), and a jump of the wall clock is noticed within this bound.
  */
 export const scheduledSnapshotWakeMsMax = 60 * 60 * 1000;
+/**
+ * Off-site snapshots (--etcd-s3): the part size of a multipart upload, and the largest object sent in one PUT.
+ * S3's smallest allowed part (except the last) is 5 MiB; one part is all an upload holds in memory, so a 1 GB
+ * snapshot uploads in ~200 parts with a bounded footprint (S3 allows 10,000 parts: 50 GB).
+ */
+export const s3PartBytes = 5 * 1024 * 1024;
+/** S3's cap on the parts of one multipart upload. */
+export const s3PartsMax = 10_000;
+/** A failed upload is tried again this many times in all (k3s tries once), waiting s3RetryDelayMs × 2^n, at most s3RetryDelayMsMax. */
+export const s3UploadAttemptsMax = 5;
+export const s3RetryDelayMs = 1_000;
+export const s3RetryDelayMsMax = 60_000;
+/** k3s's --etcd-s3-timeout default (5m0s): the longest one bucket operation may take. */
+export const s3TimeoutMsDefault = 5 * 60 * 1000;
 /** Cluster reset: how long k3s's --cluster-reset waits for the reset to be applied before giving up. */
 export const clusterResetApplyMsMax = 60_000;
 

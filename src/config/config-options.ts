@@ -8,6 +8,7 @@
  */
 import { requestBytesMax, snapshotCountDefault, storageEnduranceTbwDefault, storageLifeWarningYearsDefault, txnOpsMax } from '../base/index.js';
 import { etcdCompatSpecs } from './config-etcd-notices.js';
+import { s3OptionSpecs } from './s3-options.js';
 
 export type { OptionGroup, OptionKind, OptionSpec } from './option-spec.js';
 import type { OptionGroup, OptionSpec } from './option-spec.js';
@@ -88,7 +89,7 @@ const specs: OptionSpec[] = [
   { group: 'logging', flag: 'log-level', kind: 'enum', values: ['debug', 'info', 'warn', 'error', 'panic', 'fatal'], default: 'info', help: 'Log level: debug, info, warn, error, panic or fatal.' },
 ];
 
-export const optionSpecs: ReadonlyMap<string, OptionSpec> = new Map([...specs, ...etcdCompatSpecs].map((s) => [s.flag, s]));
+export const optionSpecs: ReadonlyMap<string, OptionSpec> = new Map([...specs, ...s3OptionSpecs, ...etcdCompatSpecs].map((s) => [s.flag, s]));
 
 /** `data-dir` → `ETCETERA_DATA_DIR` (etcd's own `ETCD_DATA_DIR` is read too). */
 export function envName(flag: string, prefix: 'ETCETERA' | 'ETCD' = 'ETCETERA'): string {
@@ -102,7 +103,7 @@ const groupTitles: Record<OptionGroup, string> = {
   limits: 'Requests and gRPC',
   experimental: 'Experimental (etcd)',
   k3s: 'Joining (k3s style)',
-  snapshots: 'Scheduled snapshots (k3s style)',
+  snapshots: 'Scheduled snapshots and off-site copies in an S3 bucket (k3s style)',
   logging: 'Logging',
   etcd: "etcd flags accepted for compatibility (no effect here; a notice is logged when set)",
 };

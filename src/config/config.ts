@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCron } from './cron.js';
+import { s3OptionsOf } from './s3-options.js';
 import { quotaBackendBytesMax } from '../base/index.js';
 import { type LogLevel } from './log.js';
 import { memberUrlKeys, type MemberOptions, type MemberUrlKey, type TlsFiles } from './member-options.js';
@@ -85,11 +86,11 @@ export function parseConfig(input: ParseInput): ParseResult {
   }
   // Precedence: later sources overwrite earlier ones.
   const merged: RawOptions = new Map([...fromFile, ...fromEnv.options, ...fromArgv.options]);
-  const config = build(new Typed(merged), warnings);
+  const config = build(new Typed(merged), warnings, input.env ?? {});
   return { kind: 'config', config, warnings };
 }
 
-function build(o: Typed, warnings: string[]): ServerConfig {
+function build(o: Typed, warnings: string[], env: Readonly<Record<string, string | undefined>>): ServerConfig {
   const name = o.string('name');
   const dataDir = o.string('data-dir');
   if (name.trim() === '') throw new ConfigError('--name must not be empty');
@@ -143,6 +144,7 @@ function build(o: Typed, warnings: string[]): ServerConfig {
     logLevel: logLevel === 'panic' ? 'fatal' : logLevel,
     logOutputs: buildLogOutputs(o),
     ...buildRecovery(o, dataDir),
+    ...buildS3(o, env, warnings),
     ...(configFile !== '' ? { configFile } : {}),
   };
 }
@@ -320,4 +322,18 @@ function buildRecovery(o: Typed, dataDir: string): Pick<ServerConfig, 'forceNewC
       ? { scheduledSnapshots: { schedule, retention, dir: dir !== '' ? dir : join(dataDir, 'snapshots'), compress: o.bool('snapshot-compress') } }
       : {}),
   };
+}
+
+/** k3s's --etcd-s3 options (config/s3-options.ts): refused whole when on and incomplete. */
+function buildS3(o: Typed, env: Readonly<Record<string, string | undefined>>, warnings: string[]): Pick<ServerConfig, 'etcdS3'> {
+  const given = new Set(o.given());
+  try {
+    const s3 = s3OptionsOf((flag) => (given.has(flag) ? o.string(flag) : undefined), env);
+    if (s3 !== undefined && o.string('snapshot-schedule').trim() === '') {
+      warnings.push('--etcd-s3 with scheduled snapshots off (--snapshot-schedule \'\'): the member uploads nothing; the bucket serves restores and `snapshot save --etcd-s3`');
+    }
+    return s3 !== undefined ? { etcdS3: s3 } : {};
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
 }

@@ -5,6 +5,7 @@
 import { storageEnduranceTbwDefault, storageLifeWarningYearsDefault } from '../base/limits.js';
 import type { ProfileChoice } from '../wal/profiles.js';
 import type { Logger } from './log.js';
+import type { S3Options } from './s3-options.js';
 import type { TestFault } from './test-faults.js';
 import type { TlsFiles } from './tls-files.js';
 
@@ -34,6 +35,8 @@ export interface ScheduledSnapshots {
   /** gzip each snapshot (name ends in .gz). */
   compress: boolean;
 }
+
+export type { S3Options };
 
 export type { TlsFiles };
 
@@ -140,6 +143,8 @@ export interface MemberOptions {
   logger: Logger;
   /** Scheduled snapshots (src/backup/snapshot-scheduler.ts), k3s's etcd-snapshot schedule; absent: none. */
   scheduledSnapshots?: ScheduledSnapshots;
+  /** k3s's --etcd-s3: each scheduled snapshot is also uploaded to this bucket (src/backup/offsite-uploads.ts). */
+  etcdS3?: S3Options;
   /** Test-only: break the server on purpose (src/config/test-faults.ts). Never set in production. */
   unsafeTestFaults?: Set<TestFault>;
 }
@@ -175,6 +180,7 @@ export function withMemberDefaults(input: MemberOptionsInput, logger: Logger): M
     ...(input.autoCompaction !== undefined ? { autoCompaction: input.autoCompaction } : {}),
     ...(input.token !== undefined ? { token: input.token } : {}),
     ...(input.scheduledSnapshots !== undefined ? { scheduledSnapshots: input.scheduledSnapshots } : {}),
+    ...(input.etcdS3 !== undefined ? { etcdS3: input.etcdS3 } : {}),
     ...(input.clientTls !== undefined ? { clientTls: input.clientTls } : {}),
     ...(input.peerTls !== undefined ? { peerTls: input.peerTls } : {}),
     ...definedOf(input, etcdOptionalKeys),

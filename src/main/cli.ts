@@ -113,6 +113,7 @@ async function main(argv: string[]): Promise<number> {
         path: config.clusterResetRestorePath, logger, nowSeconds: Math.floor(Date.now() / 1000),
         ...(config.token !== undefined ? { token: config.token } : {}),
         ...(config.walDir !== undefined ? { walDir: config.walDir } : {}),
+        ...(config.etcdS3 !== undefined ? { s3: config.etcdS3, snapshotDir: config.scheduledSnapshots?.dir ?? `${config.dataDir}/snapshots` } : {}),
       });
     } catch (error) {
       logger.error('cluster reset: could not restore the snapshot', { path: config.clusterResetRestorePath, error: error instanceof Error ? error.message : String(error) });

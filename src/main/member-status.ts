@@ -20,6 +20,7 @@ import { buildVersion } from '../config/build-info.js';
 import type { EtcdServer } from '../node/etcd-server.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import type { WearWatch } from './wear-watch.js';
+import type { OffsiteStatus } from '../backup/offsite-uploads.js';
 import { health } from './client-http.js';
 
 export interface MemberStatusJson {
@@ -52,9 +53,11 @@ export interface MemberStatusJson {
     lifeWarningYears: number;
     lifeWarning: boolean;
   };
+  /** --etcd-s3: the uploads of snapshots to the bucket (absent when off). */
+  offsite?: OffsiteStatus;
 }
 
-export async function memberStatus(server: EtcdServer, o: { name: string; storageProfile: string; wear: WearWatch }): Promise<MemberStatusJson> {
+export async function memberStatus(server: EtcdServer, o: { name: string; storageProfile: string; wear: WearWatch; offsite?: { status(): OffsiteStatus } }): Promise<MemberStatusJson> {
   const h = await health(server);
   const fsync = o.wear.fsync();
   const wear = o.wear.view();
@@ -91,5 +94,6 @@ export async function memberStatus(server: EtcdServer, o: { name: string; storag
       lifeWarningYears: o.wear.meter.warningYears,
       lifeWarning: wear.warning,
     },
+    ...(o.offsite !== undefined ? { offsite: o.offsite.status() } : {}),
   };
 }

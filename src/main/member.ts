@@ -27,6 +27,7 @@ import { registerMemberMetrics } from '../metrics/member-metrics.js';
 import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
 import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
 import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
+import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
 import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { PeerTransport } from '../peer/transport.js';
@@ -224,7 +225,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     stop.add('server', () => server.stop());
     stop.add('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
 
-    const statusRoute = createJsonHandler('/status', () => memberStatus(server, { name: o.name, storageProfile: wal.profile, wear }));
+    // Built before /status, which reports it; it loads the S3 client only at its first upload.
+    const offsite = o.etcdS3 !== undefined && o.scheduledSnapshots !== undefined
+      ? createOffsiteUploads({ s3: o.etcdS3, nodeName: o.name, retention: o.scheduledSnapshots.retention, registry: metrics.registry, logger: log })
+      : undefined;
+    const statusRoute = createJsonHandler('/status', () => memberStatus(server, { name: o.name, storageProfile: wal.profile, wear, ...(offsite !== undefined ? { offsite } : {}) }));
     const grpc: GrpcServerHandle = await startGrpcServer({
       api: server,
       listenUrls: o.listenClientUrls,
@@ -268,9 +273,12 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     if (o.scheduledSnapshots !== undefined) {
       const scheduledSnapshots = startScheduledSnapshots({
         options: o.scheduledSnapshots, nodeName: o.name, store: { exportSnapshot: () => server.state.store.exportSnapshot() },
-        serverVersion: etcdVersion, registry: metrics.registry, logger: log,
+        serverVersion: etcdVersion, registry: metrics.registry, logger: log, ...(offsite !== undefined ? { offsite } : {}),
       });
-      stop.add('snapshots', () => scheduledSnapshots.stop());
+      stop.add('snapshots', async () => {
+        await scheduledSnapshots.stop();
+        await offsite?.stop();
+      });
     }
     const diskWatch = await startDiskWatch(o, identity.memberId, server, diskRoom);
     stop.add('disk watch', () => diskWatch.stop());

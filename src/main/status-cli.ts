@@ -62,7 +62,7 @@ export async function statusCommand(argv: string[], io: CliStreams, env: NodeJS.
       return { endpoint, error: error instanceof Error ? error.message : String(error) };
     }
   }));
-  io.stdout.write(format === 'json' ? `${JSON.stringify(rows)}\n` : statusTable(rows));
+  io.stdout.write(format === 'json' ? `${JSON.stringify(rows)}\n` : `${statusTable(rows)}${offsiteLines(rows)}`);
   for (const r of rows) if ('error' in r) io.stderr.write(`${r.endpoint}: ${r.error}\n`);
   return rows.every((r) => !('error' in r) && r.health) ? 0 : 1;
 }
@@ -81,7 +81,27 @@ export function statusTable(rows: readonly StatusRow[]): string {
       lifeText(d.projectedLifeYears, d.bytesPerDay, d.lifeWarning),
     ];
   });
+  // The S3 UPLOAD column only when a member uploads (--etcd-s3).
+  if (rows.some((r) => 'offsite' in r && r.offsite !== undefined)) {
+    heads.push('S3 UPLOAD');
+    rows.forEach((r, i) => cells[i]!.push('error' in r ? '-' : offsiteText(r.offsite)));
+  }
   return textTable(heads, cells);
+}
+
+/** --etcd-s3 uploads (issue 36): '-' when off. */
+function offsiteText(o: MemberStatusJson['offsite']): string {
+  if (o === undefined) return '-';
+  if (o.failuresSinceSuccess > 0) return `failing (${o.failuresSinceSuccess})`;
+  if (o.lastSuccessAt !== null) return 'ok';
+  return o.pending ? 'pending' : 'none yet';
+}
+
+/** Below the table: why a member's uploads fail. */
+function offsiteLines(rows: readonly StatusRow[]): string {
+  return rows.map((r) => ('offsite' in r && r.offsite !== undefined && r.offsite.failuresSinceSuccess > 0
+    ? `${r.endpoint}: uploads to ${r.offsite.bucket} failing since ${r.offsite.lastFailureAt}: ${r.offsite.lastError}\n`
+    : '')).join('');
 }
 
 function milliseconds(seconds: number | null): string {

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseCron } from '../../src/config/cron.js';
 import { deleteSnapshots, listSnapshots, pruneSnapshots } from '../../src/backup/snapshot-dir.js';
 import { SnapshotScheduler, type SnapshotResult } from '../../src/backup/snapshot-scheduler.js';
+import { ManualTime } from './manual-time.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -23,40 +24,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A manual wall clock with a timer port: advance() fires what is due, in time order. */
-class ManualTime {
-  nowMs: number;
-  #timers: Array<{ at: number; fn: () => void; id: number }> = [];
-  #nextId = 1;
-  constructor(startMs: number) {
-    this.nowMs = startMs;
-  }
-  readonly timers = {
-    setTimeout: (fn: () => void, ms: number): unknown => {
-      const id = this.#nextId++;
-      this.#timers.push({ at: this.nowMs + ms, fn, id });
-      return id;
-    },
-    clearTimeout: (id: unknown): void => {
-      this.#timers = this.#timers.filter((t) => t.id !== id);
-    },
-  };
-  get pending(): number {
-    return this.#timers.length;
-  }
-  advance(ms: number): void {
-    const until = this.nowMs + ms;
-    for (;;) {
-      this.#timers.sort((a, b) => a.at - b.at);
-      const t = this.#timers[0];
-      if (t === undefined || t.at > until) break;
-      this.#timers.shift();
-      this.nowMs = Math.max(this.nowMs, t.at);
-      t.fn();
-    }
-    this.nowMs = until;
-  }
-}
 
 const start = Date.UTC(2026, 11, 1, 5, 0, 0);
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };

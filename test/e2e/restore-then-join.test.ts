@@ -12,7 +12,8 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KineFixture } from '../backup/kine-fixture.js';
 import { etcdctl as etcdctlRef, haveEtcd, startEtcd } from '../backup/etcd-ref.js';
-import { clientOf, closeClients, etcdctl, freePort, killAll, runCli, sleep, startServer, tempDir, waitFor, waitForVoters, type ServerProcess } from './harness.js';
+import { clientOf, closeClients, freePort, killAll, runCli, sleep, startServer, tempDir, waitFor, type ServerProcess } from './harness.js';
+import { joinThenKillRestored } from './restore-join.js';
 
 const keyCount = 2000;
 const prefix = 'restored/';
@@ -27,47 +28,6 @@ async function fill(c: Etcd3): Promise<number> {
     await Promise.all(Array.from({ length: 100 }, (_, j) => c.put(`${prefix}${String(i + j).padStart(5, '0')}`).value(`v${i + j}`)));
   }
   return Number((await c.kv.range({ key: Buffer.from(prefix) })).header.revision);
-}
-
-async function serializableCount(c: Etcd3): Promise<number> {
-  return Number((await c.kv.range({ key: Buffer.from(prefix), range_end: Buffer.from('restored0'), count_only: true, serializable: true })).count);
-}
-
-/** The restored member `r` is serving: join two members through it, check them, kill r, check again. */
-async function joinThenKillRestored(r: ServerProcess, token: string, revision: number): Promise<void> {
-  const joiners: ServerProcess[] = [];
-  for (const name of ['j1', 'j2']) {
-    joiners.push(await startServer({ name, args: ['--server', r.clientUrl, '--token', token] }));
-  }
-  const all = [r, ...joiners];
-  const clients = all.map((m) => clientOf(m));
-  await waitForVoters(clients[0]!, 3, { what: 'three voters', timeoutMs: 60_000 });
-  for (const [i, c] of clients.entries()) {
-    await waitFor(`every key on ${all[i]!.name}`, async () => ((await serializableCount(c)) === keyCount ? true : undefined), 60_000);
-  }
-  const marker = await clients[0]!.put('marker').value('1').exec();
-  const at = Number(marker.header.revision);
-  // Revisions continue from the backup's (a client retry under load may add one more write).
-  expect(at).toBeGreaterThan(revision);
-  expect(at).toBeLessThan(revision + 5);
-  for (const c of clients) await waitFor('the marker everywhere', async () => ((await c.get('marker').string()) === '1' ? true : undefined), 30_000);
-  const hashes = await etcdctl(all.map((m) => m.clientUrl), ['endpoint', 'hashkv', `--rev=${at}`, '-w', 'json']);
-  expect(hashes.code).toBe(0);
-  const byMember = (JSON.parse(hashes.stdout) as Array<{ HashKV: { hash: number } }>).map((h) => h.HashKV.hash);
-  expect(byMember.length).toBe(3);
-  expect(new Set(byMember).size).toBe(1);
-
-  await r.kill('SIGKILL');
-  const survivor = clients[1]!;
-  await waitFor('a leader among the joiners', async () => ((await survivor.maintenance.status()).leader !== '0' ? true : undefined), 30_000);
-  const after = await waitFor('a write without the restored member', async () => survivor.put('after-kill').value('1').exec(), 30_000);
-  expect(Number(after.header.revision)).toBeGreaterThan(at);
-  expect(Number(after.header.revision)).toBeLessThan(at + 5);
-  for (const c of clients.slice(1)) {
-    const list = await c.getAll().prefix(prefix).keys();
-    expect(list.length).toBe(keyCount);
-  }
-  for (const j of joiners) await j.kill('SIGKILL');
 }
 
 /** A member restored into `dataDir` under `name` with `peerPort` as its registered peer URL. */
@@ -93,7 +53,7 @@ describe('members that join a restored member receive its data (O1)', () => {
     const out = await runCli(['snapshot', 'restore', file, '--data-dir', join(work, 'r'), ...clusterFlags('r', peerPort, token)], 60_000);
     expect(out.code).toBe(0);
     const r = await startRestored('r', join(work, 'r'), peerPort);
-    await joinThenKillRestored(r, token, revision);
+    await joinThenKillRestored(r, token, revision, prefix, keyCount);
   }, 240_000);
 
   it.skipIf(!haveEtcd)("etcd's snapshot and migrate --from-etcd: two joins, restored member killed", async () => {
@@ -115,8 +75,8 @@ describe('members that join a restored member receive its data (O1)', () => {
     const peerPort = await freePort();
     const out = await runCli(['snapshot', 'restore', file, '--data-dir', join(work, 'r'), ...clusterFlags('r', peerPort, 'restored-etcd')], 60_000);
     expect(out.code).toBe(0);
-    await joinThenKillRestored(await startRestored('r', join(work, 'r'), peerPort), 'restored-etcd', revision);
-    await joinThenKillRestored(await startRestored('m', join(work, 'm'), migratedPeer), 'migrated', revision);
+    await joinThenKillRestored(await startRestored('r', join(work, 'r'), peerPort), 'restored-etcd', revision, prefix, keyCount);
+    await joinThenKillRestored(await startRestored('m', join(work, 'm'), migratedPeer), 'migrated', revision, prefix, keyCount);
   }, 300_000);
 
   it('migrate --from-kine: two joins, restored member killed', async () => {
@@ -130,7 +90,7 @@ describe('members that join a restored member receive its data (O1)', () => {
     const peerPort = await freePort();
     const out = await runCli(['migrate', '--from-kine', db, '--data-dir', join(work, 'k'), ...clusterFlags('k', peerPort, 'from-kine')], 60_000);
     expect(out.code).toBe(0);
-    await joinThenKillRestored(await startRestored('k', join(work, 'k'), peerPort), 'from-kine', revision);
+    await joinThenKillRestored(await startRestored('k', join(work, 'k'), peerPort), 'from-kine', revision, prefix, keyCount);
   }, 240_000);
 
   it('--cluster-reset-restore-path: two joins, restored member killed', async () => {
@@ -150,6 +110,6 @@ describe('members that join a restored member receive its data (O1)', () => {
     });
     expect(await Promise.race([reset.exited, sleep(60_000).then(() => 'still running')])).toBe(0);
     const r = await startServer({ name: 'z', dataDir: a.dataDir, clientPort: a.clientPort, peerPort: a.peerPort });
-    await joinThenKillRestored(r, token, revision);
+    await joinThenKillRestored(r, token, revision, prefix, keyCount);
   }, 240_000);
 });
