@@ -142,6 +142,19 @@ describe('Watch', () => {
     stream.cancel();
   });
 
+  // etcd 3.4 keeps the state at the compact revision: a watch starting exactly there streams it (issue 35).
+  it('streams a watch that starts exactly at the compact revision', async () => {
+    const revs: number[] = [];
+    for (const v of ['1', '2', '3', '4']) revs.push(Number((await put('atc', v)).header.revision.toString()));
+    await call(kv, 'Compact', { revision: revs[1] });
+    const { stream, next } = openWatch();
+    stream.write({ createRequest: { key: b('atc'), startRevision: revs[1] } });
+    expect((await next()).created).toBe(true);
+    const replay = await next();
+    expect({ canceled: replay.canceled, values: replay.events.map((e) => e.kv.value.toString()) }).toEqual({ canceled: false, values: ['2', '3', '4'] });
+    stream.cancel();
+  });
+
   it('fragments an oversized revision for a watcher that asked, and only for it', async () => {
     const value = Buffer.alloc(600 * 1024, 'v');
     for (const i of [0, 1, 2, 3]) await call(kv, 'Put', { key: b(`f/${i}`), value });
