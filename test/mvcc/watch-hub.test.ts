@@ -190,6 +190,25 @@ describe.each(['fake', 'kv'] as const)('on the %s store', (k) => {
       expect(eventsOf(t.responses)).toEqual(['1@4 PUT a=2', '1@5 PUT a=3']);
     });
 
+    // etcd keeps a watcher canceled for compaction in its stream until the client cancels it (found by the
+    // server differential test, issue 35): the cancel is answered, and the id is not handed out again meanwhile.
+    it('a watcher canceled for compaction keeps its id until the client cancels it, and that cancel is answered', async () => {
+      const { store, t, stream } = await setup();
+      for (let i = 0; i < 4; i++) store.put('a', `${i}`);
+      store.compact(4);
+      stream.create(req('a', { startRevision: 2 }));
+      stream.create(req('a'));
+      expect(stream.cancel(0)).toBe(true);
+      stream.create(req('a'));
+      expect(t.responses.map((r) => [r.watchId, r.created, r.canceled, r.compactRevision])).toEqual([
+        [0, true, false, 0],
+        [0, false, true, 4],
+        [1, true, false, 0],
+        [0, false, true, 0],
+        [2, true, false, 0],
+      ]);
+    });
+
     // etcd 3.4's chooseAll cancels only when minRev < compactRev: the compact revision's state is kept, so a
     // watch starting exactly there streams it (python-etcd3's suite checks this; issue 35).
     it('a start revision exactly at the compact revision streams the events kept at it, then the later ones', async () => {
