@@ -1,13 +1,14 @@
 /** The Watch stream on the wire: many watchers, client-chosen ids, cancel, progress, compaction, fragments. */
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { b, call, startHarness, type Harness } from './harness.js';
+import { b, call } from './harness.js';
+import { startNodeHarness, type NodeHarness } from './node-harness.js';
 
-let h: Harness;
-let kv: ReturnType<Harness['client']>;
+let h: NodeHarness;
+let kv: ReturnType<NodeHarness['client']>;
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startNodeHarness();
   kv = h.client('etcdserverpb.KV');
 });
 afterAll(async () => {
