@@ -53,7 +53,7 @@ describe('the server against etcd 3.4, random sequences', () => {
       await runSequence(seq, theirs, mine, allowances);
     }
     console.log([...opMs].sort((a, b) => b[1] - a[1]).slice(0, 14).map(([k, ms]) => `${k} ${ms} ms`).join(', '));
-    console.log(`differential: ${sequences} sequences from seed ${firstSeed}; allowed: ${JSON.stringify(Object.fromEntries(allowances))}`);
+    console.log(`differential: ${sequences} sequences from seed ${firstSeed}; fragments: ${theirs.fragmentPieces} (etcd), ${mine.fragmentPieces} (ours); allowed: ${JSON.stringify(Object.fromEntries(allowances))}`);
   }, 600_000);
 });
 

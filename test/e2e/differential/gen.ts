@@ -206,6 +206,7 @@ class G extends Draws {
     if (r < 88) return this.call('Maintenance', 'Status', {});
     if (r < 89) return this.call('Cluster', 'MemberList', {});
     if (r < 90) return this.alarm();
+    if (r < 91) return this.bigWrite();
     return this.call('KV', this.pick(['Range', 'Put', 'DeleteRange', 'Txn']), this.odd());
   }
 
@@ -217,6 +218,23 @@ class G extends Draws {
       case 2: { const key = this.key(); return { success: [{ requestPut: { key, value: this.value() } }, { requestDeleteRange: { key } }] }; }
       case 3: return { success: [{ requestPut: { key: this.key(), value: this.value() } }, { requestTxn: { success: [{ requestPut: { key: this.key(), value: this.value() } }] } }] };
       default: return { key: this.key(), rangeEnd: this.key(), value: this.value() };
+    }
+  }
+
+  /**
+   * Two revisions of about 1.4 MB each (under etcd's 1.5 MiB request limit) on two keys, under a prefix watch
+   * with prev_kv and fragment=true: the second one's watch response (values and previous values, 2.8 MB) passes
+   * etcd's 2 MiB send limit (request limit + gRPC overhead), so it comes in pieces.
+   */
+  bigWrite(): void {
+    const stream = this.int(3);
+    const create: Req = { key: b64(this.prefix), rangeEnd: b64(this.prefix.slice(0, -1) + '0'), prevKv: true, fragment: true };
+    this.watches.set(stream, (this.watches.get(stream) ?? 0) + 1);
+    this.ops.push({ k: 'watch', stream, create }, { k: 'syncWatches' });
+    for (let i = 0; i < 2; i++) {
+      const big = (): string => Buffer.alloc(700 * 1024, 97 + this.int(26)).toString('base64');
+      const ops = ['a', 'b'].map((k) => ({ requestPut: { key: b64(this.prefix + k), value: big() } }));
+      this.call('KV', 'Txn', { success: ops }, { via: 'grpc' });
     }
   }
 

@@ -23,6 +23,8 @@ export class Side {
   readonly streams = new Map<number, WatchConn>();
   revision = 0;
   compactRevision = 0;
+  /** Watch responses seen with fragment=true (the run's log says whether fragmenting was exercised). */
+  fragmentPieces = 0;
   #opened: grpc.Client[] = [];
   #services = new Map<string, RawService>();
 
@@ -245,7 +247,7 @@ export class Side {
   #watchLog(): unknown {
     const out: Record<string, unknown> = {};
     for (const [n, conn] of this.streams) {
-      const perId: Record<string, { control: unknown[]; events: unknown[] }> = {};
+      const perId: Record<string, { control: unknown[]; events: unknown[]; fragments?: number }> = {};
       for (const r of conn.responses) {
         const id = String(r.watchId ?? '0');
         if (id === '-1') continue;
@@ -255,6 +257,11 @@ export class Side {
           slot.control.push(normalise({ ...rest, ...(r.created === true ? { revision: header?.revision } : {}) }, this.names));
         }
         for (const ev of (r.events as unknown[] | undefined) ?? []) slot.events.push(normalise(ev, this.names));
+        // How many pieces carried fragment=true: the same cut on both servers (etcd cuts at its request limit).
+        if (r.fragment === true) {
+          slot.fragments = (slot.fragments ?? 0) + 1;
+          this.fragmentPieces++;
+        }
       }
       out[`stream${n}`] = perId;
     }
