@@ -69,7 +69,7 @@ async function runSequence(seq: Sequence, theirs: Side, mine: Side, allowances: 
       return r;
     };
     const [a, b] = await Promise.all([timed(theirs), timed(mine)]);
-    if (Date.now() - t0 > 1000) console.log(`slow op (${Date.now() - t0} ms): seed ${seq.seed} op ${i} ${JSON.stringify(op).slice(0, 200)} ${JSON.stringify(a).slice(0, 200)}`);
+    if (Date.now() - t0 > 2000) console.log(`slow op (${Date.now() - t0} ms): seed ${seq.seed} op ${i} ${JSON.stringify(op).slice(0, 160)}`);
     const etcd = strip(a);
     const ours = strip(b);
     if (JSON.stringify(etcd) === JSON.stringify(ours)) continue;

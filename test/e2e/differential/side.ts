@@ -82,7 +82,7 @@ export class Side {
         const conn = this.#conn(op.stream);
         const from = conn.responses.length;
         conn.stream.write({ cancelRequest: { watchId: op.watchId } });
-        const ok = await conn.until((rs) => rs.slice(from).some((r) => r.canceled === true && String(r.watchId ?? '0') === String(op.watchId)), 1_000);
+        const ok = await conn.until((rs) => rs.slice(from).some((r) => r.canceled === true && String(r.watchId ?? '0') === String(op.watchId)), waitMs);
         return { canceled: ok };
       }
       case 'progress': {
