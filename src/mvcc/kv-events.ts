@@ -5,7 +5,8 @@ import { EventType, MvccError, type Event } from './types.js';
 
 /** Events with revision in [from, to], in order, prevKv included when still available. */
 export function readEvents(core: MvccCore, fromRevision: number, toRevision: number): Event[] {
-  if (fromRevision > 0 && fromRevision <= core.compactRev) throw new MvccError('compacted');
+  // As ranges: a revision below the compact revision is gone, the compact revision itself is still readable.
+  if (fromRevision > 0 && fromRevision < core.compactRev) throw new MvccError('compacted');
   const log = core.log;
   const events: Event[] = [];
   for (let i = log.lowerBoundMain(fromRevision); i < log.length; i++) {

@@ -265,7 +265,9 @@ export class WatchHub {
   /** Reads one history window for an unsynced watcher and sends what it holds for it (whole revisions). */
   #catchUpBatch(w: Watcher): void {
     const current = this.#store.revision;
-    if (w.minRevision <= this.#store.compactRevision) return this.#cancelCompacted(w);
+    // etcd's chooseAll: compacted means strictly below the compact revision; the state at it is kept (each key's
+    // latest revision ≤ it, tombstones aside), so a watch starting there streams it.
+    if (w.minRevision < this.#store.compactRevision) return this.#cancelCompacted(w);
     if (w.minRevision > current) return this.#promote(w);
     const to = Math.min(current, w.minRevision + this.#batchRevisionsMax - 1);
     const events = this.#readEvents(w.minRevision, to);

@@ -67,6 +67,11 @@ export class WatchStream {
   #host: WatchStreamHost;
   #send: WatchSend;
   #watchers = new Map<number, Watcher>();
+  /**
+   * Ids of watchers the hub canceled for compaction. etcd keeps such a watcher in its stream until the client
+   * cancels it: the id stays taken, and a cancel of it is still answered canceled=true.
+   */
+  #compactedIds = new Set<number>();
   #nextId = 0;
   #queue: WatchResponse[] = [];
   #writable = true;
@@ -117,9 +122,9 @@ export class WatchStream {
     if (end !== null && end.length > 0 && compareBytes(key, end) >= 0) return refuse(watchCancelReasons.emptyRange);
     let id = req.watchId;
     if (id === autoWatchId) {
-      while (this.#watchers.has(this.#nextId)) this.#nextId++;
+      while (this.#watchers.has(this.#nextId) || this.#compactedIds.has(this.#nextId)) this.#nextId++;
       id = this.#nextId++;
-    } else if (this.#watchers.has(id)) {
+    } else if (this.#watchers.has(id) || this.#compactedIds.has(id)) {
       return refuse(watchCancelReasons.duplicateId);
     }
     const w: Watcher = {
@@ -145,8 +150,12 @@ export class WatchStream {
   /** etcd answers a known id with canceled=true and says nothing for an unknown one. Returns whether known. */
   cancel(watchId: number): boolean {
     const w = this.#watchers.get(watchId);
-    if (this.#closed || w === undefined) return false;
-    this.#remove(w);
+    if (this.#closed) return false;
+    if (w === undefined) {
+      if (!this.#compactedIds.delete(watchId)) return false;
+    } else {
+      this.#remove(w);
+    }
     this.deliver(watchResponse({ watchId, revision: this.#host.revision, canceled: true }));
     return true;
   }
@@ -189,7 +198,9 @@ export class WatchStream {
 
   /** Hub side: remove a watcher the hub canceled itself (compaction), after queueing its last response. */
   dropWatcher(w: Watcher): void {
-    if (this.#watchers.get(w.id) === w) this.#remove(w);
+    if (this.#watchers.get(w.id) !== w) return;
+    this.#remove(w);
+    this.#compactedIds.add(w.id);
   }
 
   /** Hub side: hand a response to the transport or queue it (the caller checks `full` for live events). */

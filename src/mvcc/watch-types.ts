@@ -73,7 +73,7 @@ export interface WatchableStore {
    * some listener's `wantsPrevKv` says so; a listener without one always wants it).
    */
   onWrite(listener: (revision: number, events: Event[]) => void, options?: WriteListenOptions): () => void;
-  /** Events with revision in [from, to], prevKv set; throws MvccError('compacted') when from ≤ compactRevision. */
+  /** Events with revision in [from, to], prevKv set; throws MvccError('compacted') when from < compactRevision. */
   readEvents(fromRevision: number, toRevision: number): Event[];
 }
 

@@ -100,6 +100,12 @@ const sequence: Array<[string, unknown]> = [
   ['/v3/kv/nope', {}],
   ['/v3/kv/range', '{"key":"Zm9v"} {"key":"YQ=="}'],
   ['/v3/kv/range', ''],
+  // etcd 3.4 serves its whole gateway under /v3beta/ too, and nothing under /v3alpha/ (issue 35).
+  ['/v3beta/kv/put', { key: b64('beta'), value: b64('1') }],
+  ['/v3beta/kv/range', { key: b64('beta') }],
+  ['/v3beta/maintenance/alarm', {}],
+  ['/v3beta/kv/nope', {}],
+  ['/v3alpha/kv/range', { key: b64('beta') }],
 ];
 
 describe('the JSON gateway on the client port', () => {

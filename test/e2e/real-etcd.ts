@@ -3,7 +3,8 @@
  * /usr/bin/etcd the tests skip with a message locally and fail under CI.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { freePort, removeDir, sleep, tempDir } from './harness.js';
 
@@ -21,19 +22,27 @@ export interface RealEtcd {
   stop(): Promise<void>;
 }
 
+export interface RealEtcdOptions {
+  /**
+   * Data directory on tmpfs (/dev/shm, where there is one): etcd 3.4 has no --unsafe-no-fsync, and a test that
+   * sends thousands of writes to compare answers, not durability, should not wait on the disk's fsyncs.
+   */
+  tmpfs?: boolean;
+}
+
 /** Ports picked here can be taken by another test run before etcd binds them: such a start is retried. */
-export async function startRealEtcd(name: string): Promise<RealEtcd> {
+export async function startRealEtcd(name: string, options: RealEtcdOptions = {}): Promise<RealEtcd> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startRealEtcdOnce(name);
+      return await startRealEtcdOnce(name, options);
     } catch (err) {
       if (attempt >= 3 || !String(err).includes('address already in use')) throw err;
     }
   }
 }
 
-async function startRealEtcdOnce(name: string): Promise<RealEtcd> {
-  const dir = tempDir(`etcd-${name}`);
+async function startRealEtcdOnce(name: string, options: RealEtcdOptions): Promise<RealEtcd> {
+  const dir = options.tmpfs && existsSync('/dev/shm') ? mkdtempSync(join('/dev/shm', `etcetera-etcd-${name}-`)) : tempDir(`etcd-${name}`);
   const [client, peer] = [await freePort(), await freePort()];
   const clientUrl = `http://127.0.0.1:${client}`;
   const child = spawn(etcdPath, [

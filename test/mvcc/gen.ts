@@ -2,20 +2,14 @@
 import { prefixEnd } from '../../src/base/bytes.js';
 import type { Prng } from '../../src/base/prng.js';
 import type { Compare, RangeRequest, RequestOp, TxnRequest } from '../../src/mvcc/types.js';
+import { Draws } from './draws.js';
 import { toBytes, toStr, type Model } from './model.js';
 
 export const keyPool = ['a', 'b', 'c', 'd', 'aa', 'ab', 'abc', 'b\xff', '\x00', '\xff', '\xff\xff', 'ba', 'c\x00'];
 
-export class Gen {
-  constructor(readonly rng: Prng, readonly model: Model) {}
-  int(n: number): number {
-    return this.rng.int(n);
-  }
-  chance(p: number): boolean {
-    return this.rng.next() < p;
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)]!;
+export class Gen extends Draws {
+  constructor(rng: Prng, readonly model: Model) {
+    super(rng);
   }
   key(): string {
     return this.pick(keyPool);

@@ -113,7 +113,12 @@ describe('onWrite and readEvents', () => {
       [0, 'a', 3, '1'], [1, 'a', 4, '2'], [0, 'b', 4, null], [0, 'c', 5, null],
     ]);
     st.compact(4);
-    expect(() => st.readEvents(4, 5)).toThrow(new MvccError('compacted'));
+    expect(() => st.readEvents(3, 5)).toThrow(new MvccError('compacted'));
+    // The compact revision keeps what compaction kept there (b's put; a's delete is gone, with its generation),
+    // without prevKv (it would be read below the compaction), as etcd's watch from the compact revision.
+    expect(st.readEvents(4, 5).map((e) => [e.type, s(e.kv.key), e.kv.modRevision, e.prevKv ? s(e.prevKv.value) : null])).toEqual([
+      [0, 'b', 4, null], [0, 'c', 5, null],
+    ]);
     expect(st.readEvents(5, 5)).toHaveLength(1);
   });
 

@@ -23,7 +23,7 @@ export class FakeStore implements TestStore {
   }
 
   readEvents(fromRevision: number, toRevision: number): Event[] {
-    if (fromRevision <= this.compactRevision) throw new MvccError('compacted');
+    if (fromRevision < this.compactRevision) throw new MvccError('compacted');
     const out: Event[] = [];
     let i = this.#firstAtOrAfter(fromRevision);
     for (; i < this.#history.length; i++) {

@@ -65,10 +65,16 @@ const table: Record<string, [string, string]> = {
 
 const routes = new Map<string, Route>(Object.entries(table).map(([p, [service, method]]) => [p, { service, method }]));
 
+/**
+ * etcd 3.4 mounts the same gateway under `/v3beta/` too (clients that detect a 3.3/3.4 server call it; 3.5
+ * dropped it), so every `/v3beta/…` path is its `/v3/…` twin. `/v3alpha/` is 404 on 3.4 as here.
+ */
+const betaPrefix = '/v3beta/';
+
 export function routeOf(pathname: string): Route | undefined {
-  return routes.get(pathname);
+  return routes.get(pathname.startsWith(betaPrefix) ? `/v3/${pathname.slice(betaPrefix.length)}` : pathname);
 }
 
 export function isGatewayPath(pathname: string): boolean {
-  return pathname.startsWith('/v3/');
+  return pathname.startsWith('/v3/') || pathname.startsWith(betaPrefix);
 }

@@ -51,7 +51,8 @@ export function maintenanceService(api: EtcdApi): UntypedServiceImplementation {
     }, () => true),
     Defragment: unary(api, async (_m, ctx) => {
       await api.defragment(ctx);
-      return { header: encodeHeader(api.header()) };
+      // etcd (3.4 to 3.6) answers an empty DefragmentResponse: no header at all.
+      return {};
     }),
     Hash: unary(api, async (_m, ctx) => {
       const r = await api.hash(ctx);
@@ -62,7 +63,8 @@ export function maintenanceService(api: EtcdApi): UntypedServiceImplementation {
       if (revision < 0) throw new EtcdError('compacted');
       const r = await api.hashKV(revision, ctx);
       return {
-        header: encodeHeader(api.header(r.revision)),
+        // etcd's header carries the store's current revision (HashByRev's currentRev), the hashed one is hash_revision.
+        header: encodeHeader(api.header()),
         hash: r.hash >>> 0 || undefined,
         compactRevision: i64(r.compactRevision),
         hashRevision: n64(r.revision, 'hashRevision'),

@@ -1,6 +1,7 @@
 /**
  * Debian's etcdctl 3.4 (ETCDCTL_API=3) against the gRPC layer over a fake core: what it prints, including
- * etcd's exact error messages. Missing etcdctl: skipped with a message locally, a failure under CI.
+ * etcd's exact error messages. Kept on FakeApi (issue 35) for what a real node cannot give on demand: a
+ * snapshot of known bytes to compare `snapshot save`'s file with, and the hub's watcher counts to wait on. Missing etcdctl: skipped with a message locally, a failure under CI.
  *
  * etcdctl 3.4 sends an http:// endpoint verbatim as the HTTP/2 :authority of per-endpoint calls (endpoint
  * status, defrag, hashkv); Node's nghttp2 would reset those streams, so the server repairs the header

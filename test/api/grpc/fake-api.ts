@@ -3,6 +3,11 @@
  * the real Lessor (primary) and WatchHub, plus a member list and alarms. "Linearizable" and "serializable"
  * reads are the same. KV methods run the server's request validator first, as the EtcdApi contract says.
  * Knobs for tests: `leader` (false: no leader), `snapshotBytes`.
+ *
+ * Used only where the real node cannot produce what a test needs (issue 35): a member without a leader or a
+ * learner switched at once (raw-wire), known snapshot bytes (etcdctl), or where the services are not what is
+ * tested (tls, listener-errors). Service behaviour is tested on a real node (node-harness.ts) and against
+ * etcd 3.4 (test/e2e/server-differential.test.ts).
  */
 import { KvStore } from '../../../src/mvcc/kv-store.js';
 import { Lessor } from '../../../src/mvcc/lessor.js';

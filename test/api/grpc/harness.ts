@@ -30,18 +30,21 @@ export async function startHarness(options: { tls?: GrpcTlsOptions; leaderCheckI
     server,
     endpoint,
     url: `${scheme}://${endpoint}`,
-    client(service) {
-      const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);
-      const c = new Ctor(endpoint, grpc.credentials.createInsecure()) as grpc.Client & Record<string, Function>;
-      clients.push(c);
-      return c;
-    },
+    client: (service) => rawClient(endpoint, service, clients),
     async close() {
       for (const c of clients) c.close();
       api.close();
       await server.close(200);
     },
   };
+}
+
+/** A raw grpc-js client of `service` (e.g. 'etcdserverpb.KV') on `endpoint`, added to `opened` for closing. */
+export function rawClient(endpoint: string, service: string, opened: grpc.Client[]): grpc.Client & Record<string, Function> {
+  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service);
+  const c = new Ctor(endpoint, grpc.credentials.createInsecure()) as grpc.Client & Record<string, Function>;
+  opened.push(c);
+  return c;
 }
 
 /** Promisified unary call on a raw client. */

@@ -1,4 +1,6 @@
 /**
+ * On FakeApi (issue 35): the listener's error handling, not the services, is under test.
+ *
  * An accept error on a listening socket (EMFILE under a connection flood once libuv's spare descriptor is
  * gone, ENFILE, ENOMEM) is an 'error' event on the server: with no listener it is an uncaught exception, and
  * the member stops with no stop sequence. The client port and the metrics port log it and keep serving

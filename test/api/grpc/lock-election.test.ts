@@ -1,18 +1,19 @@
 /**
- * v3lockpb.Lock and v3electionpb.Election over gRPC on a FakeApi: the etcd recipes (keys `name/<lease hex>`
+ * v3lockpb.Lock and v3electionpb.Election over gRPC on a real in-process node: the etcd recipes (keys `name/<lease hex>`
  * ordered by create revision), hand-over on unlock, resign and lease revocation, and etcd's error texts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
-import { b, call, startHarness, type Harness } from './harness.js';
+import { b, call } from './harness.js';
+import { startNodeHarness, type NodeHarness } from './node-harness.js';
 
-let h: Harness;
+let h: NodeHarness;
 let lockClient: Record<string, Function>;
 let electionClient: grpc.Client & Record<string, Function>;
 let lease: Record<string, Function>;
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startNodeHarness();
   lockClient = h.client('v3lockpb.Lock');
   electionClient = h.client('v3electionpb.Election');
   lease = h.client('etcdserverpb.Lease');

@@ -1,6 +1,8 @@
 /**
  * https:// listen URLs: server certificate, trusted CA and client certificate auth (etcd's --cert-file,
  * --key-file, --trusted-ca-file, --client-cert-auth). Certificates are made with openssl in a temp dir.
+ * On FakeApi (issue 35): what is tested is the listener's TLS, not the services behind it (the e2e
+ * test/e2e/tls.test.ts runs the real server with TLS).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -1,13 +1,14 @@
 /** The Watch stream on the wire: many watchers, client-chosen ids, cancel, progress, compaction, fragments. */
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { b, call, startHarness, type Harness } from './harness.js';
+import { b, call } from './harness.js';
+import { startNodeHarness, type NodeHarness } from './node-harness.js';
 
-let h: Harness;
-let kv: ReturnType<Harness['client']>;
+let h: NodeHarness;
+let kv: ReturnType<NodeHarness['client']>;
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startNodeHarness();
   kv = h.client('etcdserverpb.KV');
 });
 afterAll(async () => {
@@ -139,6 +140,19 @@ describe('Watch', () => {
       compactRevision: String(from + 1),
       reason: 'etcdserver: mvcc: required revision has been compacted',
     });
+    stream.cancel();
+  });
+
+  // etcd 3.4 keeps the state at the compact revision: a watch starting exactly there streams it (issue 35).
+  it('streams a watch that starts exactly at the compact revision', async () => {
+    const revs: number[] = [];
+    for (const v of ['1', '2', '3', '4']) revs.push(Number((await put('atc', v)).header.revision.toString()));
+    await call(kv, 'Compact', { revision: revs[1] });
+    const { stream, next } = openWatch();
+    stream.write({ createRequest: { key: b('atc'), startRevision: revs[1] } });
+    expect((await next()).created).toBe(true);
+    const replay = await next();
+    expect({ canceled: replay.canceled, values: replay.events.map((e) => e.kv.value.toString()) }).toEqual({ canceled: false, values: ['2', '3', '4'] });
     stream.cancel();
   });
 
