@@ -13,7 +13,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { hex } from '../base/hex.js';
 import type { Entry, HardState } from '../raft/types.js';
@@ -24,6 +23,7 @@ import { askCluster, type AskOptions } from '../peer/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
+import { checkListeners } from './listeners-free.js';
 import { memberWalDir, walDirWhileBuilding } from '../node/wal-dir.js';
 import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
 
@@ -56,7 +56,7 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   if (o.walDir !== undefined) await refuseHalfWritten(o.walDir);
   const tmpDir = join(o.dataDir, 'member.bootstrap');
   await rm(tmpDir, { recursive: true, force: true }); // a bootstrap that crashed: start over
-  await checkListeners(o);
+  await checkListeners(o, 'checked before joining; the cluster was not changed');
   const { token, generated } = await bootstrapToken(o);
   const decided = await decideIdentity(o, token);
   const identity: Identity = { ...decided.identity, urls: urlsOf(o) };
@@ -136,25 +136,6 @@ async function refuseHalfWritten(walDir: string): Promise<void> {
   const names = await readdir(walDir).catch(() => [] as string[]);
   if (names.some((n) => n.endsWith('.wal'))) {
     throw new Error(`${walDir}: the log has data but the data directory has no member identity; refusing to guess (wipe both and join again)`);
-  }
-}
-
-/**
- * Before asking a cluster to add us: every address we will listen on must be free, so a busy port fails
- * here, with the cluster unchanged, not after the add (an orphan learner). A race with another program
- * binding the port in between is still possible; main/member.ts removes the member again when start fails.
- */
-async function checkListeners(o: MemberOptions): Promise<void> {
-  for (const raw of [...o.listenClientUrls, ...o.listenPeerUrls, ...o.listenMetricsUrls]) {
-    const u = new URL(raw.includes('://') ? raw : `http://${raw}`);
-    if (u.port === '' || u.port === '0') continue;
-    await new Promise<void>((resolve, reject) => {
-      const s = createServer();
-      s.once('error', (error: NodeJS.ErrnoException) =>
-        reject(new Error(`cannot listen on ${raw} (${error.code ?? error.message}): is another etcd or etcetera running there? (checked before joining; the cluster was not changed)`)),
-      );
-      s.listen(Number(u.port), u.hostname.replace(/^\[(.*)\]$/, '$1'), () => s.close(() => resolve()));
-    });
   }
 }
 

@@ -40,6 +40,7 @@ import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStre
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
+import { checkRestart } from './start-checks.js';
 import { startDiskWatch } from './disk-watch.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../peer/join-secret.js';
 import { openPeerPortWarning } from './open-peer-port.js';
@@ -74,6 +75,8 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     cluster: hex(identity.clusterId),
     ...(boot.created ? { mode: o.bootstrap.kind } : {}),
   });
+  // A restart is checked read-only first: a refused start changes no file (start-checks.ts).
+  if (!boot.created) await checkRestart(o, identity);
   const openPeerPort = openPeerPortWarning(o, token);
   if (openPeerPort !== undefined) log.warn(openPeerPort);
   try {
