@@ -27,14 +27,40 @@ export interface CliStreams {
   stderr: ProgressOutput;
 }
 
-const snapshotUsage = `Usage:
+/** Each verb's own usage (`etcetera snapshot restore --help` prints only its own; main/cli-commands.ts). */
+export const snapshotSaveUsage = `Usage:
   etcetera snapshot save FILE [--endpoints HOST:PORT] [--cacert F] [--cert F] [--key F] [--insecure-skip-tls-verify]
            [--user NAME[:PASSWORD]] [--password P]     (etcdctl's ETCDCTL_* environment works too)
+
+Saves a running member's snapshot (Maintenance.Snapshot) to FILE, in etcd's format: etcdctl reads it.
+`;
+
+export const snapshotStatusUsage = `Usage:
   etcetera snapshot status FILE [-w table|json]
+
+Prints a snapshot file's hash, revision, total keys and total size (etcdctl's fields), offline.
+`;
+
+export const snapshotRestoreUsage = `Usage:
   etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
            [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--wal-dir DIR] [--skip-hash-check]
+
+Restores a snapshot file (ours or etcd's) into a new data directory, with etcdctl's flags and defaults
+(--name default, --initial-cluster-token etcd-cluster, peer URL http://127.0.0.1:2380), and prints the
+command that starts it. The token is the restored cluster's join token: etcd's public default opens no joins
+until a start gives --token (see the README, "Backup and restore").
+`;
+
+export const migrateUsage = `Usage:
   etcetera migrate --from-etcd URL --data-dir DIR [the restore flags]
   etcetera migrate --from-kine state.db --data-dir DIR [the restore flags]
+
+Builds a new member's data directory from a live etcd's snapshot (verified, then restored) or from kine's
+SQLite database. The restore flags are those of \`etcetera snapshot restore --help\`.
+`;
+
+const snapshotUsage = `Usage:
+${[snapshotSaveUsage, snapshotStatusUsage, snapshotRestoreUsage, migrateUsage].map((u) => u.split('\n\n')[0]!.replace('Usage:\n', '')).join('\n')}
 
 Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads ours and we read etcd's.
 `;
@@ -211,14 +237,14 @@ export async function snapshotCommand(argv: string[], io: CliStreams): Promise<n
 export async function migrateCommand(argv: string[], io: CliStreams): Promise<number> {
   return runReporting(io, async () => {
     if (argv[0] === undefined || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
-      io.stdout.write(snapshotUsage);
-      return 0;
+      io.stdout.write(migrateUsage);
+      return argv[0] === undefined ? 2 : 0;
     }
     const a = parseArgs(argv);
     const kine = a.flags.get('from-kine');
     if (kine !== undefined) return migrateKine(kine, a, io);
     const from = a.flags.get('from-etcd');
-    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL or --from-kine FILE\n\n${snapshotUsage}`);
+    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL or --from-kine FILE\n\n${migrateUsage}`);
     const dataDir = dataDirOf(a);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const file = join(resolve(dataDir), 'migrate-from-etcd.db');

@@ -17,10 +17,27 @@ export interface CliOutput {
   stderr(text: string): void;
 }
 
-export const snapshotDirUsage = `Usage:
+/** Each verb's own usage (main/cli-commands.ts). */
+export const snapshotLsUsage = `Usage:
   etcetera snapshot ls [--data-dir D | --snapshot-dir S] [--output table|json]
+
+Lists the scheduled snapshots (k3s's etcd-snapshot ls); the directory defaults to <data-dir>/snapshots.
+`;
+
+export const snapshotDeleteUsage = `Usage:
   etcetera snapshot delete NAME... [--data-dir D | --snapshot-dir S]
+
+Deletes the named scheduled snapshots (k3s's etcd-snapshot delete).
+`;
+
+export const snapshotPruneUsage = `Usage:
   etcetera snapshot prune [--data-dir D | --snapshot-dir S] [--name NODE] [--snapshot-retention N]
+
+Keeps NODE's N newest scheduled snapshots (default 5) and deletes the rest (k3s's etcd-snapshot prune).
+`;
+
+export const snapshotDirUsage = `Usage:
+${[snapshotLsUsage, snapshotDeleteUsage, snapshotPruneUsage].map((u) => u.split('\n')[1]!).join('\n')}
 `;
 
 interface Parsed {
