@@ -189,12 +189,23 @@ function restored(r: ImportResult, dataDir: string, a: Args): string {
 /**
  * The exact command that starts a restored member where its cluster knows it (its peer URLs from
  * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (main/registered-urls.ts).
+ * The client URL is on the peer URL's host, one port below it (2379 beside 2380, etcd's pair): a restore of
+ * member m1 at http://10.0.0.1:2380 serves clients on http://10.0.0.1:2379, not on 127.0.0.1 (issue 32, item 5).
  */
-function startCommand(dataDir: string, c: RestoreCluster, walDir: string | undefined): string {
-  const peers = c.initialCluster.find((m) => m.name === c.name)?.peerUrls.join(',') ?? '';
+export function startCommand(dataDir: string, c: RestoreCluster, walDir: string | undefined): string {
+  const peerUrls = c.initialCluster.find((m) => m.name === c.name)?.peerUrls ?? [];
+  const peers = peerUrls.join(',');
+  const clients = peerUrls.map(clientUrlBeside).join(',');
   return `npx etcetera server --name ${c.name} --data-dir ${dataDir}${walDir === undefined ? '' : ` --wal-dir ${walDir}`}` +
     ` --listen-peer-urls ${peers} --initial-advertise-peer-urls ${peers}` +
-    ' --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379';
+    ` --listen-client-urls ${clients} --advertise-client-urls ${clients}`;
+}
+
+function clientUrlBeside(peerUrl: string): string {
+  const u = new URL(peerUrl);
+  const peerPort = u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : Number(u.port);
+  u.port = String(peerPort > 1 ? peerPort - 1 : 2379);
+  return u.toString().replace(/\/$/, '');
 }
 
 export async function snapshotCommand(argv: string[], io: CliStreams): Promise<number> {

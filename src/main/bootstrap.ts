@@ -13,7 +13,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hex } from '../base/hex.js';
 import type { Entry, HardState } from '../raft/types.js';
 import { NodeFsPort } from '../wal/fs-port.js';
@@ -59,7 +59,7 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   await checkListeners(o, 'checked before joining; the cluster was not changed');
   const { token, generated } = await bootstrapToken(o);
   const decided = await decideIdentity(o, token);
-  const identity: Identity = { ...decided.identity, urls: urlsOf(o) };
+  const identity: Identity = { ...decided.identity, urls: urlsOf(o), ...(o.walDir !== undefined ? { walDir: resolve(o.walDir) } : {}) };
   const { entries } = decided;
   await mkdir(tmpDir, { mode: 0o700 });
   if (entries.length > 0) {

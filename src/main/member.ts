@@ -11,7 +11,7 @@
  *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal); or --wal-dir (node/wal-dir.ts)
  *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hex } from '../base/hex.js';
 import { quotaBackendBytesDefault } from '../base/limits.js';
 import type { Wal } from '../wal/wal.js';
@@ -38,7 +38,7 @@ import { joinService, joinServiceDefinition } from '../peer/join-service.js';
 import { clientPortHttp, collectServerMetrics, countedHealth, health } from './client-http.js';
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport, transportBase, withPort } from './peers.js';
 import { createRawNode } from './raft-node.js';
-import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
+import { peerUrlMismatch, urlsOf, withRegisteredUrls, withRememberedWalDir } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
 import { checkRestart } from './start-checks.js';
 import { startDiskWatch } from './disk-watch.js';
@@ -66,7 +66,7 @@ export interface RunningMember {
 }
 
 export async function startMember(options: MemberOptions): Promise<RunningMember> {
-  const o = await withAutoTls(options);
+  let o = await withAutoTls(options);
   const log = o.logger;
   const boot = await openOrBootstrap(o);
   const { identity, token } = boot;
@@ -75,6 +75,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
     cluster: hex(identity.clusterId),
     ...(boot.created ? { mode: o.bootstrap.kind } : {}),
   });
+  if (!boot.created) o = withRememberedWalDir(o, identity);
   // A restart is checked read-only first: a refused start changes no file (start-checks.ts).
   if (!boot.created) await checkRestart(o, identity);
   const openPeerPort = openPeerPortWarning(o, token);
@@ -283,6 +284,10 @@ async function restartUrls(o: MemberOptions, identity: Identity, known: Member |
   const mismatch = peerUrlMismatch(options, known);
   if (mismatch !== undefined) options.logger.warn(mismatch);
   const urls = urlsOf(options);
-  if (JSON.stringify(urls) !== JSON.stringify(identity.urls)) await writeIdentity(join(o.dataDir, 'member'), { ...identity, urls });
+  const walDir = options.walDir === undefined ? undefined : resolve(options.walDir);
+  if (JSON.stringify(urls) !== JSON.stringify(identity.urls) || walDir !== identity.walDir) {
+    const { walDir: _, ...rest } = identity;
+    await writeIdentity(join(o.dataDir, 'member'), { ...rest, urls, ...(walDir !== undefined ? { walDir } : {}) });
+  }
   return options;
 }
