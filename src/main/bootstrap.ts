@@ -24,6 +24,7 @@ import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
 import { checkListeners } from './listeners-free.js';
+import { isSecretToken } from '../peer/join-secret.js';
 import { memberWalDir, walDirWhileBuilding } from '../node/wal-dir.js';
 import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
 
@@ -34,6 +35,8 @@ export interface Bootstrapped {
   token: string;
   /** Created by this start (not a restart). */
   created: boolean;
+  /** A restart's --token replaces the public one the member held: written once the start's checks pass (adoptToken). */
+  adoptToken?: true;
 }
 
 export function askOptions(o: MemberOptions, token: string): AskOptions {
@@ -51,7 +54,7 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
   const memberDir = join(o.dataDir, 'member');
   await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
   const existing = await readIdentity(memberDir);
-  if (existing !== undefined) return { identity: existing, token: await restartToken(o, existing, memberDir), created: false };
+  if (existing !== undefined) return { identity: existing, ...(await restartToken(o, existing, memberDir)), created: false };
   await refuseHalfWritten(memberWalDir(o.dataDir));
   if (o.walDir !== undefined) await refuseHalfWritten(o.walDir);
   const tmpDir = join(o.dataDir, 'member.bootstrap');
@@ -98,19 +101,33 @@ export async function leaveAfterFailedJoin(o: MemberOptions, identity: Identity,
   }
 }
 
-async function restartToken(o: MemberOptions, identity: Identity, memberDir: string): Promise<string> {
+async function restartToken(o: MemberOptions, identity: Identity, memberDir: string): Promise<{ token: string; adoptToken?: true }> {
   const stored = identity.token ?? (await readTokenFile(o.dataDir)) ?? (o.bootstrap.kind === 'static' ? o.bootstrap.clusterToken : undefined);
   if (stored === undefined) {
-    if (o.token !== undefined && o.token !== '') return o.token;
+    if (o.token !== undefined && o.token !== '') return { token: o.token };
     throw new Error(`${memberDir} holds a member but no join token: give the cluster's token with --token`);
   }
   if (o.token !== undefined && o.token !== '' && o.token !== stored) {
+    // A cluster that never had a secret (restored with etcdctl's default --initial-cluster-token) takes one
+    // at a restart: otherwise it could never accept a join (issue 32, item 5).
+    if (!isSecretToken(stored) && isSecretToken(o.token)) return { token: o.token, adoptToken: true };
     throw new Error(
       `--token differs from the token this member joined its cluster with (stored in ${join(memberDir, 'identity')}): ` +
       'leave --token out to restart, or wipe the data directory to join another cluster',
     );
   }
-  return stored;
+  return { token: stored };
+}
+
+/**
+ * Keeps a restart's --token in place of the public one (after the start's checks, so a refused start writes
+ * nothing). The peers handshake with the token: every other member must be restarted with the same --token.
+ */
+export async function adoptToken(o: MemberOptions, identity: Identity, token: string): Promise<void> {
+  await writeIdentity(join(o.dataDir, 'member'), { ...identity, token });
+  await writeFileDurably(o.dataDir, 'token', `${token}\n`);
+  o.logger.warn("adopted --token in place of etcd's public default: joins with --server and this token are accepted; " +
+    'restart every other member of this cluster with the same --token (until then they cannot reach this one)', { file: join(o.dataDir, 'token') });
 }
 
 async function bootstrapToken(o: MemberOptions): Promise<{ token: string; generated: boolean }> {

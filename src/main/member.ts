@@ -31,7 +31,7 @@ import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startPeerProber } from '../peer/peer-prober.js';
 import { startMetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
-import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
+import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { writeIdentity, type Identity } from '../node/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../peer/join-service.js';
@@ -78,6 +78,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
   if (!boot.created) o = withRememberedWalDir(o, identity);
   // A restart is checked read-only first: a refused start changes no file (start-checks.ts).
   if (!boot.created) await checkRestart(o, identity);
+  if (boot.adoptToken === true) await adoptToken(o, identity, token);
   const openPeerPort = openPeerPortWarning(o, token);
   if (openPeerPort !== undefined) log.warn(openPeerPort);
   try {
