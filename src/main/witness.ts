@@ -149,7 +149,8 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       },
       // Snapshot metadata from a data leader: the log restarts after it; peers added before it are asked for.
       restoreSnapshot: async () => void peers.refresh(),
-      onSoftState: (state) => log.info('leader changed', { leader: hex(state.leader), role: state.role }),
+      onSoftState: (state) =>
+        state.leader === 0n ? log.warn('no leader', { role: state.role }) : log.info('leader changed', { leader: hex(state.leader), role: state.role }),
       onReadStates: () => {},
       onStable: () => {},
       onFatal: (error) => stop.fatal(error),
