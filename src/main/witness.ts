@@ -29,7 +29,7 @@ import { decodeConfChangeContext } from '../node/driver/raft-request.js';
 import type { Identity } from '../node/identity.js';
 import { walDirOf } from '../node/wal-dir.js';
 import { PeerTransport } from '../peer/transport.js';
-import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
+import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
 import { MemberStop } from './member-stop.js';
 
@@ -61,6 +61,8 @@ export interface RunningWitness {
 export async function startWitness(options: MemberOptions): Promise<RunningWitness> {
   const o: MemberOptions = { ...options, witness: true };
   const boot = await openOrBootstrap(o);
+  // A witness of a cluster with the public token takes the secret --token too (bootstrap.ts: adoptToken).
+  if (boot.adoptToken === true) await adoptToken(o, boot.identity, boot.token);
   o.logger.info(boot.created ? 'joined as a witness' : 'restarting witness from its data directory', {
     member: hex(boot.identity.memberId),
     cluster: hex(boot.identity.clusterId),
