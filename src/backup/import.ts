@@ -12,7 +12,7 @@
  * leaves something that looks like a member.
  */
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { Backend, BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
@@ -103,7 +103,7 @@ export async function importRevisions(
   } finally {
     await backend.close();
   }
-  await writeIdentity(work, { memberId: self.id, clusterId, name: extras.cluster.name, joinPeers: [] });
+  await writeIdentity(work, { memberId: self.id, clusterId, name: extras.cluster.name, joinPeers: [], ...(extras.walDir !== undefined ? { walDir: resolve(extras.walDir) } : {}) });
   // Peers authenticate with the join token; a static bootstrap uses the cluster token, and so must every
   // member restored together (whatever flags they are later started with).
   const tokenFile = join(dataDir, 'token');

@@ -29,17 +29,44 @@ export interface CliStreams {
   stderr: ProgressOutput;
 }
 
-const snapshotUsage = `Usage:
+/** Each verb's own usage (`etcetera snapshot restore --help` prints only its own; main/cli-commands.ts). */
+export const snapshotSaveUsage = `Usage:
   etcetera snapshot save FILE [--endpoints HOST:PORT] [--cacert F] [--cert F] [--key F] [--insecure-skip-tls-verify]
            [--user NAME[:PASSWORD]] [--password P]     (etcdctl's ETCDCTL_* environment works too)
+
+Saves a running member's snapshot (Maintenance.Snapshot) to FILE, in etcd's format: etcdctl reads it.
+With --etcd-s3 and the --etcd-s3-* flags (k3s's), the saved file is also uploaded to the bucket.
+`;
+
+export const snapshotStatusUsage = `Usage:
   etcetera snapshot status FILE [-w table|json]
+
+Prints a snapshot file's hash, revision, total keys and total size (etcdctl's fields), offline.
+`;
+
+export const snapshotRestoreUsage = `Usage:
   etcetera snapshot restore FILE --data-dir DIR [--name NAME] [--initial-cluster NAME=URL,...]
            [--initial-cluster-token TOKEN] [--initial-advertise-peer-urls URL,...] [--wal-dir DIR] [--skip-hash-check]
   etcetera snapshot restore s3://BUCKET/FOLDER/NAME --data-dir DIR [the restore flags] [--etcd-s3-* flags]
+
+Restores a snapshot file (ours or etcd's) into a new data directory, with etcdctl's flags and defaults
+(--name default, --initial-cluster-token etcd-cluster, peer URL http://127.0.0.1:2380), and prints the
+command that starts it. The token is the restored cluster's join token: etcd's public default opens no joins
+until a start gives --token (see the README, "Backup and restore"). An s3:// source is fetched with the
+--etcd-s3-* flags and its hash checked first (README, "Backups off the board").
+`;
+
+export const migrateUsage = `Usage:
   etcetera migrate --from-etcd URL --data-dir DIR [the restore flags]
   etcetera migrate --from-kine state.db --data-dir DIR [the restore flags]
 
-With --etcd-s3 and the --etcd-s3-* flags (k3s's), snapshot save also uploads the saved file to the bucket.
+Builds a new member's data directory from a live etcd's snapshot (verified, then restored) or from kine's
+SQLite database. The restore flags are those of \`etcetera snapshot restore --help\`.
+`;
+
+const snapshotUsage = `Usage:
+${[snapshotSaveUsage, snapshotStatusUsage, snapshotRestoreUsage, migrateUsage].map((u) => u.split('\n\n')[0]!.replace('Usage:\n', '')).join('\n')}
+
 Snapshot files are etcd's own format (bbolt database + SHA-256): etcdctl reads ours and we read etcd's.
 `;
 
@@ -168,12 +195,23 @@ function restored(r: ImportResult, dataDir: string, a: Args): string {
 /**
  * The exact command that starts a restored member where its cluster knows it (its peer URLs from
  * --initial-cluster); a restart with only --name and --data-dir uses those URLs too (main/registered-urls.ts).
+ * The client URL is on the peer URL's host, one port below it (2379 beside 2380, etcd's pair): a restore of
+ * member m1 at http://10.0.0.1:2380 serves clients on http://10.0.0.1:2379, not on 127.0.0.1 (issue 32, item 5).
  */
-function startCommand(dataDir: string, c: RestoreCluster, walDir: string | undefined): string {
-  const peers = c.initialCluster.find((m) => m.name === c.name)?.peerUrls.join(',') ?? '';
+export function startCommand(dataDir: string, c: RestoreCluster, walDir: string | undefined): string {
+  const peerUrls = c.initialCluster.find((m) => m.name === c.name)?.peerUrls ?? [];
+  const peers = peerUrls.join(',');
+  const clients = peerUrls.map(clientUrlBeside).join(',');
   return `npx etcetera server --name ${c.name} --data-dir ${dataDir}${walDir === undefined ? '' : ` --wal-dir ${walDir}`}` +
     ` --listen-peer-urls ${peers} --initial-advertise-peer-urls ${peers}` +
-    ' --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379';
+    ` --listen-client-urls ${clients} --advertise-client-urls ${clients}`;
+}
+
+function clientUrlBeside(peerUrl: string): string {
+  const u = new URL(peerUrl);
+  const peerPort = u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : Number(u.port);
+  u.port = String(peerPort > 1 ? peerPort - 1 : 2379);
+  return u.toString().replace(/\/$/, '');
 }
 
 export async function snapshotCommand(argv: string[], io: CliStreams): Promise<number> {
@@ -251,14 +289,14 @@ async function restoreFromBucket(url: string, a: Args, io: CliStreams): Promise<
 export async function migrateCommand(argv: string[], io: CliStreams): Promise<number> {
   return runReporting(io, async () => {
     if (argv[0] === undefined || argv[0] === 'help' || argv[0] === '--help' || argv[0] === '-h') {
-      io.stdout.write(snapshotUsage);
-      return 0;
+      io.stdout.write(migrateUsage);
+      return argv[0] === undefined ? 2 : 0;
     }
     const a = parseArgs(argv);
     const kine = a.flags.get('from-kine');
     if (kine !== undefined) return migrateKine(kine, a, io);
     const from = a.flags.get('from-etcd');
-    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL or --from-kine FILE\n\n${snapshotUsage}`);
+    if (from === undefined) throw new ConfigError(`migrate needs --from-etcd URL or --from-kine FILE\n\n${migrateUsage}`);
     const dataDir = dataDirOf(a);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const file = join(resolve(dataDir), 'migrate-from-etcd.db');

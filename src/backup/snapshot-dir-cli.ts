@@ -19,10 +19,29 @@ export interface CliOutput {
   stderr(text: string): void;
 }
 
-export const snapshotDirUsage = `Usage:
+/** Each verb's own usage (main/cli-commands.ts). */
+export const snapshotLsUsage = `Usage:
   etcetera snapshot ls [--data-dir D | --snapshot-dir S] [--output table|json]
+
+Lists the scheduled snapshots (k3s's etcd-snapshot ls); the directory defaults to <data-dir>/snapshots.
+With --etcd-s3 and the --etcd-s3-* flags (or k3s's --s3-* spellings), the bucket's are listed too.
+`;
+
+export const snapshotDeleteUsage = `Usage:
   etcetera snapshot delete NAME... [--data-dir D | --snapshot-dir S]
+
+Deletes the named scheduled snapshots (k3s's etcd-snapshot delete); with --etcd-s3, from the bucket too.
+`;
+
+export const snapshotPruneUsage = `Usage:
   etcetera snapshot prune [--data-dir D | --snapshot-dir S] [--name NODE] [--snapshot-retention N]
+
+Keeps NODE's N newest scheduled snapshots (default 5) and deletes the rest (k3s's etcd-snapshot prune); with
+--etcd-s3, in the bucket too.
+`;
+
+export const snapshotDirUsage = `Usage:
+${[snapshotLsUsage, snapshotDeleteUsage, snapshotPruneUsage].map((u) => u.split('\n')[1]!).join('\n')}
 
 With --etcd-s3 (or k3s's --s3) and the --etcd-s3-* flags (--s3-bucket, --s3-endpoint, ... as k3s spells them
 for etcd-snapshot), each verb also works on the bucket: ls lists both, delete and prune remove from both.

@@ -101,6 +101,8 @@ export const peerHandshakeBufferedBytesMax = 2 * peerHandshakeFrameBytesMax;
 export const peerUnreadBytesMax = peerFrameBytesMax;
 /** Peer transport: a refused connection is destroyed once its Refused frame is flushed, or after this. */
 export const peerRefusalFlushMs = 1_000;
+/** A peer that stays unreachable is logged again this often (etcd's prober reports an unhealthy peer every 30 s). */
+export const peerDownLogIntervalMs = 30_000;
 /** Peer transport: snapshot data is streamed in chunks of this size on its own connection. */
 export const snapshotChunkBytes = 1024 * 1024;
 /**

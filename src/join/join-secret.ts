@@ -15,7 +15,7 @@ export function isSecretToken(token: string): boolean {
 
 export const joinsRefusedMessage =
   "this cluster accepts no joins: its token is etcd's public default (--initial-cluster-token etcd-cluster); " +
-  'give every member the same secret --token (or restore with a secret --initial-cluster-token) to let members join with --server';
+  'restart its members with the same secret --token (they adopt it; or restore with a secret --initial-cluster-token) to let members join with --server';
 
 /** The start's warning when the token opens no joins (the open peer port: main/open-peer-port.ts). */
 export function joinsRefusedWarning(token: string): string | undefined {

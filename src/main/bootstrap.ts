@@ -13,8 +13,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hex } from '../base/hex.js';
 import type { Entry, HardState } from '../raft/types.js';
 import { NodeFsPort } from '../wal/fs-port.js';
@@ -24,6 +23,8 @@ import { askCluster, type AskOptions } from '../join/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
+import { checkListeners } from './listeners-free.js';
+import { isSecretToken } from '../join/join-secret.js';
 import { memberWalDir, walDirWhileBuilding } from '../node/wal-dir.js';
 import { buildVersion } from '../config/build-info.js';
 import { newDataVersion, readDataVersion, startRefusal, writeDataVersion } from './data-version.js';
@@ -36,6 +37,8 @@ export interface Bootstrapped {
   token: string;
   /** Created by this start (not a restart). */
   created: boolean;
+  /** A restart's --token replaces the public one the member held: written once the start's checks pass (adoptToken). */
+  adoptToken?: true;
 }
 
 export function askOptions(o: MemberOptions, token: string): AskOptions {
@@ -57,16 +60,16 @@ export async function openOrBootstrap(o: MemberOptions): Promise<Bootstrapped> {
     // Before anything opens the data: a refused start leaves every file as it was.
     const refusal = startRefusal(memberDir, await readDataVersion(memberDir), buildVersion());
     if (refusal !== undefined) throw new Error(refusal);
-    return { identity: existing, token: await restartToken(o, existing, memberDir), created: false };
+    return { identity: existing, ...(await restartToken(o, existing, memberDir)), created: false };
   }
   await refuseHalfWritten(memberWalDir(o.dataDir));
   if (o.walDir !== undefined) await refuseHalfWritten(o.walDir);
   const tmpDir = join(o.dataDir, 'member.bootstrap');
   await rm(tmpDir, { recursive: true, force: true }); // a bootstrap that crashed: start over
-  await checkListeners(o);
+  await checkListeners(o, 'checked before joining; the cluster was not changed');
   const { token, generated } = await bootstrapToken(o);
   const decided = await decideIdentity(o, token);
-  const identity: Identity = { ...decided.identity, urls: urlsOf(o) };
+  const identity: Identity = { ...decided.identity, urls: urlsOf(o), ...(o.walDir !== undefined ? { walDir: resolve(o.walDir) } : {}) };
   const { entries } = decided;
   await mkdir(tmpDir, { mode: 0o700 });
   if (entries.length > 0) {
@@ -106,19 +109,33 @@ export async function leaveAfterFailedJoin(o: MemberOptions, identity: Identity,
   }
 }
 
-async function restartToken(o: MemberOptions, identity: Identity, memberDir: string): Promise<string> {
+async function restartToken(o: MemberOptions, identity: Identity, memberDir: string): Promise<{ token: string; adoptToken?: true }> {
   const stored = identity.token ?? (await readTokenFile(o.dataDir)) ?? (o.bootstrap.kind === 'static' ? o.bootstrap.clusterToken : undefined);
   if (stored === undefined) {
-    if (o.token !== undefined && o.token !== '') return o.token;
+    if (o.token !== undefined && o.token !== '') return { token: o.token };
     throw new Error(`${memberDir} holds a member but no join token: give the cluster's token with --token`);
   }
   if (o.token !== undefined && o.token !== '' && o.token !== stored) {
+    // A cluster that never had a secret (restored with etcdctl's default --initial-cluster-token) takes one
+    // at a restart: otherwise it could never accept a join (issue 32, item 5).
+    if (!isSecretToken(stored) && isSecretToken(o.token)) return { token: o.token, adoptToken: true };
     throw new Error(
       `--token differs from the token this member joined its cluster with (stored in ${join(memberDir, 'identity')}): ` +
       'leave --token out to restart, or wipe the data directory to join another cluster',
     );
   }
-  return stored;
+  return { token: stored };
+}
+
+/**
+ * Keeps a restart's --token in place of the public one (after the start's checks, so a refused start writes
+ * nothing). The peers handshake with the token: every other member must be restarted with the same --token.
+ */
+export async function adoptToken(o: MemberOptions, identity: Identity, token: string): Promise<void> {
+  await writeIdentity(join(o.dataDir, 'member'), { ...identity, token });
+  await writeFileDurably(o.dataDir, 'token', `${token}\n`);
+  o.logger.warn("adopted --token in place of etcd's public default: joins with --server and this token are accepted; " +
+    'restart every other member of this cluster with the same --token (until then they cannot reach this one)', { file: join(o.dataDir, 'token') });
 }
 
 async function bootstrapToken(o: MemberOptions): Promise<{ token: string; generated: boolean }> {
@@ -144,25 +161,6 @@ async function refuseHalfWritten(walDir: string): Promise<void> {
   const names = await readdir(walDir).catch(() => [] as string[]);
   if (names.some((n) => n.endsWith('.wal'))) {
     throw new Error(`${walDir}: the log has data but the data directory has no member identity; refusing to guess (wipe both and join again)`);
-  }
-}
-
-/**
- * Before asking a cluster to add us: every address we will listen on must be free, so a busy port fails
- * here, with the cluster unchanged, not after the add (an orphan learner). A race with another program
- * binding the port in between is still possible; main/member.ts removes the member again when start fails.
- */
-async function checkListeners(o: MemberOptions): Promise<void> {
-  for (const raw of [...o.listenClientUrls, ...o.listenPeerUrls, ...o.listenMetricsUrls]) {
-    const u = new URL(raw.includes('://') ? raw : `http://${raw}`);
-    if (u.port === '' || u.port === '0') continue;
-    await new Promise<void>((resolve, reject) => {
-      const s = createServer();
-      s.once('error', (error: NodeJS.ErrnoException) =>
-        reject(new Error(`cannot listen on ${raw} (${error.code ?? error.message}): is another etcd or etcetera running there? (checked before joining; the cluster was not changed)`)),
-      );
-      s.listen(Number(u.port), u.hostname.replace(/^\[(.*)\]$/, '$1'), () => s.close(() => resolve()));
-    });
   }
 }
 

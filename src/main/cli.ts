@@ -50,6 +50,11 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return command === undefined ? 2 : 0;
   }
+  const help = await (await import('./cli-commands.js')).helpFor(argv);
+  if (help !== undefined) {
+    process.stdout.write(help);
+    return 0;
+  }
   if (command === 'version' || command === '--version') return printVersion(rest);
   if (command === 'snapshot' || command === 'etcd-snapshot' || command === 'migrate') {
     // A restore or migration builds a data directory: its files private as the server's (LevelDB picks its own modes).

@@ -13,12 +13,17 @@ export function clientPortHttp(server: EtcdServer, metrics: ServerMetrics, extra
   return (req, res) => routes.some((route) => route(req, res));
 }
 
+export const learnerHealthReason = 'LEARNER: not promoted yet; it serves serializable reads only (etcdserver: rpc not supported for learner)';
+
 /**
- * etcd's /health: healthy when there is a leader, no alarm is raised, and a linearizable read succeeds
+ * etcd's /health: healthy when there is a leader, this member votes, no alarm is raised, and a linearizable read succeeds
  * (the read proves the member can reach a quorum now, not just that it saw a leader once).
  */
 export async function health(server: EtcdServer): Promise<HealthResult> {
   if (!server.hasLeader()) return { health: false, reason: 'RAFT NO LEADER' };
+  // A learner refuses every request but serializable reads (etcd's `rpc not supported for learner`), as
+  // `etcdctl endpoint health` finds; a load balancer that trusted /health sent it writes (issue 32, item 4).
+  if (server.isLearner()) return { health: false, reason: learnerHealthReason };
   const alarms = server.state.alarms.list();
   if (alarms.length > 0) return { health: false, reason: `ALARM ${alarms.map((a) => a.alarm).join(',')}` };
   try {

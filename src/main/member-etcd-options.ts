@@ -4,7 +4,7 @@
  * --unsafe-no-fsync's file system, and the initial corruption check's view of this member.
  */
 import type { Backend } from '../mvcc/backend.js';
-import { timeBackendCommits, trackDefragments } from '../metrics/backend-timing.js';
+import { defragSecondsBuckets, timeBackendCommits, trackDefragments } from '../metrics/backend-timing.js';
 import { type GrpcMetrics, registerGrpcMetrics } from '../metrics/grpc-metrics.js';
 import { registerBackendCommitHistogram } from '../metrics/member-metrics.js';
 import type { Registry } from '../metrics/metrics.js';
@@ -21,7 +21,11 @@ import type { PeerTlsOptions } from '../peer/types.js';
 /** The metrics measured around the backend and the gRPC server; returns the gRPC server's. */
 export function instrumentMember(registry: Registry, backend: Backend): GrpcMetrics {
   timeBackendCommits(backend, registerBackendCommitHistogram(registry));
-  trackDefragments(backend, registry.gauge({ name: 'etcd_disk_defrag_inflight', help: 'Whether or not defrag is active on the member. 1 means active, 0 means not.' }));
+  trackDefragments(
+    backend,
+    registry.gauge({ name: 'etcd_disk_defrag_inflight', help: 'Whether or not defrag is active on the member. 1 means active, 0 means not.' }),
+    registry.histogram({ name: 'etcd_disk_backend_defrag_duration_seconds', help: 'The latency distribution of backend defragmentation.', buckets: defragSecondsBuckets }),
+  );
   return registerGrpcMetrics(registry);
 }
 

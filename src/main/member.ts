@@ -14,7 +14,7 @@
 import { buildVersion } from '../config/build-info.js';
 import { dataFormatVersion } from '../base/version.js';
 import { DataVersionRecorder, readDataVersion } from './data-version.js';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hex } from '../base/hex.js';
 import { quotaBackendBytesDefault } from '../base/limits.js';
 import type { Wal } from '../wal/wal.js';
@@ -35,15 +35,16 @@ import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startPeerProber } from '../peer/peer-prober.js';
 import { startMetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
-import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
+import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { writeIdentity, type Identity } from '../node/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../join/join-service.js';
 import { clientPortHttp, collectServerMetrics, countedHealth, health } from './client-http.js';
 import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport, transportBase, withPort } from './peers.js';
 import { createRawNode } from './raft-node.js';
-import { peerUrlMismatch, urlsOf, withRegisteredUrls } from './registered-urls.js';
+import { peerUrlMismatch, urlsOf, withRegisteredUrls, withRememberedWalDir } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
+import { checkRestart } from './start-checks.js';
 import { startDiskWatch, startOnFullDiskError } from './disk-watch.js';
 import { DiskRoom } from '../node/request/disk-room.js';
 import { isSecretToken, joinsRefusedMessage, joinsRefusedWarning } from '../join/join-secret.js';
@@ -80,7 +81,7 @@ export async function startMember(options: MemberOptions): Promise<RunningMember
 }
 
 async function startMemberOn(options: MemberOptions): Promise<RunningMember> {
-  const o = await withAutoTls(options);
+  let o = await withAutoTls(options);
   const log = o.logger;
   const boot = await openOrBootstrap(o);
   const { identity, token } = boot;
@@ -89,6 +90,10 @@ async function startMemberOn(options: MemberOptions): Promise<RunningMember> {
     cluster: hex(identity.clusterId),
     ...(boot.created ? { mode: o.bootstrap.kind } : {}),
   });
+  if (!boot.created) o = withRememberedWalDir(o, identity);
+  // A restart is checked read-only first: a refused start changes no file (start-checks.ts).
+  if (!boot.created) await checkRestart(o, identity);
+  if (boot.adoptToken === true) await adoptToken(o, identity, token);
   const openPeerPort = openPeerPortWarning(o, token);
   if (openPeerPort !== undefined) log.warn(openPeerPort);
   try {
@@ -312,6 +317,10 @@ async function restartUrls(o: MemberOptions, identity: Identity, known: Member |
   const mismatch = peerUrlMismatch(options, known);
   if (mismatch !== undefined) options.logger.warn(mismatch);
   const urls = urlsOf(options);
-  if (JSON.stringify(urls) !== JSON.stringify(identity.urls)) await writeIdentity(join(o.dataDir, 'member'), { ...identity, urls });
+  const walDir = options.walDir === undefined ? undefined : resolve(options.walDir);
+  if (JSON.stringify(urls) !== JSON.stringify(identity.urls) || walDir !== identity.walDir) {
+    const { walDir: _, ...rest } = identity;
+    await writeIdentity(join(o.dataDir, 'member'), { ...rest, urls, ...(walDir !== undefined ? { walDir } : {}) });
+  }
   return options;
 }

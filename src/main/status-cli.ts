@@ -14,6 +14,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { ConfigError } from '../config/config.js';
 import { healthCheckTimeoutMs } from '../metrics/metrics-http.js';
+import { wearWarningSpanMsMin } from '../metrics/wear.js';
 import { textTable } from '../base/text-table.js';
 import { humanBytes } from '../backup/progress.js';
 import { parseArgs, tlsOf, type CliStreams } from '../backup/snapshot-cli.js';
@@ -29,9 +30,10 @@ Usage:
   etcetera status [--endpoints HOST:PORT,...] [-w table|json] [--cacert F] [--cert F] [--key F] [--insecure-skip-tls-verify]
 
 Reads GET /status on each client URL (ETCDCTL_ENDPOINTS and the ETCDCTL_* TLS variables work too).
-Columns: BUILD is the member's etcetera version; FSYNC P50/P99 are the WAL's syncs of the last minute; WRITTEN/DAY is the rate of the last day (or
-since the member started); DISK LIFE is --storage-endurance-tbw at that rate ("!" when under
---storage-life-warning-years).
+Columns: BUILD is the member's etcetera version; FSYNC P50/P99 are the WAL's syncs of the last minute;
+WRITTEN/DAY is the rate of the last day (or since the member started), with the window it was measured over;
+DISK LIFE is --storage-endurance-tbw at that rate ("!" when under --storage-life-warning-years), "measuring"
+until the window covers an hour. S3 UPLOAD (shown when a member uploads) is its last off-site upload.
 `;
 
 export type StatusRow = ({ endpoint: string } & MemberStatusJson) | { endpoint: string; error: string };
@@ -77,8 +79,8 @@ export function statusTable(rows: readonly StatusRow[]): string {
       // A member before 0.2 reports no build.
       r.endpoint, r.member, (r.build as string | undefined) ?? '-', r.health ? 'true' : `false (${r.healthReason})`, r.leader === '0' ? 'none' : r.leader, String(r.term),
       milliseconds(r.walFsync.p50Seconds), milliseconds(r.walFsync.p99Seconds), r.storageProfile,
-      d.bytesPerDay === null ? '-' : humanBytes(d.bytesPerDay),
-      lifeText(d.projectedLifeYears, d.bytesPerDay, d.lifeWarning),
+      d.bytesPerDay === null ? '-' : `${humanBytes(d.bytesPerDay)} (${windowText(d.rateWindowSeconds)})`,
+      lifeText(d.projectedLifeYears, d.bytesPerDay, d.lifeWarning, d.rateWindowSeconds),
     ];
   });
   // The S3 UPLOAD column only when a member uploads (--etcd-s3).
@@ -108,9 +110,18 @@ function milliseconds(seconds: number | null): string {
   return seconds === null ? '-' : `${(seconds * 1000).toFixed(seconds < 0.01 ? 2 : 1)} ms`;
 }
 
-function lifeText(years: number | null, bytesPerDay: number | null, warning: boolean): string {
+/** The span a rate was measured over: `40 s`, `12 min`, `5.5 h`, `1 d`. */
+function windowText(seconds: number | null): string {
+  if (seconds === null) return '-';
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  return seconds < 86_400 ? `${(seconds / 3600).toFixed(1)} h` : '1 d';
+}
+
+function lifeText(years: number | null, bytesPerDay: number | null, warning: boolean, windowSeconds: number | null): string {
   if (bytesPerDay === 0) return 'no writes';
-  if (years === null) return '-';
+  // No life projected from less than the declared minimum window (metrics/wear.ts: wearWarningSpanMsMin).
+  if (years === null) return bytesPerDay === null ? '-' : `measuring (${windowText(windowSeconds)} of ${windowText(wearWarningSpanMsMin / 1000)})`;
   return `${years >= 100 ? '> 100' : years.toFixed(1)} years${warning ? ' !' : ''}`;
 }
 

@@ -20,6 +20,7 @@ import { SnapshotDataDir } from '../node/snapshot-data.js';
 import { refuseMisplacedLog, walDirOf } from '../node/wal-dir.js';
 import { fullDiskError, spaceAdvice } from './disk-watch.js';
 import { NodeFsPort } from '../wal/fs-port.js';
+import { waysOutOfDamage } from './ways-out.js';
 
 export interface MemberStorage {
   backend: LevelBackend;
@@ -64,7 +65,6 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
     const [loaded, walOpened] = await Promise.allSettled([
       (async () => {
         const s = await ServerState.load(backend, stateOptions, await openIndexCheckpoint(memberDir));
-        await removeIndexCheckpoint(memberDir);
         log.info('loaded the key index', { keys: s.store.keyCount, ...s.store.loadedFrom });
         return s;
       })(),
@@ -81,6 +81,8 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
       throw loaded.status === 'rejected' ? loaded.reason : (walOpened as PromiseRejectedResult).reason;
     }
     state = loaded.value;
+    // Only once the log opened too: a start the log refuses keeps the checkpoint (issue 32, item 2).
+    await removeIndexCheckpoint(memberDir);
     assert(state.store.consistentIndex === consistentIndex, 'the backend moved while the member loaded it');
     opened = walOpened.value;
   } catch (error) {
@@ -98,7 +100,7 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
   try {
     const snapshotData = new SnapshotDataDir(join(memberDir, 'snap'));
     await snapshotData.init();
-    state = await catchUpFromSnapshot(o, memberDir, { backend, state, stateOptions, walState, snapshotData });
+    state = await catchUpFromSnapshot(o, identity.memberId, { backend, state, stateOptions, walState, snapshotData });
     await snapshotData.removeAll(); // what the backend holds, or a snapshot Raft never took
     const snapshot: Snapshot | undefined = walState.snapshot.index > 0 ? { meta: walState.snapshot, data: new Uint8Array(0) } : undefined;
     const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
@@ -115,7 +117,7 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
  */
 async function catchUpFromSnapshot(
   o: MemberOptions,
-  memberDir: string,
+  memberId: bigint,
   s: Pick<MemberStorage, 'backend' | 'state' | 'stateOptions' | 'walState' | 'snapshotData'>,
 ): Promise<ServerState> {
   if (s.walState.snapshot.index <= s.state.store.consistentIndex) return s.state;
@@ -127,8 +129,8 @@ async function catchUpFromSnapshot(
   const source = received ?? (legacy !== undefined && legacy.data.length > 0 ? legacy.data : undefined);
   if (source === undefined) {
     throw new Error(
-      `${memberDir}: the backend is at index ${s.state.store.consistentIndex}, behind the log's snapshot at ${meta.index}, ` +
-      'and the snapshot data is gone; this member cannot recover on its own: remove it from the cluster, wipe its data directory and join again, or restore a backup',
+      `${join(o.dataDir, 'member')}: the backend is at index ${s.state.store.consistentIndex}, behind the log's snapshot at ${meta.index}, ` +
+      `and the snapshot data is gone. ${waysOutOfDamage(memberId)}`,
     );
   }
   o.logger.info('backend behind the latest snapshot; restoring it', { snapshotIndex: meta.index, consistentIndex: s.state.store.consistentIndex });

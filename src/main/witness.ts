@@ -3,7 +3,7 @@
  * `--server URL --token T` as a voter that holds no data: it persists the Raft log's tail and its hard state,
  * acknowledges appends and votes, and so lets two data members keep a quorum when either dies. It builds no
  * store, applies only membership changes (to know its peers), serves no client API: its client URLs answer
- * /health (healthy once it hears a leader; the reason says it is a witness) and /metrics
+ * /health (healthy once it hears a leader; the reason says it is a witness), /status (witness-status.ts) and /metrics
  * (`etcetera_server_is_witness 1`) only.
  *
  * Data directory: `<data-dir>/member/identity` and `<data-dir>/member/wal/` (or --wal-dir), as a member's,
@@ -21,14 +21,15 @@ import type { WalTuning } from '../wal/profiles.js';
 import { Wal } from '../wal/wal.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { Registry, registerProcessMetrics } from '../metrics/metrics.js';
-import { startMetricsHttp, type HealthResult } from '../metrics/metrics-http.js';
+import { createJsonHandler, startMetricsHttp, type HealthResult } from '../metrics/metrics-http.js';
+import { witnessStatus } from './witness-status.js';
 import { electionTicksOf } from '../node/apply/catch-up.js';
 import { RaftDriver } from '../node/driver/raft-driver.js';
 import { decodeConfChangeContext } from '../node/driver/raft-request.js';
 import type { Identity } from '../node/identity.js';
 import { walDirOf } from '../node/wal-dir.js';
 import { PeerTransport } from '../peer/transport.js';
-import { leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
+import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
 import { MemberStop } from './member-stop.js';
 
@@ -60,6 +61,8 @@ export interface RunningWitness {
 export async function startWitness(options: MemberOptions): Promise<RunningWitness> {
   const o: MemberOptions = { ...options, witness: true };
   const boot = await openOrBootstrap(o);
+  // A witness of a cluster with the public token takes the secret --token too (bootstrap.ts: adoptToken).
+  if (boot.adoptToken === true) await adoptToken(o, boot.identity, boot.token);
   o.logger.info(boot.created ? 'joined as a witness' : 'restarting witness from its data directory', {
     member: hex(boot.identity.memberId),
     cluster: hex(boot.identity.clusterId),
@@ -149,7 +152,8 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       },
       // Snapshot metadata from a data leader: the log restarts after it; peers added before it are asked for.
       restoreSnapshot: async () => void peers.refresh(),
-      onSoftState: (state) => log.info('leader changed', { leader: hex(state.leader), role: state.role }),
+      onSoftState: (state) =>
+        state.leader === 0n ? log.warn('no leader', { role: state.role }) : log.info('leader changed', { leader: hex(state.leader), role: state.role }),
       onReadStates: () => {},
       onStable: () => {},
       onFatal: (error) => stop.fatal(error),
@@ -160,7 +164,11 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
     const refresh = setInterval(() => void peers.refresh(), witnessMembersRefreshMs);
     refresh.unref();
     stop.add('refresh', () => clearInterval(refresh));
-    const http = await startMetricsHttp({ listenUrls: [...o.listenClientUrls, ...o.listenMetricsUrls], registry, health: async () => witnessHealth(driver), logger: log });
+    const statusRoute = createJsonHandler('/status', () => witnessStatus({
+      name: o.name, status: () => driver.status(), health: () => witnessHealth(driver), wal,
+      enduranceTbw: o.storageEnduranceTbw, lifeWarningYears: o.storageLifeWarningYears,
+    }));
+    const http = await startMetricsHttp({ listenUrls: [...o.listenClientUrls, ...o.listenMetricsUrls], registry, health: async () => witnessHealth(driver), routes: [statusRoute], logger: log });
     stop.add('http', () => http.close());
     stop.arm();
     log.info('witness running: votes and keeps the log tail, holds no data, serves no client', { peerUrl, healthUrls: http.urls });

@@ -19,7 +19,7 @@ export function registerWearMetrics(r: Registry, watch: WearSource): void {
   const span = r.gauge({ name: 'etcetera_disk_rate_window_seconds', help: 'How long etcetera_disk_written_bytes_per_day was measured over.' });
   r.gauge({ name: 'etcetera_disk_endurance_bytes', help: 'The disk\'s write endurance (--storage-endurance-tbw).' }).set(watch.meter.enduranceBytes);
   r.gauge({ name: 'etcetera_disk_life_warning_years', help: 'The projected life under which the member warns (--storage-life-warning-years).' }).set(watch.meter.warningYears);
-  const years = r.gauge({ name: 'etcetera_disk_projected_life_years', help: 'Years the disk\'s endurance lasts at etcetera_disk_written_bytes_per_day (+Inf while nothing is written).' });
+  const years = r.gauge({ name: 'etcetera_disk_projected_life_years', help: 'Years the disk\'s endurance lasts at etcetera_disk_written_bytes_per_day (+Inf while nothing is written, and while measuring: until etcetera_disk_rate_window_seconds covers an hour).' });
   const warning = r.gauge({ name: 'etcetera_disk_life_warning', help: '1 when the projected disk life is under etcetera_disk_life_warning_years (measured over an hour at least), 0 otherwise.' });
   r.onCollect(() => {
     const v = watch.view();

@@ -106,8 +106,9 @@ export class EtcdServer implements EtcdApi {
         propose: (data) => this.#driver.propose(data),
         applyLag: () => this.#leadership.commit - this.#appliedWait.applied,
         hasLeader: () => this.hasLeader(),
+        leaderElectedMs: () => this.#leadership.leaderElectedMs,
       },
-      { memberId: parts.memberId, bootTimeMs: schedulerOf(parts).wallMs(), timeoutMs: requestTimeoutMs(parts.electionMs), scheduler: schedulerOf(parts) },
+      { memberId: parts.memberId, bootTimeMs: schedulerOf(parts).wallMs(), timeoutMs: requestTimeoutMs(parts.electionMs), electionMs: parts.electionMs, scheduler: schedulerOf(parts) },
     );
     const barrier = new RequestBarrier({
       stopped: () => this.#stopped,

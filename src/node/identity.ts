@@ -30,6 +30,8 @@ export interface Identity {
   joinPeers: Array<{ id: bigint; peerUrls: string[] }>;
   /** The URLs the member last ran with: a restart that names none of them uses these (main/registered-urls.ts). */
   urls?: MemberUrls;
+  /** The --wal-dir the member last ran with (absolute): a restart without --wal-dir uses it (issue 32, item 5). */
+  walDir?: string;
 }
 
 /** A member's URL options, as kept in its identity. */
@@ -73,10 +75,11 @@ export async function readIdentity(memberDir: string): Promise<Identity | undefi
     return undefined;
   }
   const j = JSON.parse(text) as {
-    memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }>; urls?: MemberUrls;
+    memberId: string; clusterId: string; name: string; token?: string; joinPeers?: Array<{ id: string; peerUrls: string[] }>; urls?: MemberUrls; walDir?: string;
   };
   return {
     ...(j.urls !== undefined ? { urls: j.urls } : {}),
+    ...(j.walDir !== undefined ? { walDir: j.walDir } : {}),
     memberId: BigInt(`0x${j.memberId}`),
     clusterId: BigInt(`0x${j.clusterId}`),
     name: j.name,
@@ -93,6 +96,7 @@ export async function writeIdentity(memberDir: string, id: Identity): Promise<vo
     token: id.token,
     joinPeers: id.joinPeers.map((p) => ({ id: p.id.toString(16), peerUrls: p.peerUrls })),
     urls: id.urls,
+    walDir: id.walDir,
   });
   await writeFileDurably(memberDir, 'identity', `${text}\n`);
 }

@@ -14,6 +14,7 @@ import { type FramedConnection, type TlsMaterial, dial } from './connection.js';
 import { FrameType } from './frame.js';
 import { type HandshakeIdentity, offerHandshake } from './handshake.js';
 import { hex } from '../base/hex.js';
+import { peerDownLogIntervalMs } from '../base/limits.js';
 import type { PeerStats, PeerTransportLimits } from './types.js';
 import { PeerAuthError, type PeerRefusal } from './types.js';
 
@@ -54,6 +55,9 @@ export class PeerStream {
   #attempt = 0;
   #timer: NodeJS.Timeout | undefined;
   #lastError = '';
+  /** Since when (performance.now) the peer has been unreachable, and when that was last logged. */
+  #downSinceMs = 0;
+  #downLoggedMs = 0;
 
   constructor(options: PeerStreamOptions) {
     this.id = options.id;
@@ -208,11 +212,19 @@ export class PeerStream {
     if (lost > 0) this.#drop(lost);
     if (err instanceof PeerAuthError) this.#o.onRefused(this.id, { code: err.code, reason: err.message });
     // Log once per distinct failure, not on every retry, so a dead peer does not flood the log.
+    // A peer that stays down is logged again every peerDownLogIntervalMs, with how long it has been down
+    // (issue 32, item 4: it was logged once, then never again).
     const message = err.message;
+    const nowMs = performance.now();
+    if (this.#lastError === '') this.#downSinceMs = nowMs;
     if (message !== this.#lastError) {
       const level = err instanceof PeerAuthError ? 'error' : 'warn';
       this.#o.logger[level]('peer stream failed', { peer: hex(this.id), url, error: message });
       this.#lastError = message;
+      this.#downLoggedMs = nowMs;
+    } else if (nowMs - this.#downLoggedMs >= peerDownLogIntervalMs) {
+      this.#o.logger.warn('peer still unreachable', { peer: hex(this.id), url, error: message, downSeconds: Math.round((nowMs - this.#downSinceMs) / 1000) });
+      this.#downLoggedMs = nowMs;
     }
     this.#state = 'backoff';
     this.#urlIndex += 1;

@@ -105,6 +105,19 @@ export async function acquireDirLock(dir: string): Promise<DirLock> {
   throw new WalLockedError(dir, 'processes racing for it');
 }
 
+/**
+ * Who holds the lock on `dir`, read-only (a start checks this before it writes anything): undefined when no
+ * live process does (no LOCK, or a stale one, which acquireDirLock will remove).
+ */
+export async function liveLockHolder(dir: string): Promise<string | undefined> {
+  const text = await fsp.readFile(path.join(dir, lockName), 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const holder = parseHolder(text);
+  if (holder === undefined) return `a process still writing ${path.join(dir, lockName)} (remove it if none is)`;
+  if (!(await isAlive(holder))) return undefined;
+  return holder.pid === process.pid ? `this process (pid ${holder.pid})` : `pid ${holder.pid}`;
+}
+
 async function releaseLock(file: string, me: string): Promise<void> {
   // Remove the file only if it is still ours (it always should be; never delete another holder's lock).
   const text = await fsp.readFile(file, 'utf8').catch(() => undefined);

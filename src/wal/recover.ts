@@ -23,11 +23,46 @@ export interface Recovered {
 /** What one write of a torn tail's clearing covers: allocated for that repair only, not held by every member. */
 const zerosBytes = 1024 * 1024;
 
+/** What reading the log found, before anything is modified. */
+export interface Scanned {
+  replay: ReplayResult;
+  segments: LiveSegment[];
+  lastBatchSeq: number | undefined;
+  spares: string[];
+  /** Temp files (a segment being prepared, a snapshot being written, the sync probe): never referenced. */
+  temps: string[];
+  /** A torn tail of the last segment: [end, extent) is cleared before appends resume. */
+  repair: { end: number; extent: number; reason: string } | undefined;
+  end: number;
+}
+
 /** `appliedIndex`: an index the state machine already applied (so committed): the log must reach it. */
 export async function recover(fs: FsPort, dir: string, log: (line: string) => void, appliedIndex = 0): Promise<Recovered> {
+  const { replay, segments, lastBatchSeq, spares, temps, repair, end } = await scanLog(fs, dir, appliedIndex);
+  for (const name of temps) await fs.unlink(`${dir}/${name}`);
+  const last = segments[segments.length - 1];
+  if (last === undefined) return { replay, segments, active: undefined, pos: segmentHeaderBytes, lastBatchSeq, spares };
+  const active = await fs.open(`${dir}/${last.name}`, 'existing');
+  if (repair !== undefined) {
+    // W2/W3: clear the torn batch with zeros (keeping the preallocated size) so appends resume on a clean tail.
+    log(`wal: ${last.name}: torn tail at offset ${repair.end} (${repair.reason}): an unfinished write, never acknowledged; clearing ${repair.extent - repair.end} bytes`);
+    const zeros = new Uint8Array(Math.min(zerosBytes, repair.extent - repair.end));
+    for (let at = repair.end; at < repair.extent; at += zeros.length) {
+      await active.write(zeros, Math.min(zeros.length, repair.extent - at), at);
+    }
+    await active.datasync();
+  }
+  return { replay, segments, active, pos: end, lastBatchSeq, spares };
+}
+
+/**
+ * Reads and checks the whole log and modifies nothing: what recovery would keep, or the WalCorruptError it
+ * would refuse with. A start runs this before it opens anything for writing, so a refused start leaves every
+ * file as it was (issue 32, item 2).
+ */
+export async function scanLog(fs: FsPort, dir: string, appliedIndex = 0): Promise<Scanned> {
   const names = await fs.list(dir);
-  // Temp files (a segment being prepared, a snapshot being written, the sync probe) are never referenced.
-  for (const name of names.filter((n) => n.endsWith('.tmp'))) await fs.unlink(`${dir}/${name}`);
+  const temps = names.filter((n) => n.endsWith('.tmp'));
   const spares = names.filter((n) => n.endsWith('.wal.spare')).map((n) => `${dir}/${n}`);
   const found = names
     .map((name) => ({ name, parsed: parseSegmentName(name) }))
@@ -60,20 +95,7 @@ export async function recover(fs: FsPort, dir: string, log: (line: string) => vo
   }
   const replay = replayer.finish();
   refuseLostCommit(replay, appliedIndex, repair === undefined ? undefined : { file: `${dir}/${found[found.length - 1]!.name}`, offset: repair.end });
-
-  const last = segments[segments.length - 1];
-  if (last === undefined) return { replay, segments, active: undefined, pos: segmentHeaderBytes, lastBatchSeq, spares };
-  const active = await fs.open(`${dir}/${last.name}`, 'existing');
-  if (repair !== undefined) {
-    // W2/W3: clear the torn batch with zeros (keeping the preallocated size) so appends resume on a clean tail.
-    log(`wal: ${last.name}: torn tail at offset ${repair.end} (${repair.reason}): an unfinished write, never acknowledged; clearing ${repair.extent - repair.end} bytes`);
-    const zeros = new Uint8Array(Math.min(zerosBytes, repair.extent - repair.end));
-    for (let at = repair.end; at < repair.extent; at += zeros.length) {
-      await active.write(zeros, Math.min(zeros.length, repair.extent - at), at);
-    }
-    await active.datasync();
-  }
-  return { replay, segments, active, pos: end, lastBatchSeq, spares };
+  return { replay, segments, lastBatchSeq, spares, temps, repair, end };
 }
 
 /**
@@ -91,7 +113,6 @@ function refuseLostCommit(replay: ReplayResult, appliedIndex: number, tear: { fi
     where.file,
     where.offset,
     `committed entries are missing (the readable log ends at index ${last}, ${known}), ` +
-      'so the damaged record is not a torn write; the log was left as it is. This member cannot recover on its own: restore its data ' +
-      'directory from a backup, or remove it from the cluster (etcdctl member remove), wipe its data directory and join again',
+      'so the damaged record is not a torn write; the log was left as it is',
   );
 }

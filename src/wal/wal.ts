@@ -31,12 +31,13 @@
 import { assert, assertSafeInteger } from '../base/index.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import { BatchEncoding } from './batch-encoding.js';
-import { WalClosedError, WalFatalError } from './errors.js';
+import { WalClosedError, WalFatalError, WalLockedError } from './errors.js';
 import { NodeFsPort, type DirLock, type FsPort } from './fs-port.js';
 import { Histogram, recordsPerBatchBounds, syncSecondsBounds, type WalMetrics } from './metrics.js';
 import { chooseProfile } from './profile-choice.js';
 import { validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
-import { recover } from './recover.js';
+import { recover, scanLog } from './recover.js';
+import { liveLockHolder } from './lock.js';
 import { emptySnapshotMeta } from './replay.js';
 import { SaveQueue, type PendingSave, type WindowTimer } from './save-queue.js';
 import { bytesBound, SaveValidator, type SaveRequest } from './save-request.js';
@@ -144,6 +145,20 @@ export class Wal {
       await lock.release();
       throw err;
     }
+  }
+
+  /**
+   * Checks the log in `dir` as open() would and modifies nothing (no lock file, no temp file removed, no torn
+   * tail cleared): rejects with the WalLockedError or WalCorruptError open() would meet. A missing directory
+   * is an empty log.
+   */
+  static async check(dir: string, options: { fs?: FsPort; appliedIndex?: number; lockOnly?: boolean } = {}): Promise<void> {
+    const fs = options.fs ?? new NodeFsPort();
+    const held = await liveLockHolder(dir);
+    if (held !== undefined) throw new WalLockedError(dir, held);
+    if (options.lockOnly === true) return;
+    const exists = await fs.list(dir).then(() => true, () => false);
+    if (exists) await scanLog(fs, dir, options.appliedIndex ?? 0);
   }
 
   get profile(): ProfileName {

@@ -74,6 +74,7 @@ const expected: Record<string, [string, string[]]> = {
   etcd_disk_wal_write_bytes_total: ['gauge', []],
   etcd_disk_backend_commit_duration_seconds: ['histogram', []],
   etcd_disk_defrag_inflight: ['gauge', []],
+  etcd_disk_backend_defrag_duration_seconds: ['histogram', []],
   etcd_server_health_success: ['counter', []],
   etcd_server_health_failures: ['counter', []],
   etcd_mvcc_db_open_read_transactions: ['gauge', []],

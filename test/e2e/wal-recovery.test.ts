@@ -47,7 +47,7 @@ describe('a damaged last record', () => {
     expect(await Promise.race([again.exited, sleep(20_000).then(() => 'still running')])).toBe(1);
     const out = again.output.join('\n');
     expect(out).toMatch(/committed entries are missing \(the readable log ends at index \d+, the backend already applied index \d+\)/);
-    expect(out).toMatch(/restore its data directory from a backup, or remove it from the cluster/);
+    expect(out).toMatch(/restore its data directory from a backup \(`etcetera snapshot restore FILE --data-dir NEW-DIR`.*or remove it from the cluster/);
     expect(out).not.toMatch(/torn tail/);
     expect(sha(segment)).toBe(before);
   }, 60_000);

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, freePort, killAll, startServer, waitFor, waitForVoters, waitReady, type ServerProcess, type StartOptions } from './harness.js';
+import { clientOf, freePort, killAll, runCli, startServer, waitFor, waitForVoters, waitReady, type ServerProcess, type StartOptions } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -144,6 +144,12 @@ describe('two boards and a witness', () => {
     const health = await (await fetch(`${w.clientUrl}/health`)).json() as { health: string; reason: string };
     expect(health).toEqual({ health: 'true', reason: 'witness: holds no data, serves no client' });
     expect(await (await fetch(`${w.clientUrl}/metrics`)).text()).toMatch(/^etcetera_server_is_witness 1$/m);
+    // `etcetera status` over all three: the witness is a healthy voter, not `unreachable` (issue 32, item 4).
+    const status = await runCli(['status', '--endpoints', [a, b, w].map((s) => s.clientUrl).join(',')]);
+    expect({ code: status.code, stderr: status.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(status.stdout).not.toMatch(/unreachable|HTTP 404/);
+    const ws = await (await fetch(`${w.clientUrl}/status`)).json() as { health: boolean; isLearner: boolean; healthReason: string; revision: number };
+    expect(ws).toMatchObject({ health: true, isLearner: false, healthReason: 'witness: holds no data, serves no client', revision: 0 });
     expect((await fetch(`${w.clientUrl}/v3/kv/range`, { method: 'POST', body: '{}' })).status).toBe(404);
     const witnessId = list.find((m) => m.name === w.name)!.id;
     const first = await leaderOf([a, b]);

@@ -87,8 +87,11 @@ describe('WearMeter', () => {
     // 4 TB at 5 GB a day: 2.2 years, under 3.
     const rate = 5e9 / day;
     const at = (ms: number) => m.view(ms, { wal: rate * ms, backend: 0, process: 0 });
-    expect(at(wearWarningSpanMsMin - 1).projectedLifeYears).toBeLessThan(3);
+    // Nothing projected from less than the declared minimum window (issue 32, item 4): the view is measuring.
+    expect(at(wearWarningSpanMsMin - 1).projectedLifeYears).toBeUndefined();
+    expect(at(wearWarningSpanMsMin - 1).rate?.spanMs).toBe(wearWarningSpanMsMin - 1);
     expect(at(wearWarningSpanMsMin - 1).warning).toBe(false);
+    expect(at(wearWarningSpanMsMin).projectedLifeYears).toBeLessThan(3);
     expect(at(wearWarningSpanMsMin).warning).toBe(true);
     // 3 GB a day: 3.65 years, no warning.
     const slow = meter();

@@ -26,6 +26,8 @@ export class Leadership {
   /** This leader's lessor counts expiries (see #promoteLeases); lease renewals wait for it. */
   #leasesPromoted = false;
   #leaseWaiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** When (Clock.nowMs) the current leader was first seen: a proposal timing out before it gets etcd's leader-fail message. */
+  #leaderElectedMs: number | undefined;
 
   constructor(host: LeadershipHost) {
     this.#h = host;
@@ -37,6 +39,10 @@ export class Leadership {
 
   get isLeader(): boolean {
     return this.#h.driver.softState.role === 'leader';
+  }
+
+  get leaderElectedMs(): number | undefined {
+    return this.#leaderElectedMs;
   }
 
   get term(): number {
@@ -92,8 +98,14 @@ export class Leadership {
     const p = this.#h.parts;
     if (s.leader !== previous.leader) {
       if (previous.leader !== 0n) this.#h.reads.onLeaderChange(new EtcdError('leaderChanged'));
-      if (s.leader !== 0n) p.metrics.leaderChanges.inc();
-      p.logger.info('leader changed', { leader: hex(s.leader), term: this.term });
+      if (s.leader !== 0n) {
+        p.metrics.leaderChanges.inc();
+        this.#leaderElectedMs = schedulerOf(p).nowMs();
+        p.logger.info('leader changed', { leader: hex(s.leader), term: this.term });
+      } else {
+        // etcd: "raft.node: … lost leader … at term N"; a leader id of 0 said the same, cryptically.
+        p.logger.warn('no leader: lost the leader', { previousLeader: hex(previous.leader), term: this.term });
+      }
       for (const l of this.#leaderListeners) l(s.leader);
     }
     if (s.role !== 'leader' && previous.role === 'leader') {

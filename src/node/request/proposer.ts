@@ -17,6 +17,19 @@ export interface ProposerHost {
   /** Raft's commit index minus the applied index. */
   applyLag(): number;
   hasLeader(): boolean;
+  /** When (Clock.nowMs) the current leader was first seen; undefined before any. */
+  leaderElectedMs(): number | undefined;
+}
+
+/**
+ * etcd's parseProposeCtxErr: a proposal that timed out having started in the two election timeouts before the
+ * current leader was elected most likely died with the previous leader: "request timed out, possibly due to
+ * previous leader failure" (ErrTimeoutDueToLeaderFail); any other, plain "request timed out" (ErrTimeout).
+ */
+export function timeoutError(startMs: number, leaderElectedMs: number | undefined, electionMs: number): EtcdError {
+  const previousLeaderLostMs = leaderElectedMs === undefined ? undefined : leaderElectedMs - 2 * electionMs;
+  const duringElection = leaderElectedMs !== undefined && startMs > previousLeaderLostMs! && startMs < leaderElectedMs;
+  return new EtcdError(duringElection ? 'timeoutDueToLeaderFail' : 'timeout');
 }
 
 export class Proposer {
@@ -24,9 +37,13 @@ export class Proposer {
   readonly #ids: RequestIdGenerator;
   readonly #waits: WaitRegistry<ApplyResult>;
   readonly #timeoutMs: number;
+  readonly #electionMs: number;
+  readonly #scheduler: Scheduler | undefined;
 
-  constructor(host: ProposerHost, options: { memberId: bigint; bootTimeMs: number; timeoutMs: number; scheduler?: Scheduler }) {
+  constructor(host: ProposerHost, options: { memberId: bigint; bootTimeMs: number; timeoutMs: number; electionMs: number; scheduler?: Scheduler }) {
     this.#host = host;
+    this.#electionMs = options.electionMs;
+    this.#scheduler = options.scheduler;
     this.#waits = new WaitRegistry<ApplyResult>(pendingProposalsMax, options.scheduler);
     this.#ids = new RequestIdGenerator(options.memberId, options.bootTimeMs);
     this.#timeoutMs = options.timeoutMs;
@@ -52,7 +69,10 @@ export class Proposer {
     if (this.#host.applyLag() > applyLagEntriesMax || this.#waits.full) throw new EtcdError('tooManyRequests');
     if (!this.#host.hasLeader()) throw new EtcdError('noLeader');
     const id = this.#ids.next();
-    const waiting = this.#waits.register(id, this.#timeoutMs, () => new EtcdError('timeout'));
+    const startMs = this.#scheduler?.nowMs() ?? 0;
+    const waiting = this.#waits.register(id, this.#timeoutMs, () =>
+      this.#scheduler === undefined ? new EtcdError('timeout') : timeoutError(startMs, this.#host.leaderElectedMs(), this.#electionMs),
+    );
     const r = this.#host.propose(encodeRequest({ id, req }));
     if (!r.ok) this.#waits.fail(id, fromProposeError(r.error));
     if (signal !== undefined) {

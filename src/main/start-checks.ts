@@ -1,0 +1,42 @@
+/**
+ * Every check that can refuse a restart, run before anything in the data directory (or --wal-dir) is opened
+ * for writing, so a refused start leaves every file byte-identical for a backup tool or a second opinion
+ * (issue 32, item 2). Before this, LevelDB had already replayed its log into a new table and the key-index
+ * checkpoint was deleted when the damaged log was found.
+ *
+ * The refusals of a restart, in the order they are met (test/e2e/refused-start.test.ts hashes the tree
+ * before and after each):
+ *   1. a --token other than the stored one (bootstrap.ts, reads the identity file only);
+ *   2. another process holding the directory (the log's LOCK names a live process);
+ *   3. a log missing where this start looks for it (--wal-dir forgotten or wrong: node/wal-dir.ts);
+ *   4. a damaged log: corruption, or a damaged last record that held committed entries (wal/recover.ts);
+ *   5. an address to listen on that is taken.
+ * The opens that follow check the same things again (a race is still refused, only later).
+ */
+import { join } from 'node:path';
+import type { MemberOptions } from '../config/member-options.js';
+import type { Identity } from '../node/identity.js';
+import { refuseMisplacedLog, walDirOf } from '../node/wal-dir.js';
+import { Wal, WalCorruptError, WalLockedError } from '../wal/index.js';
+import { probeConsistentIndex } from './backend-probe.js';
+import { checkListeners } from './listeners-free.js';
+import { withRegisteredUrls } from './registered-urls.js';
+import { waysOutOfDamage } from './ways-out.js';
+
+export async function checkRestart(o: MemberOptions, identity: Identity): Promise<void> {
+  const memberDir = join(o.dataDir, 'member');
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  try {
+    // The lock first: another member running here changes the files under the probe.
+    await Wal.check(walDir, { appliedIndex: 0, lockOnly: true });
+    const consistentIndex = await probeConsistentIndex(join(memberDir, 'db'));
+    await refuseMisplacedLog(o.dataDir, o.walDir, consistentIndex ?? 0);
+    await Wal.check(walDir, { appliedIndex: consistentIndex ?? 0 });
+  } catch (error) {
+    if (error instanceof WalLockedError) throw new Error(`${memberDir} is in use by ${error.holder}; is another etcetera running on it? Stop it first`);
+    if (error instanceof WalCorruptError) throw new Error(`${error.message}; no file was changed. ${waysOutOfDamage(identity.memberId)}`);
+    throw error;
+  }
+  const { options } = withRegisteredUrls(o, identity.urls, undefined);
+  await checkListeners(options, 'checked before opening the data directory, which was not changed');
+}
