@@ -25,6 +25,7 @@ const sha = (path: string): string => createHash('sha256').update(readFileSync(p
 describe('a damaged last record', () => {
   it('torn-looking (a zeroed sector) but holding an entry the backend already applied: start refuses, names restore and rejoin, and leaves the log as it was', async () => {
     const sp = await startServer({ name: 'dmg' });
+    await clusterVersionSet(sp.clientUrl);
     const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
     try {
       for (let i = 0; i < 5; i++) await c.put(`k${i}`).value('v');
@@ -53,6 +54,14 @@ describe('a damaged last record', () => {
   }, 60_000);
 });
 
+/**
+ * Waits for the leader's one cluster-version entry (node/periodic/cluster-version.ts), so that the test's own
+ * put is the last entries record in the log.
+ */
+async function clusterVersionSet(clientUrl: string): Promise<void> {
+  await waitFor('the cluster version', async () => ((await (await fetch(`${clientUrl}/status`)).json()) as { clusterVersion: string | null }).clusterVersion ?? undefined, 20_000);
+}
+
 /** Offsets of the records in a segment (64-byte header, then `u32 length` + 12 header bytes + padded payload). */
 function recordOffsets(bytes: Buffer): { at: number; length: number }[] {
   const out: { at: number; length: number }[] = [];
@@ -65,6 +74,7 @@ function recordOffsets(bytes: Buffer): { at: number; length: number }[] {
 /** A member with a few keys and a 4 KB last value, killed with SIGKILL; returns it and its last segment. */
 async function killedMember(name: string): Promise<{ sp: Awaited<ReturnType<typeof startServer>>; segment: string }> {
   const sp = await startServer({ name });
+  await clusterVersionSet(sp.clientUrl);
   const c = new Etcd3({ hosts: sp.clientUrl, dialTimeout: 2000 });
   try {
     for (let i = 0; i < 5; i++) await c.put(`k${i}`).value('v');
