@@ -13,6 +13,9 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import type * as http from 'node:http';
+import type { HttpsProxyAgent as ProxyAgentClass } from 'https-proxy-agent';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import * as https from 'node:https';
 import { basename } from 'node:path';
 import type { Client } from 'minio';
@@ -33,6 +36,39 @@ export class S3Error extends Error {}
 
 const sha256Meta = 'sha256';
 
+/**
+ * The connection agent for the bucket: through a proxy when --etcd-s3-proxy or the environment names one (k3s:
+ * the flag, else Go's ProxyFromEnvironment: HTTPS_PROXY / HTTP_PROXY by the endpoint's scheme, minus NO_PROXY),
+ * tunnelled with CONNECT so the endpoint's TLS and signatures are end to end; with the endpoint's CA or
+ * --etcd-s3-skip-ssl-verify for TLS; undefined when Node's default agent does. The proxy libraries are loaded
+ * only when a proxy is used.
+ */
+type ProxyAgent = ProxyAgentClass<string>;
+type ProxyConnectOpts = Parameters<ProxyAgent['connect']>[1];
+
+async function agentFor(o: S3Options, ca: Buffer | undefined): Promise<http.Agent | undefined> {
+  const tls = !o.insecure && (ca !== undefined || o.skipSslVerify) ? { ...(ca !== undefined ? { ca } : {}), rejectUnauthorized: !o.skipSslVerify } : {};
+  const endpointUrl = `${o.insecure ? 'http' : 'https'}://${o.endpoint}/`;
+  const proxy = o.proxy ?? (await import('proxy-from-env')).getProxyForUrl(endpointUrl);
+  if (proxy !== '') {
+    const { HttpsProxyAgent } = await import('https-proxy-agent');
+    // The library's agent keeps its constructor's TLS options for the proxy's own connection and drops them from
+    // the requests it carries: `connect` (agent-base's extension point) adds them back, so `ca` and
+    // `rejectUnauthorized` check the endpoint's certificate inside the tunnel.
+    // Tunnelled, the TLS socket knows no host name: the endpoint's name is checked explicitly (it may be an IP,
+    // which SNI cannot carry).
+    class EndpointTlsProxyAgent extends HttpsProxyAgent<string> {
+      override connect(req: http.ClientRequest, opts: ProxyConnectOpts): ReturnType<ProxyAgent['connect']> {
+        if (!opts.secureEndpoint) return super.connect(req, opts);
+        const host = opts.host ?? '';
+        return super.connect(req, { ...opts, ...tls, checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert) });
+      }
+    }
+    return new EndpointTlsProxyAgent(proxy, { keepAlive: true });
+  }
+  return Object.keys(tls).length > 0 ? new https.Agent({ keepAlive: true, ...tls }) : undefined;
+}
+
 export class S3Store {
   readonly #o: S3Options;
   readonly #client: Client;
@@ -47,6 +83,7 @@ export class S3Store {
     const { Client: MinioClient } = await import('minio');
     const [host, portText] = splitHostPort(o.endpoint);
     const ca = o.endpointCa !== undefined ? await readFile(o.endpointCa) : undefined;
+    const transportAgent = await agentFor(o, ca);
     const client = new MinioClient({
       endPoint: host,
       ...(portText !== undefined ? { port: Number(portText) } : {}),
@@ -55,9 +92,7 @@ export class S3Store {
       secretKey: o.secretKey,
       region: o.region,
       partSize: s3PartBytes,
-      ...(!o.insecure && (ca !== undefined || o.skipSslVerify)
-        ? { transportAgent: new https.Agent({ keepAlive: true, ...(ca !== undefined ? { ca } : {}), rejectUnauthorized: !o.skipSslVerify }) }
-        : {}),
+      ...(transportAgent !== undefined ? { transportAgent } : {}),
     });
     const store = new S3Store(o, client);
     const exists = await store.#timed('check the bucket', () => client.bucketExists(o.bucket));

@@ -23,6 +23,11 @@ export interface S3Options {
   /** Key prefix inside the bucket ('' for the bucket's root). */
   folder: string;
   timeoutMs: number;
+  /**
+   * An HTTP(S) proxy for the bucket's requests only (k3s --etcd-s3-proxy). Absent: the environment's
+   * HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply, as Go's http.ProxyFromEnvironment does for k3s.
+   */
+  proxy?: string;
 }
 
 const g = 'snapshots' as const;
@@ -43,7 +48,7 @@ export const s3OptionSpecs: OptionSpec[] = [
     group: g, flag: 'etcd-s3-config-secret', kind: 'string', default: '', help: '',
     notice: 'ignored: etcetera has no Kubernetes API to read a Secret from; give the --etcd-s3-* options instead',
   },
-  { group: g, flag: 'etcd-s3-proxy', kind: 'string', default: '', help: 'Proxy server to use when connecting to S3 (not supported yet: refused when set).' },
+  { group: g, flag: 'etcd-s3-proxy', kind: 'string', default: '', help: 'Proxy server to use when connecting to S3, overriding any proxy-related environment variables.' },
 ];
 
 export const s3Flags: readonly string[] = s3OptionSpecs.map((s) => s.flag);
@@ -73,7 +78,8 @@ export function s3OptionsOf(get: (flag: string) => string | undefined, env: Read
   if (!bool('etcd-s3')) return undefined;
   const bucket = text('etcd-s3-bucket').trim();
   if (bucket === '') throw new S3OptionError('--etcd-s3-bucket is required with --etcd-s3 (k3s: "s3 bucket name was not set")');
-  if (text('etcd-s3-proxy').trim() !== '') throw new S3OptionError('--etcd-s3-proxy is not supported yet: reach the endpoint directly, or leave it empty');
+  const proxy = text('etcd-s3-proxy').trim();
+  if (proxy !== '' && !isProxyUrl(proxy)) throw new S3OptionError(`invalid value ${JSON.stringify(proxy)} for --etcd-s3-proxy: expected a URL such as http://proxy.example:3128`);
   const endpoint = text('etcd-s3-endpoint').trim().replace(/^https?:\/\//, '').replace(/\/+$/, '');
   if (endpoint === '') throw new S3OptionError('--etcd-s3-endpoint must not be empty');
   const timeoutMs = parseDurationMs(text('etcd-s3-timeout').trim()) ?? Number.NaN;
@@ -90,7 +96,18 @@ export function s3OptionsOf(get: (flag: string) => string | undefined, env: Read
     region: text('etcd-s3-region').trim() || 'us-east-1',
     folder: text('etcd-s3-folder').trim().replace(/^\/+|\/+$/g, ''),
     timeoutMs: Number.isFinite(timeoutMs) ? timeoutMs : s3TimeoutMsDefault,
+    ...(proxy !== '' ? { proxy } : {}),
   };
+}
+
+/** What a proxy URL must be: http or https, with a host (k3s refuses what Go's url.Parse cannot read). */
+function isProxyUrl(text: string): boolean {
+  try {
+    const u = new URL(text);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 function nonEmpty(v: string | undefined): string | undefined {

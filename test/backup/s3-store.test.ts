@@ -6,7 +6,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import * as http from 'node:http';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,8 +115,86 @@ describe('S3Store over HTTPS (--etcd-s3-endpoint-ca, --etcd-s3-skip-ssl-verify)'
       await expect(S3Store.open(https)).rejects.toThrow(/certificate/);
       expect((await (await S3Store.open({ ...https, endpointCa: join(fixtures, 'ca.pem') })).list()).length).toBe(0);
       expect((await (await S3Store.open({ ...https, skipSslVerify: true })).list()).length).toBe(0);
+      // Through a proxy the endpoint's certificate is still checked, end to end inside the tunnel.
+      const proxy = await connectProxy();
+      try {
+        await expect(S3Store.open({ ...https, proxy: proxy.url })).rejects.toThrow(/certificate/);
+        expect((await (await S3Store.open({ ...https, endpointCa: join(fixtures, 'ca.pem'), proxy: proxy.url })).list()).length).toBe(0);
+        expect(proxy.tunnels()).toBe(2);
+      } finally {
+        await proxy.close();
+      }
     } finally {
       await tls.close();
+    }
+  });
+});
+
+/** A CONNECT proxy on 127.0.0.1 that counts the tunnels it opened, as a site's egress proxy would carry them. */
+async function connectProxy(): Promise<{ url: string; tunnels: () => number; close: () => Promise<void> }> {
+  let tunnels = 0;
+  const sockets = new Set<Socket>();
+  const server = http.createServer((_req, res) => res.writeHead(405).end());
+  server.on('connect', (req: http.IncomingMessage, client: Socket, head: Buffer) => {
+    const at = req.url!.lastIndexOf(':');
+    const upstream = connect(Number(req.url!.slice(at + 1)), req.url!.slice(0, at), () => {
+      tunnels++;
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    }
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    tunnels: () => tunnels,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('S3Store through a proxy (--etcd-s3-proxy, else the environment)', () => {
+  it('tunnels every request through --etcd-s3-proxy', async () => {
+    const proxy = await connectProxy();
+    try {
+      const store = await S3Store.open({ ...options, folder: 'proxied', proxy: proxy.url });
+      const file = join(dir, 'proxied.db');
+      writeFileSync(file, snapshotBytes(8));
+      await store.upload(file, 'etcd-snapshot-proxied-1');
+      expect((await store.list()).map((s) => s.name)).toEqual(['etcd-snapshot-proxied-1']);
+      expect(proxy.tunnels()).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("uses the environment's HTTP_PROXY without the flag, and not for a host in NO_PROXY", async () => {
+    const proxy = await connectProxy();
+    const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY };
+    try {
+      process.env.HTTP_PROXY = proxy.url;
+      delete process.env.NO_PROXY;
+      await (await S3Store.open(options)).list();
+      const through = proxy.tunnels();
+      expect(through).toBeGreaterThan(0);
+      process.env.NO_PROXY = '127.0.0.1';
+      await (await S3Store.open(options)).list();
+      expect(proxy.tunnels()).toBe(through);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await proxy.close();
     }
   });
 });

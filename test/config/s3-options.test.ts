@@ -60,7 +60,13 @@ describe('--etcd-s3 options', () => {
     expect(() => config(['--etcd-s3'])).toThrow(ConfigError);
     expect(() => config(['--etcd-s3'])).toThrow('--etcd-s3-bucket is required');
     expect(() => config(['--etcd-s3', '--etcd-s3-bucket', 'b', '--etcd-s3-timeout', 'soon'])).toThrow('--etcd-s3-timeout');
-    expect(() => config(['--etcd-s3', '--etcd-s3-bucket', 'b', '--etcd-s3-proxy', 'http://p:3128'])).toThrow('--etcd-s3-proxy');
+    expect(() => config(['--etcd-s3', '--etcd-s3-bucket', 'b', '--etcd-s3-proxy', 'p:3128'])).toThrow('--etcd-s3-proxy');
+    expect(() => config(['--etcd-s3', '--etcd-s3-bucket', 'b', '--etcd-s3-proxy', 'socks5://p:1080'])).toThrow('--etcd-s3-proxy');
+  });
+
+  it('take --etcd-s3-proxy for the bucket only, and leave it absent when empty (the environment decides then)', () => {
+    expect(config(['--etcd-s3', '--etcd-s3-bucket', 'b', '--etcd-s3-proxy', 'http://p:3128']).etcdS3!.proxy).toBe('http://p:3128');
+    expect(config(['--etcd-s3', '--etcd-s3-bucket', 'b']).etcdS3!.proxy).toBeUndefined();
   });
 
   it("accept k3s etcd-snapshot's --s3-* spellings on the snapshot verbs", () => {
