@@ -79,6 +79,8 @@ module.exports = {
     exclude: { path: '^(test|bench|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+    // Packages are resolved as Node resolves this ESM code's imports (the `exports` map's import/node/default
+    // conditions): https-proxy-agent exports only those, and the resolver's defaults missed it.
+    enhancedResolveOptions: { extensions: ['.ts', '.js'], exportsFields: ['exports'], conditionNames: ['import', 'node', 'default'] },
   },
 };
