@@ -38,6 +38,11 @@ export const snapshotCatchUpEntries = 5_000;
 export const grpcOverheadBytes = 512 * 1024;
 /** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */
 export const grpcMessageBytesMax = requestBytesMax + grpcOverheadBytes;
+/**
+ * Largest gRPC request a witness reads (witness-grpc.ts): it answers only Range (refused), Status and Alarm,
+ * whose requests are a few bytes; a bigger one is refused RESOURCE_EXHAUSTED before it takes memory.
+ */
+export const witnessGrpcRequestBytesMax = 64 * 1024;
 /** Raft: bytes of entries in one MsgApp (etcd: MaxSizePerMsg 1 MiB). */
 export const raftMsgBytesMax = 1024 * 1024;
 /**

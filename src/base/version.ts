@@ -17,6 +17,12 @@
  * records 0.1.0 ignores), and the leader lowers the cluster version again as soon as it meets the older build.
  */
 
+/**
+ * The etcd version Status reports. kube-apiserver uses watch progress requests only from 3.5.13 on (and
+ * 3.4.31+), so we claim a 3.5 release past that.
+ */
+export const etcdVersion = '3.5.17';
+
 /** The data format this build writes. */
 export const dataFormatVersion = 2;
 /** The oldest data format this build can read. */

@@ -5,7 +5,7 @@
  * rate; healthReason says it is a witness.
  */
 import { hex } from '../base/hex.js';
-import { dataFormatVersion } from '../base/version.js';
+import { dataFormatVersion, etcdVersion } from '../base/version.js';
 import { buildVersion } from '../config/build-info.js';
 import { bytesPerTb } from '../metrics/wear.js';
 import type { Status } from '../raft/types.js';
@@ -22,8 +22,6 @@ export interface WitnessStatusSource {
 }
 
 export async function witnessStatus(w: WitnessStatusSource): Promise<MemberStatusJson> {
-  // Loaded on the first /status only: a witness at rest loads none of the data member's modules (cli.ts).
-  const { etcdVersion } = await import('../node/maintenance/maintenance-ops.js');
   const s = w.status();
   const h = w.health();
   const m = w.wal.metrics;

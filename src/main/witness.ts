@@ -2,9 +2,10 @@
  * `etcetera witness`: a witness member (src/raft/witness.ts, issue 24). It joins a running cluster with
  * `--server URL --token T` as a voter that holds no data: it persists the Raft log's tail and its hard state,
  * acknowledges appends and votes, and so lets two data members keep a quorum when either dies. It builds no
- * store, applies only membership changes (to know its peers), serves no client API: its client URLs answer
- * /health (healthy once it hears a leader; the reason says it is a witness), /status (witness-status.ts) and /metrics
- * (`etcetera_server_is_witness 1`) only.
+ * store, applies only membership changes (to know its peers), serves no keys: its client URLs answer
+ * /health (healthy once it hears a leader; the reason says it is a witness), /status (witness-status.ts), /metrics
+ * (`etcetera_server_is_witness 1`), and over gRPC what `etcdctl endpoint health` and `endpoint status` ask
+ * (witness-grpc.ts); its metrics URLs the HTTP routes only.
  *
  * Data directory: `<data-dir>/member/identity` and `<data-dir>/member/wal/` (or --wal-dir), as a member's,
  * with no `db/` and no `snap/`. The log starts after what every data voter holds durably (the data leader
@@ -21,7 +22,8 @@ import type { WalTuning } from '../wal/profiles.js';
 import { Wal } from '../wal/wal.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { Registry, registerProcessMetrics } from '../metrics/metrics.js';
-import { createJsonHandler, startMetricsHttp, type HealthResult } from '../metrics/metrics-http.js';
+import { createJsonHandler, createMetricsHandler, startMetricsHttp, type HealthResult } from '../metrics/metrics-http.js';
+import { startWitnessClientPort } from './witness-client-port.js';
 import { witnessStatus } from './witness-status.js';
 import { electionTicksOf } from '../node/apply/catch-up.js';
 import { RaftDriver } from '../node/driver/raft-driver.js';
@@ -48,7 +50,7 @@ export const witnessMembersRefreshMs = 10_000;
 export interface RunningWitness {
   readonly memberId: bigint;
   readonly clusterId: bigint;
-  /** The URLs serving /health and /metrics (ports resolved). */
+  /** The URLs serving /health and /metrics (ports resolved): the client URLs (gRPC too), then the metrics URLs. */
   readonly clientUrls: string[];
   readonly peerUrl: string;
   readonly wal: Wal;
@@ -76,7 +78,7 @@ export async function startWitness(options: MemberOptions): Promise<RunningWitne
 }
 
 /** The stop's stages, in the stop's order (see member-stop.ts): the old close's order. */
-const witnessStopOrder = ['refresh', 'driver', 'http', 'transport', 'wal'] as const;
+const witnessStopOrder = ['refresh', 'driver', 'client', 'http', 'transport', 'wal'] as const;
 
 async function runWitness(o: MemberOptions, identity: Identity, token: string): Promise<RunningWitness> {
   const log = o.logger;
@@ -168,14 +170,24 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       name: o.name, status: () => driver.status(), health: () => witnessHealth(driver), wal,
       enduranceTbw: o.storageEnduranceTbw, lifeWarningYears: o.storageLifeWarningYears,
     }));
-    const http = await startMetricsHttp({ listenUrls: [...o.listenClientUrls, ...o.listenMetricsUrls], registry, health: async () => witnessHealth(driver), routes: [statusRoute], logger: log });
+    const health = async (): Promise<HealthResult> => witnessHealth(driver);
+    const metricsRoutes = createMetricsHandler({ registry, health });
+    const client = await startWitnessClientPort({
+      listenUrls: o.listenClientUrls,
+      http: (req, res) => metricsRoutes(req, res) || statusRoute(req, res),
+      grpc: { clusterId: identity.clusterId, status: () => driver.status() },
+      logger: log,
+    });
+    stop.add('client', () => client.close());
+    const http = await startMetricsHttp({ listenUrls: o.listenMetricsUrls, registry, health, routes: [statusRoute], logger: log });
     stop.add('http', () => http.close());
     stop.arm();
-    log.info('witness running: votes and keeps the log tail, holds no data, serves no client', { peerUrl, healthUrls: http.urls });
+    const healthUrls = [...client.urls, ...http.urls];
+    log.info('witness running: votes and keeps the log tail, holds no data, serves no keys', { peerUrl, healthUrls });
     return {
       memberId: identity.memberId,
       clusterId: identity.clusterId,
-      clientUrls: http.urls,
+      clientUrls: healthUrls,
       peerUrl,
       wal,
       stopped: stop.stopped,

@@ -10,7 +10,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import type { Logger } from '../config/log.js';
 import { logListenerErrors } from '../config/listener-errors.js';
 import { type Registry, exposition004ContentType } from './metrics.js';
@@ -140,6 +140,23 @@ export interface MetricsHttp {
   close(): Promise<void>;
 }
 
+/**
+ * Listens on `url`'s host and port (80 when none; 0 picks a free one) and logs the listener's later errors;
+ * resolves to the URL with the bound port.
+ */
+export async function listenAt(server: Server, url: URL, logger: Logger | undefined, what: string): Promise<string> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(url.port === '' ? 80 : url.port), host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  logListenerErrors(server, logger, `${what} ${url.host}`);
+  return `${url.protocol}//${url.hostname}:${(server.address() as AddressInfo).port}`;
+}
+
 export async function startMetricsHttp(options: MetricsHttpOptions): Promise<MetricsHttp> {
   const routes = [createMetricsHandler(options), ...(options.routes ?? [])];
   const handler: MetricsRequestHandler = (req, res) => routes.some((route) => route(req, res));
@@ -166,17 +183,7 @@ export async function startMetricsHttp(options: MetricsHttpOptions): Promise<Met
         ? https.createServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) }, listener)
         : http.createServer(listener);
       servers.push(server);
-      const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(Number(url.port === '' ? 80 : url.port), host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
-      logListenerErrors(server, options.logger, `metrics listener ${url.host}`);
-      const port = (server.address() as AddressInfo).port;
-      const bound = `${url.protocol}//${url.hostname}:${port}`;
+      const bound = await listenAt(server, url, options.logger, 'metrics listener');
       urls.push(bound);
       options.logger?.info('serving metrics and health', { url: bound });
     }

@@ -16,7 +16,7 @@ import { FrameError, MessageReader, frameMessage } from './message-frames.js';
 import { HeaderMetadata, encodeStatusMessage } from './call-headers.js';
 
 /** gRPC status codes used here (the numbers are the specification's). */
-export const code = { ok: 0, cancelled: 1, unknown: 2, deadlineExceeded: 4, resourceExhausted: 8, unimplemented: 12, internal: 13 } as const;
+export const code = { ok: 0, cancelled: 1, unknown: 2, deadlineExceeded: 4, permissionDenied: 7, resourceExhausted: 8, unimplemented: 12, internal: 13, unavailable: 14 } as const;
 
 export interface CallStatus {
   code: number;

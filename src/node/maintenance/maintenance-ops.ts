@@ -3,6 +3,7 @@
  * moves, and the leader's periodic corruption check.
  */
 import { timedHash } from './timed-hash.js';
+import { etcdVersion } from '../../base/version.js';
 import { tmpdir } from 'node:os';
 import type { AlarmMember, AlarmType } from '../../mvcc/types.js';
 import { maintenanceSnapshot } from './maintenance-snapshot.js';
@@ -17,11 +18,8 @@ import type { RaftDriver } from '../driver/raft-driver.js';
 import type { ServerState } from '../apply/server-state.js';
 import { requestTimeoutMs } from '../request/timeouts.js';
 
-/**
- * The etcd version Status reports. kube-apiserver uses watch progress requests only from 3.5.13 on (and
- * 3.4.31+), so we claim a 3.5 release past that.
- */
-export const etcdVersion = '3.5.17';
+/** Re-exported for the modules that import it from here; it lives in base/version.ts (a witness reads it too). */
+export { etcdVersion };
 
 export interface MaintenanceHost {
   memberId: bigint;
