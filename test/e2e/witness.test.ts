@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { clientOf, freePort, killAll, runCli, startServer, waitFor, waitForVoters, waitReady, type ServerProcess, type StartOptions } from './harness.js';
+import { clientOf, etcdctl, freePort, haveEtcdctl, killAll, runCli, startServer, waitFor, waitForVoters, waitReady, type ServerProcess, type StartOptions } from './harness.js';
 
 afterAll(() => killAll());
 
@@ -135,6 +135,35 @@ describe('two boards and a witness', () => {
     const took = await writesResume(survivor, killedAt, 'acked-static-after', 10 * electionTimeoutMs);
     expect(took).toBeLessThanOrEqual(2 * electionTimeoutMs + clientSlackMs);
     await holdsAll(survivor, ['acked-static', 'acked-static-after']);
+  }, 120_000);
+
+  it('answers etcdctl endpoint health and endpoint status: healthy while it hears a leader, unhealthy once both data members stop (issue 32, item 4)', async () => {
+    if (!haveEtcdctl()) return;
+    const { a, b, w } = await staticTwoBoards();
+    const list = await waitForVoters(clientOf(a), 3, { what: 'three voters' });
+    const witnessHex = BigInt(list.find((m) => m.name === w.name)!.id).toString(16);
+    await waitFor('the witness hears a leader', async () => ((await fetch(`${w.clientUrl}/health`)).ok ? true : undefined));
+    const healthy = await etcdctl(w.clientUrl, ['endpoint', 'health']);
+    expect({ code: healthy.code, out: healthy.stdout + healthy.stderr }).toMatchObject({ code: 0, out: expect.stringMatching(/is healthy/) });
+    // Simple output: endpoint, ID, version, db size, is leader, is learner, raft term, raft index, applied index, errors.
+    const status = await etcdctl(w.clientUrl, ['endpoint', 'status']);
+    expect(status.code).toBe(0);
+    const fields = status.stdout.trim().split(', ');
+    expect(fields.slice(1, 6)).toEqual([witnessHex, '3.5.17', '0 B', 'false', 'false']);
+    expect(Number(fields[6])).toBeGreaterThan(0);
+    expect(fields[9] ?? '').toBe('');
+    // Anything else is refused: a witness serves no key.
+    expect((await etcdctl(w.clientUrl, ['get', 'k'])).stderr).toMatch(/etcdserver: permission denied/);
+    expect((await etcdctl(w.clientUrl, ['put', 'k', 'v'])).stderr).toMatch(/Unimplemented/);
+
+    await Promise.all([a.kill('SIGKILL'), b.kill('SIGKILL')]);
+    await waitFor('the witness hears no leader', async () => ((await fetch(`${w.clientUrl}/health`)).status === 503 ? true : undefined));
+    const unhealthy = await etcdctl(w.clientUrl, ['endpoint', 'health', '--command-timeout=1s']);
+    expect({ code: unhealthy.code, out: unhealthy.stdout + unhealthy.stderr }).toMatchObject({ code: 1, out: expect.stringMatching(/is unhealthy/) });
+    expect(unhealthy.stderr).toMatch(/etcdserver: no leader/);
+    const lost = await etcdctl(w.clientUrl, ['endpoint', 'status']);
+    expect(lost.code).toBe(0);
+    expect(lost.stdout.trim().split(', ')[9]).toBe('etcdserver: no leader');
   }, 120_000);
 
   it('is listed with no client URL, says it is a witness, and kill -9 of either data member or the witness loses nothing', async () => {
