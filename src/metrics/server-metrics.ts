@@ -27,6 +27,17 @@ export interface ServerMetrics {
   passwordChecks: Counter;
   /** bcrypt hashes computed (UserAdd, UserChangePassword by an admin). */
   passwordHashes: Counter;
+  /** Leader only: a heartbeat sent later than twice the heartbeat interval after the previous one to that peer. */
+  heartbeatSendFailures: Counter;
+  /** Requests whose apply took longer than slowApplyMs (etcd's warnApplyDuration). */
+  slowApplies: Counter;
+  /** Read index requests Raft did not answer within the retry interval, or answered for an older request. */
+  slowReadIndexes: Counter;
+  /** Read index requests that failed (leadership changed while they waited). */
+  readIndexesFailed: Counter;
+  /** Leader only: MemberPromote calls that promoted, and those refused, by the error's message. */
+  learnerPromoteSuccesses: Counter;
+  learnerPromoteFailures: Counter;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
   walFsync?: () => HistogramSnapshot;
 }
@@ -58,6 +69,23 @@ export function createServerMetrics(): ServerMetrics {
       name: 'etcetera_auth_password_checks_total', help: 'Password checks by answer: bcrypt, known (no bcrypt), refused (unchecked).', labelNames: ['answer'],
     }),
     passwordHashes: registry.counter({ name: 'etcetera_auth_password_hashes_total', help: 'Passwords hashed with bcrypt.' }),
+    heartbeatSendFailures: registry.counter({
+      name: 'etcd_server_heartbeat_send_failures_total', help: 'The total number of leader heartbeat send failures (likely overloaded from slow disk).',
+    }),
+    slowApplies: registry.counter({ name: 'etcd_server_slow_apply_total', help: 'The total number of slow apply requests (likely overloaded from slow disk).' }),
+    slowReadIndexes: registry.counter({
+      name: 'etcd_server_slow_read_indexes_total',
+      help: "The total number of pending read indexes not in sync with leader's or timed out read index requests.",
+    }),
+    readIndexesFailed: registry.counter({ name: 'etcd_server_read_indexes_failed_total', help: 'The total number of failed read indexes seen.' }),
+    learnerPromoteSuccesses: registry.counter({
+      name: 'etcd_server_learner_promote_successes', help: 'The total number of successful learner promotions while this member is leader.',
+    }),
+    learnerPromoteFailures: registry.counter({
+      name: 'etcd_server_learner_promote_failures',
+      help: 'The total number of failed learner promotions (likely learner not ready) while this member is leader.',
+      labelNames: ['Reason'],
+    }),
   };
   registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());
   return m;
