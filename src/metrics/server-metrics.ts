@@ -38,10 +38,15 @@ export interface ServerMetrics {
   /** Leader only: MemberPromote calls that promoted, and those refused, by the error's message. */
   learnerPromoteSuccesses: Counter;
   learnerPromoteFailures: Counter;
+  /** How long each exported backend view stays open (src/node/maintenance/timed-snapshot.ts). */
+  backendSnapshotSeconds: Histogram;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
   walFsync?: () => HistogramSnapshot;
 }
 
+
+/** etcd 3.4's backend snapshot buckets: 10 ms doubling to 655.36 s (17 buckets). */
+const backendSnapshotBuckets: readonly number[] = Array.from({ length: 17 }, (_, i) => 0.01 * 2 ** i);
 
 /** etcd's hash buckets: 10 ms doubling to 163.84 s. */
 const hashBuckets: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.01 * 2 ** i);
@@ -85,6 +90,9 @@ export function createServerMetrics(): ServerMetrics {
       name: 'etcd_server_learner_promote_failures',
       help: 'The total number of failed learner promotions (likely learner not ready) while this member is leader.',
       labelNames: ['Reason'],
+    }),
+    backendSnapshotSeconds: registry.histogram({
+      name: 'etcd_disk_backend_snapshot_duration_seconds', help: 'The latency distribution of backend snapshots.', buckets: backendSnapshotBuckets,
     }),
   };
   registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());

@@ -19,6 +19,7 @@ import type { RaftDriver } from '../driver/raft-driver.js';
 import { decodeConfChangeContext, decodeRequest } from '../driver/raft-request.js';
 import { ServerState } from './server-state.js';
 import { catchUpEntries, electionTicksOf } from './catch-up.js';
+import { timedExporter } from '../maintenance/timed-snapshot.js';
 
 import { confStateKey, encodeConfStateMeta, latin1ConfStateKey } from './restore-point.js';
 import type { AppliedConf } from './applied-conf.js';
@@ -288,7 +289,8 @@ export class ApplyLoop {
    * snapshot, whose data no longer exists). Call close() when the stream is done with.
    */
   async snapshotForFollower(): Promise<{ meta: SnapshotMeta; chunks: AsyncIterable<Uint8Array>; close(): Promise<void> }> {
-    const exported = await this.#h.state().store.exportSnapshot();
+    const scheduler = schedulerOf(this.#p);
+    const exported = await timedExporter(this.#h.state().store, this.#p.metrics.backendSnapshotSeconds, () => scheduler.nowMs()).exportSnapshot();
     const packed = exported.meta.get(latin1ConfStateKey);
     const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : this.#h.conf.toConfState();
     if (exported.term === 0 || exported.consistentIndex === 0) {
