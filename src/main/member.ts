@@ -146,6 +146,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     stop.add('wear', () => wear.stop());
     const metrics = createServerMetrics();
+    snapshotData.timings = { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) };
     const grpcMetrics = instrumentMember(metrics.registry, backend);
     // Outbound first; the peer port is bound now (the member is built with its URL) and served once the
     // server that answers it exists.

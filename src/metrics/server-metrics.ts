@@ -40,6 +40,9 @@ export interface ServerMetrics {
   learnerPromoteFailures: Counter;
   /** How long each exported backend view stays open (src/node/maintenance/timed-snapshot.ts). */
   backendSnapshotSeconds: Histogram;
+  /** Each snapshot received from the leader: its file's fsync, and its whole save (src/node/snapshot-data.ts). */
+  snapDbFsyncSeconds: Histogram;
+  snapDbSaveSeconds: Histogram;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
   walFsync?: () => HistogramSnapshot;
 }
@@ -47,6 +50,11 @@ export interface ServerMetrics {
 
 /** etcd 3.4's backend snapshot buckets: 10 ms doubling to 655.36 s (17 buckets). */
 const backendSnapshotBuckets: readonly number[] = Array.from({ length: 17 }, (_, i) => 0.01 * 2 ** i);
+
+/** etcd 3.4's snap fsync buckets: 1 ms doubling to 8.192 s. */
+const snapFsyncBuckets: readonly number[] = Array.from({ length: 14 }, (_, i) => 0.001 * 2 ** i);
+/** etcd 3.4's snap save buckets: 100 ms doubling to 51.2 s. */
+const snapSaveBuckets: readonly number[] = Array.from({ length: 10 }, (_, i) => 0.1 * 2 ** i);
 
 /** etcd's hash buckets: 10 ms doubling to 163.84 s. */
 const hashBuckets: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.01 * 2 ** i);
@@ -93,6 +101,12 @@ export function createServerMetrics(): ServerMetrics {
     }),
     backendSnapshotSeconds: registry.histogram({
       name: 'etcd_disk_backend_snapshot_duration_seconds', help: 'The latency distribution of backend snapshots.', buckets: backendSnapshotBuckets,
+    }),
+    snapDbFsyncSeconds: registry.histogram({
+      name: 'etcd_snap_db_fsync_duration_seconds', help: 'The latency distributions of fsyncing .snap.db file', buckets: snapFsyncBuckets,
+    }),
+    snapDbSaveSeconds: registry.histogram({
+      name: 'etcd_snap_db_save_total_duration_seconds', help: 'The total latency distributions of v3 snapshot save', buckets: snapSaveBuckets,
     }),
   };
   registry.readHistogram({ name: 'etcd_disk_wal_fsync_duration_seconds', help: 'The latency distributions of fsync called by WAL.' }, () => m.walFsync?.());

@@ -85,6 +85,8 @@ const expected: Record<string, [string, string[]]> = {
   etcd_disk_defrag_inflight: ['gauge', []],
   etcd_disk_backend_defrag_duration_seconds: ['histogram', []],
   etcd_disk_backend_snapshot_duration_seconds: ['histogram', []],
+  etcd_snap_db_fsync_duration_seconds: ['histogram', []],
+  etcd_snap_db_save_total_duration_seconds: ['histogram', []],
   etcd_server_heartbeat_send_failures_total: ['counter', []],
   etcd_server_slow_apply_total: ['counter', []],
   etcd_server_slow_read_indexes_total: ['counter', []],
