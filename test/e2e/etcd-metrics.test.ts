@@ -176,7 +176,17 @@ describe.runIf(enabled)('etcd metric families', () => {
     expect(value('grpc_server_started_total', 'grpc_server_started_total{grpc_type="bidi_stream",grpc_service="etcdserverpb.Watch",grpc_method="Watch"}')).toBe(1);
     expect(value('etcd_disk_backend_commit_duration_seconds', 'etcd_disk_backend_commit_duration_seconds_count')).toBeGreaterThan(0);
     expect(value('etcetera_storage_profile', 'etcetera_storage_profile{profile="ssd"}')).toBe(1);
+    // The joiner (--server) is promoted by the leader once caught up; its stream drops when it stops.
+    await waitFor('the promotion counted', async () => {
+      const f = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
+      return f.get('etcd_server_learner_promote_successes')?.samples.get('etcd_server_learner_promote_successes') === 1 || undefined;
+    }, 20_000);
     await second.kill();
+    await waitFor('the dropped peer counted', async () => {
+      const f = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
+      const drops = [...(f.get('etcd_network_disconnected_peers_total')?.samples.values() ?? [])];
+      return (drops.length === 1 && drops[0]! >= 1) || undefined;
+    }, 20_000);
     await sp.kill();
     removeDir(sp.dataDir);
     removeDir(second.dataDir);
