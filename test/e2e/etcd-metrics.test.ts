@@ -181,6 +181,17 @@ describe.runIf(enabled)('etcd metric families', () => {
       const f = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
       return f.get('etcd_server_learner_promote_successes')?.samples.get('etcd_server_learner_promote_successes') === 1 || undefined;
     }, 20_000);
+    // The leader held up for 400 ms (under the 1 s election timeout): its next heartbeats leave late.
+    const value0 = (f: Map<string, Family>, name: string): number => f.get(name)?.samples.get(name) ?? 0;
+    // (A loaded machine may have held it up before: count from here.)
+    const lateBefore = value0(await scrape(`http://127.0.0.1:${sp.metricsPort}`), 'etcd_server_heartbeat_send_failures_total');
+    sp.proc.kill('SIGSTOP');
+    await new Promise((r) => setTimeout(r, 400));
+    sp.proc.kill('SIGCONT');
+    await waitFor('the late heartbeat counted', async () => {
+      const f = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
+      return value0(f, 'etcd_server_heartbeat_send_failures_total') > lateBefore || undefined;
+    }, 10_000);
     await second.kill();
     await waitFor('the dropped peer counted', async () => {
       const f = await scrape(`http://127.0.0.1:${sp.metricsPort}`);
