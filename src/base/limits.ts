@@ -6,6 +6,8 @@ import { assert } from './assert.js';
 
 /** etcd: --max-request-bytes default 1.5 MiB. */
 export const requestBytesMax = 1.5 * 1024 * 1024;
+/** etcd: warnApplyDuration. An apply that takes longer counts in etcd_server_slow_apply_total and is logged. */
+export const slowApplyMs = 100;
 /** etcd: --max-txn-ops default 128. */
 export const txnOpsMax = 128;
 /** etcd: maxGapBetweenApplyAndCommitIndex; past it, "etcdserver: too many requests". */

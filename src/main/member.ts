@@ -30,6 +30,7 @@ import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
 import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
 import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
+import { timedExporter } from '../node/maintenance/timed-snapshot.js';
 import { PeerTransport } from '../peer/transport.js';
 import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startPeerProber } from '../peer/peer-prober.js';
@@ -145,6 +146,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     stop.add('wear', () => wear.stop());
     const metrics = createServerMetrics();
+    snapshotData.timings = { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) };
     const grpcMetrics = instrumentMember(metrics.registry, backend);
     // Outbound first; the peer port is bound now (the member is built with its URL) and served once the
     // server that answers it exists.
@@ -277,7 +279,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     }
     if (o.scheduledSnapshots !== undefined) {
       const scheduledSnapshots = startScheduledSnapshots({
-        options: o.scheduledSnapshots, nodeName: o.name, store: { exportSnapshot: () => server.state.store.exportSnapshot() },
+        options: o.scheduledSnapshots, nodeName: o.name, store: timedExporter({ exportSnapshot: () => server.state.store.exportSnapshot() }, metrics.backendSnapshotSeconds, () => performance.now()),
         serverVersion: etcdVersion, registry: metrics.registry, logger: log, ...(offsite !== undefined ? { offsite } : {}),
       });
       stop.add('snapshots', async () => {

@@ -32,6 +32,7 @@ import { Leadership } from './leadership/leadership.js';
 import { peerRpcOf } from './peer-rpc.js';
 import { schedulerOf, type EtcdServerParts } from './etcd-server-parts.js';
 import { tickScheduler } from './driver/tick-wheel.js';
+import { HeartbeatWatch } from './driver/heartbeat-watch.js';
 import { EtcdError } from './errors.js';
 import { LeaderLoops } from './periodic/leader-loops.js';
 import { MaintenanceOps } from './maintenance/maintenance-ops.js';
@@ -99,6 +100,8 @@ export class EtcdServer implements EtcdApi {
       timeoutMs: requestTimeoutMs(parts.electionMs),
       timeoutError: () => new EtcdError('timeout'),
       scheduler: schedulerOf(parts),
+      onSlow: () => parts.metrics.slowReadIndexes.inc(),
+      onFailed: () => parts.metrics.readIndexesFailed.inc(),
     });
     this.#leadership = new Leadership({ parts, reads: this.#reads, driver: this.#driver, state: () => this.#state });
     this.#proposer = new Proposer(
@@ -164,7 +167,17 @@ export class EtcdServer implements EtcdApi {
     const driver = this.#driver;
     this.#apply.start(driver, o.appliedIndex, o.snapshotIndex);
     this.#p.syncPeers(this.#state.membership.list());
-    driver.start(o.app ?? this.driverApp(), o.peers);
+    const heartbeats = new HeartbeatWatch({
+      heartbeatMs: this.#p.heartbeatMs,
+      nowMs: () => schedulerOf(this.#p).nowMs(),
+      onLate: (to, exceededMs) => {
+        this.#p.metrics.heartbeatSendFailures.inc();
+        this.#p.logger.warn('leader failed to send out heartbeat on time; took too long, leader is overloaded likely from slow disk', {
+          to: hex(to), 'heartbeat-interval': `${this.#p.heartbeatMs}ms`, 'expected-duration': `${2 * this.#p.heartbeatMs}ms`, 'exceeded-duration': `${exceededMs.toFixed(1)}ms`,
+        });
+      },
+    });
+    driver.start(o.app ?? this.driverApp(), heartbeats.wrap(o.peers));
     this.#apply.campaignIfAlone();
     this.#loops.start();
     const scheduler = tickScheduler(schedulerOf(this.#p), driver.ticks);

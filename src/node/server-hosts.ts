@@ -58,6 +58,7 @@ export function clusterHost(c: ServerCore): ClusterHost {
     logger: c.parts.logger,
     scheduler: schedulerOf(c.parts),
     randomMemberId: c.parts.randomMemberId ?? (() => randomBytes(8).readBigUInt64BE(0)),
+    metrics: c.parts.metrics,
   };
 }
 

@@ -28,8 +28,19 @@ export function snapshotDataName(meta: Pick<SnapshotMeta, 'term' | 'index'>): st
   return `${hex16(meta.term)}-${hex16(meta.index)}${suffix}`;
 }
 
+/**
+ * etcd_snap_db_fsync_duration_seconds and etcd_snap_db_save_total_duration_seconds: etcd times the fsync of
+ * each received `.snap.db`, and its whole save from the stream's start to the rename; so do we, per file.
+ */
+export interface SnapshotDataTimings {
+  fsyncSeconds(seconds: number): void;
+  saveSeconds(seconds: number): void;
+}
+
 export class SnapshotDataDir implements SnapshotSink {
   readonly dir: string;
+  /** Set by the member once its metrics exist (the directory is opened before them). */
+  timings: SnapshotDataTimings | undefined;
   /** Receives in progress get temp files of their own: a leader may send the same snapshot again while the first send is still arriving. */
   #receives = 0;
 
@@ -48,6 +59,7 @@ export class SnapshotDataDir implements SnapshotSink {
   }
 
   async open(message: Message): Promise<{ write(chunk: Uint8Array): Promise<void>; commit(): Promise<void>; abort(): Promise<void> }> {
+    const startMs = performance.now();
     const meta = message.snapshot!.meta;
     const final = this.#path(meta);
     const file = await createAtomicFile(nodeFs, final, { tmpPath: `${final}.${++this.#receives}.tmp` });
@@ -59,7 +71,11 @@ export class SnapshotDataDir implements SnapshotSink {
       },
       commit: async () => {
         checker.end();
+        const syncMs = performance.now();
+        await file.sync();
+        this.timings?.fsyncSeconds((performance.now() - syncMs) / 1000);
         await file.commit();
+        this.timings?.saveSeconds((performance.now() - startMs) / 1000);
       },
       abort: () => file.abort(),
     };

@@ -205,6 +205,7 @@ export class PeerStream {
   }
 
   #onConnectionLost(err: Error, url: string | undefined): void {
+    if (this.#o.stats.connected) this.#o.stats.disconnects++;
     this.#o.stats.connected = false;
     this.#waitingDrain = false;
     if (this.#state === 'closed') return;

@@ -20,6 +20,7 @@ export function registerTransportMetrics(registry: Registry, transport: Transpor
   const snapshotFailures = registry.counter({ name: 'etcd_network_snapshot_send_failures', help: 'Total number of snapshot send failures.', labelNames: to });
   const snapshotsReceived = registry.counter({ name: 'etcd_network_snapshot_receive_success', help: 'Total number of successful snapshot receives.', labelNames: from });
   const activePeers = registry.gauge({ name: 'etcd_network_active_peers', help: 'The current number of active peer connections.', labelNames: ['Local', 'Remote'] });
+  const disconnected = registry.counter({ name: 'etcd_network_disconnected_peers_total', help: 'The total number of disconnected peers.', labelNames: ['Local', 'Remote'] });
   const messagesSent = registry.counter({ name: 'etcetera_peer_messages_sent_total', help: 'Raft messages sent to peers.', labelNames: to });
   const messagesReceived = registry.counter({ name: 'etcetera_peer_messages_received_total', help: 'Raft messages received from peers.', labelNames: from });
   const framesSent = registry.counter({ name: 'etcetera_peer_frames_sent_total', help: 'Batch frames sent to peers (messages per frame shows batching).', labelNames: to });
@@ -39,6 +40,7 @@ export function registerTransportMetrics(registry: Registry, transport: Transpor
       framesSent.setTotal(s.framesSent, { To: peer });
       reconnects.setTotal(s.reconnects, { To: peer });
       activePeers.set(s.connected ? 1 : 0, { Local: local, Remote: peer });
+      disconnected.setTotal(s.disconnects, { Local: local, Remote: peer });
     }
   });
 }

@@ -111,6 +111,8 @@ export interface PeerStats {
   /** Messages dropped (queue full, link down, or lost with a broken connection). */
   sendFailures: number;
   reconnects: number;
+  /** Times an open stream to the peer was lost (etcd_network_disconnected_peers_total). */
+  disconnects: number;
   snapshotsSent: number;
   snapshotsReceived: number;
   snapshotFailures: number;
@@ -127,6 +129,7 @@ export function emptyPeerStats(): PeerStats {
     framesReceived: 0,
     sendFailures: 0,
     reconnects: 0,
+    disconnects: 0,
     snapshotsSent: 0,
     snapshotsReceived: 0,
     snapshotFailures: 0,

@@ -30,7 +30,9 @@ export interface AtomicFile {
   readonly tmpPath: string;
   /** Appends `chunk`. */
   write(chunk: Uint8Array): Promise<void>;
-  /** fsync, close, rename to the final name, fsync the directory. */
+  /** fsync what was written so far (a caller that times its fsync apart from the rest of commit). */
+  sync(): Promise<void>;
+  /** fsync (unless nothing was written since sync()), close, rename to the final name, fsync the directory. */
   commit(): Promise<void>;
   /** Closes and removes the temp file; the final name is untouched. Never throws. */
   abort(): Promise<void>;
@@ -44,6 +46,7 @@ export async function createAtomicFile(fs: FsPort, path: string, options: Atomic
   const file: FilePort = await fs.open(tmpPath, 'create', options.mode ?? privateFileMode);
   let position = 0;
   let open = true;
+  let dirty = true;
   const close = async (): Promise<void> => {
     if (!open) return;
     open = false;
@@ -52,11 +55,16 @@ export async function createAtomicFile(fs: FsPort, path: string, options: Atomic
   return {
     tmpPath,
     async write(chunk) {
+      dirty = true;
       await file.write(chunk, chunk.length, position);
       position += chunk.length;
     },
-    async commit() {
+    async sync() {
+      dirty = false;
       await file.sync();
+    },
+    async commit() {
+      if (dirty) await file.sync();
       await close();
       await fs.rename(tmpPath, path);
       await fs.syncDir(dirname(path));

@@ -50,6 +50,7 @@ describe('ReadIndexBatcher', () => {
     const requests: bigint[] = [];
     const applied = new AppliedWait();
     let now = 0;
+    const counted = { slow: 0, failed: 0 };
     const b = new ReadIndexBatcher({
       request: (ctx) => requests.push(Buffer.from(ctx).readBigUInt64BE(0)),
       appliedWait: applied,
@@ -57,13 +58,15 @@ describe('ReadIndexBatcher', () => {
       timeoutMs: 2000,
       timeoutError: () => new Error('timed out'),
       scheduler: { ...realScheduler, nowMs: () => now },
+      onSlow: () => counted.slow++,
+      onFailed: () => counted.failed++,
     });
     const answer = (ctx: bigint, index: number) => {
       const c = Buffer.alloc(8);
       c.writeBigUInt64BE(ctx);
       b.onReadStates([{ index, context: c }]);
     };
-    return { b, requests, applied, answer, advance: (ms: number) => { now += ms; vi.advanceTimersByTime(ms); } };
+    return { b, requests, applied, answer, counted, advance: (ms: number) => { now += ms; vi.advanceTimersByTime(ms); } };
   }
 
   it('shares one ReadIndex request among the reads of one event-loop turn, and asks anew for later ones', async () => {
@@ -98,16 +101,19 @@ describe('ReadIndexBatcher', () => {
   });
 
   it('asks again with a fresh context when Raft drops a request, and fails reads past their deadline', async () => {
-    const { b, requests, answer, advance } = setup();
+    const { b, requests, answer, advance, counted } = setup();
     const r = b.read();
     r.catch(() => {});
     await vi.advanceTimersByTimeAsync(0);
     advance(600);
     expect(requests.length).toBe(2);
     expect(requests[1]).not.toBe(requests[0]);
+    expect(counted).toEqual({ slow: 1, failed: 0 }); // etcd_server_slow_read_indexes_total: unanswered in time
     answer(requests[0]!, 3); // a late answer to the old context is ignored
+    expect(counted).toEqual({ slow: 2, failed: 0 }); // ... and counted as slow, as etcd counts an out-of-date one
     advance(2000);
     await expect(r).rejects.toThrow('timed out');
+    expect(counted).toEqual({ slow: 3, failed: 0 }); // the retried request, unanswered by the read's deadline
   });
 
   it('fails a read stuck behind a stalled apply at its deadline with the timeout error', async () => {
@@ -146,11 +152,12 @@ describe('ReadIndexBatcher', () => {
   });
 
   it('fails reads in flight when leadership changes', async () => {
-    const { b } = setup();
+    const { b, counted } = setup();
     const r = b.read();
     await vi.advanceTimersByTimeAsync(0);
     b.onLeaderChange(new Error('leader changed'));
     await expect(r).rejects.toThrow('leader changed');
+    expect(counted).toEqual({ slow: 0, failed: 1 }); // etcd_server_read_indexes_failed_total
   });
 });
 

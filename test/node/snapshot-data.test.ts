@@ -51,6 +51,30 @@ describe('SnapshotDataDir', () => {
     }
   });
 
+  it('times each received file\'s fsync and its whole save (etcd_snap_db_*), only for a stream that lands', async () => {
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      const fsyncs: number[] = [];
+      const saves: number[] = [];
+      snaps.timings = { fsyncSeconds: (s) => fsyncs.push(s), saveSeconds: (s) => saves.push(s) };
+      const a = await snaps.open(message);
+      for (const part of stream(0xaa, 5)) await a.write(part);
+      await a.commit();
+      expect(fsyncs).toHaveLength(1);
+      expect(saves).toHaveLength(1);
+      expect(saves[0]!).toBeGreaterThanOrEqual(fsyncs[0]!);
+      const broken = await snaps.open(message);
+      await broken.write(stream(0xbb, 5)[0]!);
+      await expect(broken.commit()).rejects.toThrow(/truncated/);
+      await broken.abort();
+      expect([fsyncs.length, saves.length]).toEqual([1, 1]);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
   it.each([
     // Inside the last value: the framing holds, only the checksum can tell.
     ['a flipped value byte', (s: Uint8Array[]) => s.map((p, i) => (i === 4 ? Uint8Array.from(p, (b, j) => (j === p.length - 10 ? b ^ 1 : b)) : p)), /checksum mismatch/],

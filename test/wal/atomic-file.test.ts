@@ -99,6 +99,23 @@ describe('writeFileAtomically on the real disk', () => {
     await expect(publishFile(fs, join(dir, 'elsewhere', 'x.part'), join(dir, 'x'))).rejects.toThrow(/not beside/);
   });
 
+  it('syncs once when the caller synced before commit (a timed fsync), and again after a later write', async () => {
+    const dir = dirOf();
+    const { fs, calls } = recording(new NodeFsPort());
+    const path = join(dir, '1-2.snap.db');
+    const once = await createAtomicFile(fs, path);
+    await once.write(text('whole'));
+    await once.sync();
+    await once.commit();
+    expect(calls.filter((c) => c === 'sync')).toHaveLength(1);
+    const again = await createAtomicFile(fs, path);
+    await again.sync();
+    await again.write(text('more'));
+    await again.commit();
+    expect(calls.filter((c) => c === 'sync')).toHaveLength(3);
+    expect(readFileSync(path, 'utf8')).toBe('more');
+  });
+
   it('streams through createAtomicFile and aborts without touching the final name', async () => {
     const dir = dirOf();
     const path = join(dir, '1-2.snap.db');

@@ -5,7 +5,7 @@
  */
 import { assert } from '../../base/assert.js';
 import { hex } from '../../base/hex.js';
-import { backendBacklogBytesMax, raftLogBytesMax } from '../../base/limits.js';
+import { backendBacklogBytesMax, raftLogBytesMax, slowApplyMs } from '../../base/limits.js';
 import { decodeConfChange } from '../../raft/conf.js';
 import { EntryType, type ConfChange, type ConfState, type Entry, type Snapshot, type SnapshotMeta } from '../../raft/types.js';
 import type { AppliedWait } from '../request/applied-wait.js';
@@ -19,6 +19,7 @@ import type { RaftDriver } from '../driver/raft-driver.js';
 import { decodeConfChangeContext, decodeRequest } from '../driver/raft-request.js';
 import { ServerState } from './server-state.js';
 import { catchUpEntries, electionTicksOf } from './catch-up.js';
+import { timedExporter } from '../maintenance/timed-snapshot.js';
 
 import { confStateKey, encodeConfStateMeta, latin1ConfStateKey } from './restore-point.js';
 import type { AppliedConf } from './applied-conf.js';
@@ -135,7 +136,9 @@ export class ApplyLoop {
       if (e.type === EntryType.Normal) {
         if (e.data.length > 0) {
           const env = decodeRequest(e.data);
+          const startMs = schedulerOf(this.#p).nowMs();
           const result = state.applier.applyRequest(e.index, env.req);
+          this.#observeApplyTime(env.req.kind, schedulerOf(this.#p).nowMs() - startMs);
           if (env.req.kind === 'compact' && result.ok) this.#observeCompaction(result.value as ProposeResults['compact']);
           if (env.req.kind === 'clusterVersionSet') this.#p.versions?.onClusterVersion(env.req.version);
           this.#h.proposer.applied(env.id, result);
@@ -152,6 +155,13 @@ export class ApplyLoop {
     this.#scheduleFlush();
     const dueByCount = last.index - this.#snapshotIndex >= this.#p.snapshotCount;
     if (dueByCount || this.#bytesSinceSnapshot >= raftLogBytesMax) this.#triggerSnapshot();
+  }
+
+  /** etcd's warnOfExpensiveRequest: a slow apply (a slow disk, a huge txn) is counted and logged. */
+  #observeApplyTime(kind: string, tookMs: number): void {
+    if (tookMs <= slowApplyMs) return;
+    this.#p.metrics.slowApplies.inc();
+    this.#p.logger.warn('apply request took too long', { took: `${tookMs.toFixed(1)}ms`, 'expected-duration': `${slowApplyMs}ms`, request: kind });
   }
 
   /**
@@ -279,7 +289,8 @@ export class ApplyLoop {
    * snapshot, whose data no longer exists). Call close() when the stream is done with.
    */
   async snapshotForFollower(): Promise<{ meta: SnapshotMeta; chunks: AsyncIterable<Uint8Array>; close(): Promise<void> }> {
-    const exported = await this.#h.state().store.exportSnapshot();
+    const scheduler = schedulerOf(this.#p);
+    const exported = await timedExporter(this.#h.state().store, this.#p.metrics.backendSnapshotSeconds, () => scheduler.nowMs()).exportSnapshot();
     const packed = exported.meta.get(latin1ConfStateKey);
     const cs: ConfState = packed !== undefined ? unpack<ConfState>(packed) : this.#h.conf.toConfState();
     if (exported.term === 0 || exported.consistentIndex === 0) {

@@ -7,6 +7,7 @@ import { etcdVersion } from '../../base/version.js';
 import { tmpdir } from 'node:os';
 import type { AlarmMember, AlarmType } from '../../mvcc/types.js';
 import { maintenanceSnapshot } from './maintenance-snapshot.js';
+import { timedExporter } from './timed-snapshot.js';
 import type { HashKvResult, HashResult, RequestContext, SnapshotSource, StatusResult } from '../api-types.js';
 import type { AppliedWait } from '../request/applied-wait.js';
 import type { ServerAuth } from '../access/server-auth.js';
@@ -102,7 +103,9 @@ export class MaintenanceOps {
     this.#h.checkAlive(ctx);
     await this.#h.auth.gate.checkMaintenanceAdmin(ctx);
     // etcd's own format (a bbolt file), so etcdctl's snapshot status/restore and etcd itself read it.
-    return maintenanceSnapshot(this.#h.state().store, this.#h.parts.snapshotTempDir ?? tmpdir(), etcdVersion);
+    const scheduler = schedulerOf(this.#h.parts);
+    const store = timedExporter(this.#h.state().store, this.#h.parts.metrics.backendSnapshotSeconds, () => scheduler.nowMs());
+    return maintenanceSnapshot(store, this.#h.parts.snapshotTempDir ?? tmpdir(), etcdVersion);
   }
 
   async moveLeader(targetId: bigint, ctx: RequestContext): Promise<void> {

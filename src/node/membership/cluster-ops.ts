@@ -14,6 +14,7 @@ import type { RaftDriver } from '../driver/raft-driver.js';
 import { encodeConfChangeContext } from '../driver/raft-request.js';
 import { WaitRegistry } from '../request/wait.js';
 import type { Scheduler } from '../../base/scheduler.js';
+import type { ServerMetrics } from '../../metrics/server-metrics.js';
 
 export interface ClusterHost {
   memberId: bigint;
@@ -30,6 +31,8 @@ export interface ClusterHost {
   scheduler?: Scheduler;
   /** A fresh 64-bit id candidate for MemberAdd. */
   randomMemberId(): bigint;
+  /** etcd's promotion counters, counted on the leader that ran MemberPromote (a follower forwards it). */
+  metrics?: Pick<ServerMetrics, 'learnerPromoteSuccesses' | 'learnerPromoteFailures'>;
 }
 
 export class ClusterOps {
@@ -87,10 +90,16 @@ export class ClusterOps {
 
   async memberPromote(id: bigint): Promise<Member[]> {
     if (!this.#h.isLeader()) return this.#forward('memberPromote', { id });
-    const member = this.#h.membership().get(id);
-    if (member === undefined) throw new EtcdError('memberNotFound');
-    if (!member.isLearner) throw new EtcdError('memberNotLearner');
-    await this.#propose('addVoter', member);
+    try {
+      const member = this.#h.membership().get(id);
+      if (member === undefined) throw new EtcdError('memberNotFound');
+      if (!member.isLearner) throw new EtcdError('memberNotLearner');
+      await this.#propose('addVoter', member);
+    } catch (error) {
+      this.#h.metrics?.learnerPromoteFailures.inc(1, { Reason: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+    this.#h.metrics?.learnerPromoteSuccesses.inc();
     return this.#h.membership().list();
   }
 

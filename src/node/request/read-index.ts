@@ -28,6 +28,13 @@ export interface ReadIndexOptions {
   timeoutError: () => unknown;
   /** Time, retry timer and the next-turn batching. */
   scheduler: Scheduler;
+  /**
+   * etcd_server_slow_read_indexes_total and etcd_server_read_indexes_failed_total, counted where etcd's
+   * linearizableReadLoop counts them: a request unanswered within retryMs or an answer to an older request
+   * (slow); a request that leadership lost (failed).
+   */
+  onSlow?: () => void;
+  onFailed?: () => void;
 }
 
 export class ReadIndexBatcher {
@@ -59,7 +66,11 @@ export class ReadIndexBatcher {
     for (const rs of states) {
       if (rs.context.length !== 8) continue;
       const ctx = Buffer.from(rs.context).readBigUInt64BE(0);
-      if (ctx !== inflight.context) continue;
+      if (ctx !== inflight.context) {
+        // An answer to a request already retried: this member's reads are queueing behind the leader's.
+        if (ctx < inflight.context) this.#o.onSlow?.();
+        continue;
+      }
       this.#inflight = undefined;
       this.#awaitApplied(rs.index, inflight.readers);
       if (this.#waiting.length > 0) this.#issue();
@@ -72,6 +83,7 @@ export class ReadIndexBatcher {
     const inflight = this.#inflight;
     if (inflight === undefined) return;
     this.#inflight = undefined;
+    this.#o.onFailed?.();
     for (const r of inflight.readers) r.reject(error);
     if (this.#waiting.length > 0) this.#issue();
   }
@@ -155,6 +167,7 @@ export class ReadIndexBatcher {
       if (now - inflight.sentMs >= this.#o.retryMs) {
         // No answer: Raft dropped it or it is slow. Ask again with a fresh context for the same readers.
         this.#inflight = undefined;
+        this.#o.onSlow?.();
         this.#waiting = [...inflight.readers, ...this.#waiting];
       }
     }

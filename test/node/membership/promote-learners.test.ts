@@ -9,11 +9,12 @@ import { ClusterOps, type ClusterHost } from '../../../src/node/membership/clust
 import type { Member } from '../../../src/node/api-types.js';
 import type { ConfChange } from '../../../src/raft/types.js';
 import { SimLoop, SimOwner } from '../../sim/node/sim-loop.js';
+import { createServerMetrics, type ServerMetrics } from '../../../src/metrics/server-metrics.js';
 
 const leader: Member = { id: 1n, name: 'a', peerUrls: ['http://a:2380'], clientUrls: [], isLearner: false };
 const joiner: Member = { id: 2n, name: 'b', peerUrls: ['http://b:2380'], clientUrls: [], isLearner: true, autoPromote: true };
 
-function cluster(): { ops: ClusterOps; proposed: ConfChange[]; loop: SimLoop } {
+function cluster(o: { refuse?: boolean; metrics?: ServerMetrics } = {}): { ops: ClusterOps; proposed: ConfChange[]; loop: SimLoop } {
   const loop = new SimLoop();
   const proposed: ConfChange[] = [];
   const members = [leader, joiner];
@@ -28,7 +29,7 @@ function cluster(): { ops: ClusterOps; proposed: ConfChange[]; loop: SimLoop } {
       status: () => ({ commit: 50, progress: new Map([[2n, { match: 50, recentActive: true }]]) }),
       proposeConfChange: (cc: ConfChange) => {
         proposed.push(cc);
-        return { ok: true };
+        return o.refuse === true ? { ok: false, error: 'learnerNotCaughtUp' } : { ok: true };
       },
     },
     confVoters: () => [1n],
@@ -39,6 +40,7 @@ function cluster(): { ops: ClusterOps; proposed: ConfChange[]; loop: SimLoop } {
     clusterId: () => 9n,
     scheduler: loop.scheduler(new SimOwner()),
     randomMemberId: () => 3n,
+    metrics: o.metrics,
   } as unknown as ClusterHost;
   return { ops: new ClusterOps(host), proposed, loop };
 }
@@ -60,5 +62,21 @@ describe('learner auto-promotion', () => {
     expect(proposed).toHaveLength(2);
     await loop.runUntil(16_000);
     await next;
+  });
+
+  it('counts promotions on the leader as etcd does: successes, and failures by their error message', async () => {
+    const metrics = createServerMetrics();
+    const ok = cluster({ metrics });
+    const promoted = ok.ops.memberPromote(2n);
+    await ok.loop.runUntil(10);
+    ok.ops.confChangeApplied(100n); // the promotion's entry applied
+    await promoted;
+    const refused = cluster({ metrics, refuse: true });
+    await expect(refused.ops.memberPromote(2n)).rejects.toThrow('in sync with leader');
+    await expect(refused.ops.memberPromote(7n)).rejects.toThrow('member not found');
+    const text = metrics.registry.expose();
+    expect(text).toContain('etcd_server_learner_promote_successes 1\n');
+    expect(text).toContain('etcd_server_learner_promote_failures{Reason="etcdserver: can only promote a learner member which is in sync with leader"} 1\n');
+    expect(text).toContain('etcd_server_learner_promote_failures{Reason="etcdserver: member not found"} 1\n');
   });
 });
