@@ -22,7 +22,7 @@ import { Bench } from 'tinybench';
 import { prefixEnd, utf8 } from '../src/base/bytes.js';
 import type { Backend } from '../src/mvcc/backend.js';
 import { KvStore } from '../src/mvcc/kv-store.js';
-import { LevelBackend } from '../src/node/level-backend.js';
+import { LevelBackend } from '../src/storage/level-backend.js';
 import { MemoryBackend } from '../src/mvcc/memory-backend.js';
 import type { PutRequest, RangeRequest, TxnRequest } from '../src/mvcc/types.js';
 

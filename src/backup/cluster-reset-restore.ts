@@ -17,7 +17,7 @@ import { compressedSuffix, partialSuffix } from './snapshot-dir.js';
 import { restoreSnapshotFile } from './etcd-db-file.js';
 import type { Logger } from '../config/log.js';
 import type { S3Options } from '../config/s3-options.js';
-import { walDirInsideMember } from '../node/wal-dir.js';
+import { walDirInsideMember } from '../storage/wal-dir.js';
 
 export interface ResetRestoreInput {
   dataDir: string;

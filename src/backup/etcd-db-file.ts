@@ -11,10 +11,10 @@ import { BboltReader } from '../bbolt/reader.js';
 import { decodeLeaseRecord, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { Crc32c } from '../mvcc/kv-codec.js';
 import { bytesToRevision } from '../mvcc/revision.js';
-import { bucketNames, metaKeys } from '../node/maintenance/etcd-schema.js';
+import { bucketNames, metaKeys } from '../etcd-db/schema.js';
 import { importRevisions, RestoreError, type ImportExtras, type ImportResult } from './import.js';
 import { entryToRecord, type RevisionRecord } from './revision-record.js';
-import { snapshotBuckets } from '../node/maintenance/etcd-db-buckets.js';
+import { snapshotBuckets } from '../etcd-db/buckets.js';
 import type { BatchOp } from '../mvcc/backend.js';
 
 const sha256Bytes = 32;

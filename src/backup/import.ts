@@ -16,16 +16,16 @@ import { join, resolve } from 'node:path';
 import { assert } from '../base/assert.js';
 import type { Backend, BatchOp } from '../mvcc/backend.js';
 import { encodeLeaseRecord, leaseKey, type LeaseRecord } from '../mvcc/lease-codec.js';
-import { LevelBackend } from '../node/level-backend.js';
+import { LevelBackend } from '../storage/level-backend.js';
 import { revisionToBytes } from '../mvcc/revision.js';
-import { staticCluster, writeFileDurably, writeIdentity } from '../node/identity.js';
+import { staticCluster, writeFileDurably, writeIdentity } from '../storage/identity.js';
 import { restorePointMeta, restorePointOps } from '../node/apply/restore-point.js';
-import { walDirInsideMember, walDirWhileBuilding } from '../node/wal-dir.js';
+import { walDirInsideMember, walDirWhileBuilding } from '../storage/wal-dir.js';
 import { NodeFsPort } from '../wal/fs-port.js';
 import { Wal, type SaveRequest } from '../wal/wal.js';
 import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
-import { metaKeys } from '../node/maintenance/etcd-schema.js';
+import { metaKeys } from '../etcd-db/schema.js';
 import { recordToEntry, type RevisionRecord } from './revision-record.js';
 
 /** Directories only this user may enter, as etcd's fileutil.PrivateDirMode. */

@@ -9,7 +9,7 @@
  *   etcetera_snapshot_last_size_bytes
  */
 import { parseCron } from '../config/cron.js';
-import { saveSnapshotFile, type SnapshotExporter } from '../node/maintenance/etcd-db-export.js';
+import { saveSnapshotFile, type SnapshotExporter } from '../etcd-db/export.js';
 import { SnapshotScheduler } from './snapshot-scheduler.js';
 import type { Logger } from '../config/log.js';
 import type { ScheduledSnapshots } from '../config/member-options.js';

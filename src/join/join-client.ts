@@ -10,7 +10,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { joinAttemptTimeoutMs, joinRetryMsMin } from '../base/limits.js';
-import { pack, unpack } from '../node/entry-codec.js';
+import { pack, unpack } from '../storage/entry-codec.js';
 import { EtcdError, type EtcdErrorCode, peerRefusal } from '../node/errors.js';
 import { joinServiceDefinition, replyMacParts, type JoinReply } from './join-service.js';
 import type { Logger } from '../config/log.js';

@@ -17,7 +17,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { joinChallengesMax, joinChallengeTtlMs } from '../base/limits.js';
-import { pack, unpack } from '../node/entry-codec.js';
+import { pack, unpack } from '../storage/entry-codec.js';
 import { macEquals, tokenMac } from '../peer/handshake.js';
 import { JoinChallenges } from './join-challenges.js';
 

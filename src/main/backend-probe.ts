@@ -13,7 +13,7 @@ import { copyFile, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { KvStore } from '../mvcc/kv-store.js';
-import { LevelBackend } from '../node/level-backend.js';
+import { LevelBackend } from '../storage/level-backend.js';
 
 /** LevelDB's files that are never written after they are complete. */
 const immutableTable = /\.(ldb|sst)$/;

@@ -25,10 +25,10 @@ import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
 import { checkListeners } from './listeners-free.js';
 import { isSecretToken } from '../join/join-secret.js';
-import { memberWalDir, walDirWhileBuilding } from '../node/wal-dir.js';
+import { memberWalDir, walDirWhileBuilding } from '../storage/wal-dir.js';
 import { buildVersion } from '../config/build-info.js';
 import { newDataVersion, readDataVersion, startRefusal, writeDataVersion } from './data-version.js';
-import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../node/identity.js';
+import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../storage/identity.js';
 
 const nodeFs = new NodeFsPort();
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import {
   clusterVersionMismatch, clusterVersionOldest, dataFormatMismatch, dataFormatOf, dataFormatOldest, dataFormatVersion,
 } from '../base/version.js';
-import { writeFileDurably } from '../node/identity.js';
+import { writeFileDurably } from '../storage/identity.js';
 
 export const dataVersionFile = 'version';
 

@@ -29,13 +29,13 @@ import { join } from 'node:path';
 import { rm, stat, writeFile } from 'node:fs/promises';
 import type { DiskRoom } from '../node/request/disk-room.js';
 import { walSegmentBytesMin } from '../base/limits.js';
-import { levelCompactionBytesMax } from '../node/level-backend.js';
+import { levelCompactionBytesMax } from '../storage/level-backend.js';
 import type { AlarmMember } from '../mvcc/types.js';
 import { NodeFsPort } from '../wal/fs-port.js';
 import type { MemberOptions } from '../config/member-options.js';
 import type { EtcdServer } from '../node/etcd-server.js';
 import type { Logger } from '../config/log.js';
-import { walDirOf } from '../node/wal-dir.js';
+import { walDirOf } from '../storage/wal-dir.js';
 
 export const diskWatchIntervalMs = 1000;
 /** The log's share of the reserve (see above). */

@@ -28,7 +28,7 @@ import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js
 import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
 import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
 import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
-import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
+import { saveIndexCheckpoint } from '../storage/index-checkpoint-file.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { timedExporter } from '../node/maintenance/timed-snapshot.js';
 import { PeerTransport } from '../peer/transport.js';
@@ -37,7 +37,7 @@ import { startPeerProber } from '../peer/peer-prober.js';
 import { startMetricsHttp } from '../metrics/metrics-http.js';
 import { etcdVersion } from '../node/maintenance/maintenance-ops.js';
 import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
-import { writeIdentity, type Identity } from '../node/identity.js';
+import { writeIdentity, type Identity } from '../storage/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../join/join-service.js';
 import { clientPortHttp, collectServerMetrics, countedHealth, health } from './client-http.js';

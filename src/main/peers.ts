@@ -15,7 +15,7 @@ import { EtcdError, fromMvccError, peerRefusal } from '../node/errors.js';
 import type { MemberOptions } from '../config/member-options.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { PeerTransportOptions } from '../peer/types.js';
-import type { Identity } from '../node/identity.js';
+import type { Identity } from '../storage/identity.js';
 import type { RaftDriver } from '../node/driver/raft-driver.js';
 import { peerTlsOf } from './member-etcd-options.js';
 

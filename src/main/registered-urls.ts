@@ -13,7 +13,7 @@
  */
 import { memberUrlKeys, type MemberOptions, type MemberUrlKey } from '../config/member-options.js';
 import type { Member } from '../node/api-types.js';
-import type { MemberUrls } from '../node/identity.js';
+import type { MemberUrls } from '../storage/identity.js';
 
 export type { MemberUrls };
 

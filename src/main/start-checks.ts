@@ -15,8 +15,8 @@
  */
 import { join } from 'node:path';
 import type { MemberOptions } from '../config/member-options.js';
-import type { Identity } from '../node/identity.js';
-import { refuseMisplacedLog, walDirOf } from '../node/wal-dir.js';
+import type { Identity } from '../storage/identity.js';
+import { refuseMisplacedLog, walDirOf } from '../storage/wal-dir.js';
 import { Wal, WalCorruptError, WalLockedError } from '../wal/index.js';
 import { probeConsistentIndex } from './backend-probe.js';
 import { checkListeners } from './listeners-free.js';

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { pack } from '../../src/node/entry-codec.js';
+import { pack } from '../../src/storage/entry-codec.js';
 import { joinServiceDefinition, type JoinReply } from '../../src/join/join-service.js';
 import { tokenMac } from '../../src/peer/handshake.js';
 import { clientOf, killAll, memberList, startServer, waitForVoters } from './harness.js';

@@ -5,7 +5,7 @@
  * revoke or change membership: what a case may legitimately do must not look like lost data.
  */
 import { Prng } from '../../src/base/prng.js';
-import { pack } from '../../src/node/entry-codec.js';
+import { pack } from '../../src/storage/entry-codec.js';
 import { messageType } from '../../src/api/grpc/proto.js';
 import { FrameType } from '../../src/peer/frame.js';
 import { peerHandshakeFrameBytesMax } from '../../src/base/limits.js';

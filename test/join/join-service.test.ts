@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type * as grpc from '@grpc/grpc-js';
 import { joinService, replyMacParts, type JoinReply } from '../../src/join/join-service.js';
 import { tokenMac, macEquals } from '../../src/peer/handshake.js';
-import { pack, unpack } from '../../src/node/entry-codec.js';
+import { pack, unpack } from '../../src/storage/entry-codec.js';
 
 const token = 'a-real-secret';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/mvcc/backend.js';
-import { LevelBackend } from '../../src/node/level-backend.js';
+import { LevelBackend } from '../../src/storage/level-backend.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
 
 const dirs: string[] = [];

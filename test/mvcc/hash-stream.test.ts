@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KvStore } from '../../src/mvcc/kv-store.js';
-import { LevelBackend } from '../../src/node/level-backend.js';
+import { LevelBackend } from '../../src/storage/level-backend.js';
 import { putReq } from './helpers.js';
 
 describe('HashKV on a LevelDB store', () => {

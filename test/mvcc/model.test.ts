@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Prng } from '../../src/base/prng.js';
 import type { Backend } from '../../src/mvcc/backend.js';
 import { KvStore } from '../../src/mvcc/kv-store.js';
-import { LevelBackend } from '../../src/node/level-backend.js';
+import { LevelBackend } from '../../src/storage/level-backend.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
 import { validateRequest } from '../../src/node/request/validate.js';
 import { MvccError, type RangeRequest, type RequestOp } from '../../src/mvcc/types.js';

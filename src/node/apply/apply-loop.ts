@@ -10,7 +10,7 @@ import { decodeConfChange } from '../../raft/conf.js';
 import { EntryType, type ConfChange, type ConfState, type Entry, type Snapshot, type SnapshotMeta } from '../../raft/types.js';
 import type { AppliedWait } from '../request/applied-wait.js';
 import type { ClusterOps } from '../membership/cluster-ops.js';
-import { pack, unpack } from '../entry-codec.js';
+import { pack, unpack } from '../../storage/entry-codec.js';
 import type { TimerHandle } from '../../base/scheduler.js';
 import { schedulerOf, type EtcdServerParts } from '../etcd-server-parts.js';
 import type { Proposer } from '../request/proposer.js';

@@ -16,7 +16,7 @@ import type { BatchOp } from '../../mvcc/backend.js';
 import { consistentIndexKey, termKey, u64Bytes } from '../../mvcc/kv-meta.js';
 import type { ConfState, SnapshotMeta } from '../../raft/types.js';
 import type { Member } from '../api-types.js';
-import { pack } from '../entry-codec.js';
+import { pack } from '../../storage/entry-codec.js';
 import { encodeMemberEntry } from '../membership/membership.js';
 
 /** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners[, witnesses]}). */

@@ -5,7 +5,7 @@
  */
 import type { AuthInfo, AuthRequest } from '../../auth/index.js';
 import type { AlarmType, DeleteRangeRequest, PutRequest, TxnRequest } from '../../mvcc/types.js';
-import { pack, unpack } from '../entry-codec.js';
+import { pack, unpack } from '../../storage/entry-codec.js';
 import type { Member } from '../api-types.js';
 
 /**

@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SnapshotSource } from '../api-types.js';
-import { writeEtcdSnapshot, type SnapshotExporter } from './etcd-db-export.js';
+import { writeEtcdSnapshot, type SnapshotExporter } from '../../etcd-db/export.js';
 
 const readChunkBytes = 256 * 1024;
 

@@ -8,7 +8,7 @@
 import type { BackendView } from '../../mvcc/backend.js';
 import type { SnapshotExport } from '../../mvcc/kv-store.js';
 import type { Histogram } from '../../metrics/metrics.js';
-import type { SnapshotExporter } from './etcd-db-export.js';
+import type { SnapshotExporter } from '../../etcd-db/export.js';
 
 /** An exporter whose exports observe `seconds` once, when their view is closed. */
 export function timedExporter(exporter: SnapshotExporter, seconds: Histogram, nowMs: () => number): SnapshotExporter {

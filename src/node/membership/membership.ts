@@ -7,7 +7,7 @@
 import { assert } from '../../base/assert.js';
 import type { Backend, WriteBuffer } from '../../mvcc/backend.js';
 import type { Member } from '../api-types.js';
-import { pack, unpack } from '../entry-codec.js';
+import { pack, unpack } from '../../storage/entry-codec.js';
 
 export type { Member };
 

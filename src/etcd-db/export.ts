@@ -7,13 +7,13 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
-import { compareBytes, utf8 } from '../../base/bytes.js';
-import { BboltWriter } from '../../bbolt/writer.js';
-import type { BackendView } from '../../mvcc/backend.js';
-import type { SnapshotExport } from '../../mvcc/kv-store.js';
-import { publishFile } from '../../wal/atomic-file.js';
-import { NodeFsPort } from '../../wal/fs-port.js';
-import { snapshotBuckets, type SnapshotBucket } from './etcd-db-buckets.js';
+import { compareBytes, utf8 } from '../base/bytes.js';
+import { BboltWriter } from '../bbolt/writer.js';
+import type { BackendView } from '../mvcc/backend.js';
+import type { SnapshotExport } from '../mvcc/kv-store.js';
+import { publishFile } from '../wal/atomic-file.js';
+import { NodeFsPort } from '../wal/fs-port.js';
+import { snapshotBuckets, type SnapshotBucket } from './buckets.js';
 
 const nodeFs = new NodeFsPort();
 

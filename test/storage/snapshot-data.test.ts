@@ -7,7 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SnapshotDataDir, snapshotDataName } from '../../src/node/snapshot-data.js';
+import { SnapshotDataDir, snapshotDataName } from '../../src/storage/snapshot-data.js';
 import { StateStreamEncoder } from '../../src/mvcc/state-stream.js';
 import { MessageType, type Message } from '../../src/raft/types.js';
 import { removeDir, tempDir } from '../e2e/harness.js';

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LevelBackend, compactionWrittenBytes } from '../../src/node/level-backend.js';
+import { LevelBackend, compactionWrittenBytes } from '../../src/storage/level-backend.js';
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -13,8 +13,8 @@
  *   cluster:  clusterVersion → "3.5.0"
  *   alarm:    etcdserverpb.AlarmMember → empty
  */
-import { utf8 } from '../../base/bytes.js';
-import type { Member } from '../api-types.js';
+import { utf8 } from '../base/bytes.js';
+import type { Member } from '../node/api-types.js';
 
 export const bucketNames = {
   key: 'key',

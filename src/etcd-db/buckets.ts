@@ -5,13 +5,13 @@
  * roles as etcd's authpb bytes, src/auth/authpb.ts). Buckets are written in name order (bbolt's root bucket is
  * a sorted tree), whatever the order here.
  */
-import { utf8 } from '../../base/bytes.js';
-import type { BackendView, Bucket } from '../../mvcc/backend.js';
-import { unpack } from '../entry-codec.js';
-import { decodeMembersEntry } from '../membership/membership.js';
+import { utf8 } from '../base/bytes.js';
+import type { BackendView, Bucket } from '../mvcc/backend.js';
+import { unpack } from '../storage/entry-codec.js';
+import { decodeMembersEntry } from '../node/membership/membership.js';
 import {
   bucketNames, clusterVersionKey, clusterVersionOf, encodeConfStateJson, encodeMemberJson, memberKey, metaKeys,
-} from './etcd-schema.js';
+} from './schema.js';
 
 export interface ExportContext {
   view: BackendView;

@@ -10,10 +10,10 @@ import { encodeConfChange } from '../raft/conf.js';
 import { EntryType, type Entry } from '../raft/types.js';
 import { writeFileAtomically } from '../wal/atomic-file.js';
 import { NodeFsPort } from '../wal/fs-port.js';
-import { encodeConfChangeContext } from './driver/raft-request.js';
-import { staticClusterIds } from './membership/etcd-ids.js';
+import { encodeConfChangeContext } from '../node/driver/raft-request.js';
+import { staticClusterIds } from '../node/membership/etcd-ids.js';
 import type { MemberUrlKey } from '../config/member-options.js';
-import type { Member } from './api-types.js';
+import type { Member } from '../node/api-types.js';
 
 const nodeFs = new NodeFsPort();
 
