@@ -20,6 +20,7 @@ export type { EtcdApi } from './node/server-api.js';
 export { EmbeddedClient, type EmbeddedClientOptions } from './api/embedded-client.js';
 export { EtcdError } from './node/errors.js';
 export * from './mvcc/types.js';
+export * from './etcd-db/index.js';
 export * from './backup/index.js';
 
 export interface Etcetera {

@@ -8,7 +8,7 @@
 import { utf8 } from '../base/bytes.js';
 import type { BackendView, Bucket } from '../mvcc/backend.js';
 import { unpack } from '../storage/entry-codec.js';
-import { decodeMembersEntry } from '../node/membership/membership.js';
+import { decodeMembersEntry } from '../storage/members-bucket.js';
 import {
   bucketNames, clusterVersionKey, clusterVersionOf, encodeConfStateJson, encodeMemberJson, memberKey, metaKeys,
 } from './schema.js';

@@ -14,7 +14,7 @@
  *   alarm:    etcdserverpb.AlarmMember → empty
  */
 import { utf8 } from '../base/bytes.js';
-import type { Member } from '../node/api-types.js';
+import type { Member } from '../storage/members-bucket.js';
 
 export const bucketNames = {
   key: 'key',

@@ -28,7 +28,8 @@ import { isSecretToken } from '../join/join-secret.js';
 import { memberWalDir, walDirWhileBuilding } from '../storage/wal-dir.js';
 import { buildVersion } from '../config/build-info.js';
 import { newDataVersion, readDataVersion, startRefusal, writeDataVersion } from './data-version.js';
-import { bootstrapEntries, readIdentity, staticCluster, writeFileDurably, writeIdentity, type Identity } from '../storage/identity.js';
+import { readIdentity, writeFileDurably, writeIdentity, type Identity } from '../storage/identity.js';
+import { bootstrapEntries, staticCluster } from '../node/membership/new-cluster.js';
 
 const nodeFs = new NodeFsPort();
 

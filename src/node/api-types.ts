@@ -4,6 +4,7 @@
  * access control) import these without importing EtcdApi, which names them all.
  */
 import type { WatchCreateRequest, WatchResponse, WatchSend } from '../mvcc/watch-types.js';
+import type { Member } from '../storage/members-bucket.js';
 
 /** What each call carries from the client besides its request. */
 export interface RequestContext {
@@ -36,16 +37,8 @@ export interface ResponseHeader {
   raftTerm: number;
 }
 
-export interface Member {
-  id: bigint;
-  /** Empty until the member has started and published its name (etcd: unstarted members). */
-  name: string;
-  peerUrls: string[];
-  clientUrls: string[];
-  isLearner: boolean;
-  /** Joined with `--server` (k3s): the leader promotes it once caught up. API-added learners wait for `member promote`. */
-  autoPromote?: boolean;
-}
+/** A member as the members bucket keeps it; defined with the bucket, below the node (storage/members-bucket.ts). */
+export type { Member };
 
 export interface MemberAddResult {
   member: Member;

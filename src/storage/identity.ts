@@ -1,19 +1,14 @@
 /**
  * Who this member is, kept in its data directory: `<data-dir>/member/identity` (member id, cluster id, name,
- * join token, first peers; JSON, written once, durably), and the ids and first log entries of a cluster
- * bootstrapped from a static `--initial-cluster`. Used by main's bootstrap (a new or restarting member) and by
- * backup's restore and migration, which build a data directory a member then starts from.
+ * join token, first peers, last URLs and --wal-dir; JSON, written whole, durably). Used by main's bootstrap (a new
+ * or restarting member) and by backup's restore and migration, which build a data directory a member then starts
+ * from; the ids and first log entries of a static cluster are node/membership/new-cluster.ts.
  */
 import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
-import { encodeConfChange } from '../raft/conf.js';
-import { EntryType, type Entry } from '../raft/types.js';
 import { writeFileAtomically } from '../wal/atomic-file.js';
 import { NodeFsPort } from '../wal/fs-port.js';
-import { encodeConfChangeContext } from '../node/driver/raft-request.js';
-import { staticClusterIds } from '../node/membership/etcd-ids.js';
 import type { MemberUrlKey } from '../config/member-options.js';
-import type { Member } from '../node/api-types.js';
 
 const nodeFs = new NodeFsPort();
 
@@ -36,36 +31,6 @@ export interface Identity {
 
 /** A member's URL options, as kept in its identity. */
 export type MemberUrls = Record<MemberUrlKey, string[]>;
-
-/** Member and cluster ids of a static bootstrap (`--initial-cluster`, `--initial-cluster-token`); also used by restore. */
-export function staticCluster(initialCluster: Array<{ name: string; peerUrls: string[] }>, clusterToken: string): { members: Member[]; clusterId: bigint } {
-  const ids = staticClusterIds(initialCluster, clusterToken);
-  const members: Member[] = initialCluster.map((m) => ({
-    id: ids.memberIds.get(m.name)!,
-    name: m.name,
-    peerUrls: m.peerUrls,
-    clientUrls: [],
-    isLearner: false,
-  }));
-  return { members, clusterId: ids.clusterId };
-}
-
-/**
- * The log of a new cluster: one committed conf change entry per initial member, carrying its attributes:
- * addVoter, or addWitness for the members `witnesses` names (src/raft/witness.ts).
- */
-export function bootstrapEntries(members: Member[], witnesses: readonly bigint[] = []): Entry[] {
-  return members.map((member, i) => ({
-    term: 1,
-    index: i + 1,
-    type: EntryType.ConfChange,
-    data: encodeConfChange({
-      type: witnesses.includes(member.id) ? 'addWitness' : 'addVoter',
-      nodeId: member.id,
-      context: encodeConfChangeContext({ id: 0n, member }),
-    }),
-  }));
-}
 
 export async function readIdentity(memberDir: string): Promise<Identity | undefined> {
   let text: string;

@@ -16,7 +16,7 @@ import { saveSnapshotFile } from '../../src/etcd-db/export.js';
 import { humanBytes, Progress } from '../../src/backup/progress.js';
 import { LevelBackend } from '../../src/storage/level-backend.js';
 import { ServerState } from '../../src/node/apply/server-state.js';
-import { staticCluster } from '../../src/storage/identity.js';
+import { staticCluster } from '../../src/node/membership/new-cluster.js';
 import { Wal } from '../../src/wal/wal.js';
 import { SortOrder, SortTarget, type RangeRequest } from '../../src/mvcc/types.js';
 import { bytesToRevision } from '../../src/mvcc/revision.js';

@@ -17,7 +17,7 @@ import { consistentIndexKey, termKey, u64Bytes } from '../../mvcc/kv-meta.js';
 import type { ConfState, SnapshotMeta } from '../../raft/types.js';
 import type { Member } from '../api-types.js';
 import { pack } from '../../storage/entry-codec.js';
-import { encodeMemberEntry } from '../membership/membership.js';
+import { encodeMemberEntry } from '../../storage/members-bucket.js';
 
 /** Meta key of the Raft configuration as of the consistent index (msgpack {voters, learners[, witnesses]}). */
 export const confStateKey = new TextEncoder().encode('confState');

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { WriteBuffer } from '../../../src/mvcc/backend.js';
 import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
-import { decodeMembersEntry, encodeMemberEntry, Membership } from '../../../src/node/membership/membership.js';
+import { Membership } from '../../../src/node/membership/membership.js';
+import { decodeMembersEntry, encodeMemberEntry } from '../../../src/storage/members-bucket.js';
 
 describe('the cluster version record', () => {
   it('is kept beside the members, survives a reload, and is no member to a reader that knows none', async () => {

@@ -19,7 +19,7 @@ import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../
 import { decodeRequest } from '../../../src/node/driver/raft-request.js';
 import type { PeerResults } from '../../../src/node/peer-rpc.js';
 import type { Member } from '../../../src/node/server-api.js';
-import { bootstrapEntries } from '../../../src/storage/identity.js';
+import { bootstrapEntries } from '../../../src/node/membership/new-cluster.js';
 import { fromMvccError } from '../../../src/node/errors.js';
 import { EtcdServer, electionTicksOf } from '../../../src/node/etcd-server.js';
 import { silentLogger } from '../../../src/config/log.js';
