@@ -27,9 +27,15 @@ import type { AppliedConf } from './applied-conf.js';
 /** How long applied state may wait before it is written to the backend. */
 export const backendBatchIntervalMs = 20;
 
+/** What the apply loop takes from the server's parts: its storage and the composition root's callbacks. */
+export type ApplyParts = Pick<EtcdServerParts,
+  | 'scheduler' | 'backend' | 'stateOptions' | 'logger' | 'metrics' | 'heartbeatMs' | 'electionMs' | 'snapshotCount'
+  | 'backendBacklogBytesMax' | 'saveSnapshot' | 'snapshotData' | 'releaseLog' | 'syncPeers' | 'onRemoved'
+  | 'notifyRemoved' | 'onFatal' | 'versions'>;
+
 export interface ApplyHost {
   memberId: bigint;
-  parts: EtcdServerParts;
+  parts: ApplyParts;
   appliedWait: AppliedWait;
   proposer: Proposer;
   cluster: ClusterOps;
@@ -48,7 +54,7 @@ export interface ApplyHost {
 
 export class ApplyLoop {
   readonly #h: ApplyHost;
-  readonly #p: EtcdServerParts;
+  readonly #p: ApplyParts;
   #appliedTerm = 0;
   #snapshotIndex = 0;
   #snapshotting = false;

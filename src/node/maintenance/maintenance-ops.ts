@@ -22,9 +22,12 @@ import { requestTimeoutMs } from '../request/timeouts.js';
 /** Re-exported for the modules that import it from here; it lives in base/version.ts (a witness reads it too). */
 export { etcdVersion };
 
+/** What maintenance takes from the server's parts: time, metrics, the peer RPC, the snapshot's temp dir. */
+export type MaintenanceParts = Pick<EtcdServerParts, 'scheduler' | 'metrics' | 'logger' | 'electionMs' | 'peerRequest' | 'snapshotTempDir'>;
+
 export interface MaintenanceHost {
   memberId: bigint;
-  parts: EtcdServerParts;
+  parts: MaintenanceParts;
   appliedWait: AppliedWait;
   proposer: Proposer;
   auth: ServerAuth;

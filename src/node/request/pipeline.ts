@@ -16,7 +16,8 @@ import { checkQuota, txnBytes, type QuotaHost } from './quota.js';
 import { isReadOnlyTxn } from './txn-writes.js';
 
 export interface RequestHost extends LeaderWaitHost, QuotaHost {
-  parts: EtcdServerParts;
+  /** etcd --max-request-bytes and --max-txn-ops: the only parts the pipeline reads itself. */
+  parts: Pick<EtcdServerParts, 'requestLimits'>;
   auth: ServerAuth;
   reads: ReadIndexBatcher;
   barrier: RequestBarrier;
