@@ -70,6 +70,8 @@ export const raftUncommittedBytesMax = 64 * 1024 * 1024;
 export const watchResponseBytesMax = requestBytesMax;
 /** Watch: queued responses per watcher before it becomes a victim (slow) and stops being fed live. */
 export const watchQueueResponsesMax = 1024;
+/** etcd: watchResyncPeriod (mvcc syncWatchersLoop). Every this often, watchers still catching up get more history. */
+export const watchResyncIntervalMs = 100;
 /**
  * Applied state not yet written to the backend (write buffer plus queued flush batches, as memory) past which
  * apply waits for the backend, until half of it is written (src/node/apply/apply-loop.ts applyHold). A 20 ms

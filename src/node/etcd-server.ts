@@ -5,7 +5,8 @@
  * - apply/: committed entries into state, flushes, snapshots (ApplyLoop);
  * - request/: the pipeline of a client request — validation, leader wait, quota, propose, wait, ReadIndex;
  * - membership/, leadership/ (with leader forwarding), peer-rpc.ts (the port to peers), corruption/;
- * - access/: tokens, the auth gate, the Auth API; periodic/: the leader's timed work;
+ * - access/: tokens, the auth gate, the Auth API; periodic/: the timed work (leader loops, watch resync,
+ *   corruption check, auto-compaction), so this class starts no timer of its own;
  * - maintenance/: the Maintenance service. The README's "Design in one page" maps every folder.
  * The driver is built before this class (main/member.ts) and started by start().
  *
@@ -44,9 +45,8 @@ import { requestTimeoutMs } from './request/timeouts.js';
 import { applyHost, authHost, clusterHost, forwardHost, loopsHost, maintenanceHost, requestHost, type ServerCore } from './server-hosts.js';
 import type { ServerState } from './apply/server-state.js';
 import { StoreView } from './apply/store-view.js';
-import { AutoCompactor } from './periodic/auto-compactor.js';
+import { PeriodicWork } from './periodic/periodic-work.js';
 import { dropOneEvent } from '../config/test-faults.js';
-import { corruptCheckIntervalMs } from './corruption/corruption-check.js';
 import { createServerAuth, type ServerAuth } from './access/server-auth.js';
 import { RequestBarrier } from './request/leader-wait.js';
 import { AppliedConf } from './apply/applied-conf.js';
@@ -80,9 +80,7 @@ export class EtcdServer implements EtcdApi {
   #stopped = false;
   /** The leadership hand-over of a stop, run once (handOver()). */
   #handOver: Promise<void> | undefined;
-  #watchTimer: TimerHandle | undefined;
-  #compactor: AutoCompactor | undefined;
-  #corruptTimer: TimerHandle | undefined;
+  readonly #periodic: PeriodicWork;
 
   /** The driver is built first (from the restored node and the log) and started by start(). */
   constructor(parts: EtcdServerParts, driver: RaftDriver) {
@@ -153,6 +151,19 @@ export class EtcdServer implements EtcdApi {
     this.#forward = new LeaderForward(forwardHost(core, this.#cluster));
     this.#maintenance = new MaintenanceOps(maintenanceHost(core, this.#auth));
     this.#requests = new RequestPipeline(requestHost(core, { auth: this.#auth, forward: this.#forward, cluster: this.#cluster }));
+    this.#periodic = new PeriodicWork({
+      scheduler: tickScheduler(schedulerOf(parts), driver.ticks),
+      syncWatches: () => this.#hub.sync(),
+      checkCorruption: () => this.checkCorruption(),
+      ...(parts.autoCompaction !== undefined ? { autoCompaction: parts.autoCompaction } : {}),
+      compactor: {
+        isLeader: () => this.#leadership.isLeader,
+        revision: () => this.#state.store.revision,
+        compactRevision: () => this.#state.store.compactRevision,
+        compact: async (revision) => void (await this.#proposer.propose({ kind: 'compact', revision, physical: false })),
+        logger: parts.logger,
+      },
+    });
   }
 
   get authApi(): ServerAuth['api'] {
@@ -180,23 +191,7 @@ export class EtcdServer implements EtcdApi {
     driver.start(o.app ?? this.driverApp(), heartbeats.wrap(o.peers));
     this.#apply.campaignIfAlone();
     this.#loops.start();
-    const scheduler = tickScheduler(schedulerOf(this.#p), driver.ticks);
-    this.#corruptTimer = scheduler.every(corruptCheckIntervalMs, () => void this.checkCorruption(), { background: true });
-    if (this.#p.autoCompaction !== undefined) {
-      this.#compactor = new AutoCompactor(
-        {
-          isLeader: () => this.#leadership.isLeader,
-          revision: () => this.#state.store.revision,
-          compactRevision: () => this.#state.store.compactRevision,
-          compact: async (revision) => void (await this.#proposer.propose({ kind: 'compact', revision, physical: false })),
-          scheduler,
-          logger: this.#p.logger,
-        },
-        this.#p.autoCompaction,
-      );
-      this.#compactor.start();
-    }
-    this.#watchTimer = scheduler.every(100, () => this.#hub.sync(), { background: true });
+    this.#periodic.start();
   }
 
   get state(): ServerState {
@@ -217,7 +212,7 @@ export class EtcdServer implements EtcdApi {
    * the tick's event-loop turn, not a wake-up of its own (driver/tick-wheel.ts). Runs while the driver does.
    */
   every(ms: number, fn: () => void): TimerHandle {
-    return tickScheduler(schedulerOf(this.#p), this.#driver.ticks).every(ms, fn, { background: true });
+    return this.#periodic.every(ms, fn);
   }
 
   get isLeader(): boolean {
@@ -446,9 +441,7 @@ export class EtcdServer implements EtcdApi {
     await this.handOver();
     this.#stopped = true;
     this.#loops.stop();
-    this.#compactor?.stop();
-    this.#corruptTimer?.cancel();
-    this.#watchTimer?.cancel();
+    this.#periodic.stop();
     this.#driver.stop();
     this.#proposer.failAll(new EtcdError('stopped'));
     this.#reads.failAll(new EtcdError('stopped'));
