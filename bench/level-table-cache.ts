@@ -1,5 +1,5 @@
 /**
- * What LevelDB's table cache costs and saves (src/node/level-backend.ts): LevelDB maps each table it opens and
+ * What LevelDB's table cache costs and saves (src/storage/level-backend.ts): LevelDB maps each table it opens and
  * keeps it mapped while it stays in the table cache (maxOpenFiles − 10 tables). Loads 100 MB (100,000 × 1 KB
  * random values) into a fresh database, compacts it, then measures a random point read (getSync over the whole
  * key space, 50,000 reads) and the mapped file pages (RssFile) after a full scan, as a snapshot export does.

@@ -1,6 +1,6 @@
 /**
  * Scheduled snapshots of a running member (src/backup/snapshot-scheduler.ts on the real clock and timers),
- * with their metrics. Each snapshot is an etcd-format file (src/node/maintenance/etcd-db-export.ts): `etcdctl snapshot status`
+ * with their metrics. Each snapshot is an etcd-format file (src/etcd-db/export.ts): `etcdctl snapshot status`
  * and `restore`, `etcetera snapshot restore` and `--cluster-reset-restore-path` read it.
  *
  * Metrics (ours; etcd has no scheduler, k3s none on /metrics):

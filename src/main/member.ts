@@ -8,7 +8,7 @@
  * Data directory layout:
  *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
  *   <data-dir>/member/identity    member id, cluster id and name, written once at bootstrap
- *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal); or --wal-dir (node/wal-dir.ts)
+ *   <data-dir>/member/wal/        the durable Raft log and snapshot files (src/wal); or --wal-dir (storage/wal-dir.ts)
  *   <data-dir>/member/db/         the LevelDB backend (src/mvcc)
  */
 import { buildVersion } from '../config/build-info.js';

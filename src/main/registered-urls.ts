@@ -62,7 +62,7 @@ export function peerUrlMismatch(o: MemberOptions, known: Member | undefined): st
 /**
  * --wal-dir is remembered as the URLs are (issue 32, item 5): a restart without it uses the one the member
  * last ran with, so a separate log disk cannot be forgotten on the next restart. Given, it wins (and a
- * --wal-dir without the log is refused before anything changes: node/wal-dir.ts, start-checks.ts).
+ * --wal-dir without the log is refused before anything changes: storage/wal-dir.ts, start-checks.ts).
  */
 export function withRememberedWalDir(o: MemberOptions, identity: { walDir?: string }): MemberOptions {
   if (o.walDir !== undefined || identity.walDir === undefined) return o;

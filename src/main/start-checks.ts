@@ -8,7 +8,7 @@
  * before and after each):
  *   1. a --token other than the stored one (bootstrap.ts, reads the identity file only);
  *   2. another process holding the directory (the log's LOCK names a live process);
- *   3. a log missing where this start looks for it (--wal-dir forgotten or wrong: node/wal-dir.ts);
+ *   3. a log missing where this start looks for it (--wal-dir forgotten or wrong: storage/wal-dir.ts);
  *   4. a damaged log: corruption, or a damaged last record that held committed entries (wal/recover.ts);
  *   5. an address to listen on that is taken.
  * The opens that follow check the same things again (a race is still refused, only later).

@@ -40,7 +40,7 @@ export interface ServerMetrics {
   learnerPromoteFailures: Counter;
   /** How long each exported backend view stays open (src/node/maintenance/timed-snapshot.ts). */
   backendSnapshotSeconds: Histogram;
-  /** Each snapshot received from the leader: its file's fsync, and its whole save (src/node/snapshot-data.ts). */
+  /** Each snapshot received from the leader: its file's fsync, and its whole save (src/storage/snapshot-data.ts). */
   snapDbFsyncSeconds: Histogram;
   snapDbSaveSeconds: Histogram;
   /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */

@@ -4,7 +4,7 @@
  * Durability comes from the Raft log, not from here: batches are written without sync, and every batch carries
  * the consistent index (the last applied Raft index) atomically with the data, so a restart replays exactly
  * the entries after it (etcd #13766). Two adapters implement this port and pass one conformance suite:
- * MemoryBackend (simulation, tests) and LevelBackend (classic-level, in src/node/level-backend.ts: src/mvcc itself
+ * MemoryBackend (simulation, tests) and LevelBackend (classic-level, in src/storage/level-backend.ts: src/mvcc itself
  * imports no package).
  */
 

@@ -1,6 +1,6 @@
 /**
  * The state stream: a point-in-time copy of every backend bucket, the data of a Raft snapshot sent to a follower
- * (a member's own Raft snapshots carry none: node/snapshot-data.ts). Not an etcd backup: those are bbolt files (backup/).
+ * (a member's own Raft snapshots carry none: storage/snapshot-data.ts). Not an etcd backup: those are bbolt files (backup/).
  * Produced and consumed in chunks, so neither side ever holds the key space in memory. Framed and
  * checksummed so a truncated or corrupted stream is refused before it is used:
  *   "ETCSNAP1" | records | 0xff | crc32c(everything before) as u32 BE

@@ -45,7 +45,7 @@ export interface EtcdServerParts {
   snapshotTempDir?: string;
   /** Persist a snapshot, then let the log release what it covers. */
   saveSnapshot(snapshot: Snapshot): Promise<void>;
-  /** Received snapshot data (node/snapshot-data.ts): read to restore, removed once the backend holds it durably. */
+  /** Received snapshot data (storage/snapshot-data.ts): read to restore, removed once the backend holds it durably. */
   snapshotData: {
     source(meta: SnapshotMeta): Promise<StoreSnapshotSource | undefined>;
     /** Remove the data of received snapshots up to this index (a newer one may wait for its restore). */

@@ -28,7 +28,7 @@ export interface PeerTlsOptions extends TlsFiles {
 /**
  * Where a received snapshot's bytes go as they arrive (bounded memory: a file, not a buffer). `open` is
  * called with the MsgSnap's metadata; `commit` makes the bytes durable before the message reaches Raft. The
- * transport owns this port; the member implements it (src/node/snapshot-data.ts), as etcd's rafthttp hands
+ * transport owns this port; the member implements it (src/storage/snapshot-data.ts), as etcd's rafthttp hands
  * snapshots to a snap.Snapshotter it is given.
  */
 export interface SnapshotSink {

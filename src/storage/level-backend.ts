@@ -3,7 +3,7 @@
  * so one atomic LevelDB batch can span buckets. Writes are not synced: the Raft WAL is what makes applied
  * entries durable, and the consistent index in each batch tells a restart where to resume. Iterators read
  * LevelDB's implicit snapshot, so a scan is a point-in-time view.
- * It lives in src/node, not beside the port in src/mvcc, because src/mvcc imports no package at all.
+ * It lives in src/storage, not beside the port in src/mvcc, because src/mvcc imports no package at all.
  */
 import { ClassicLevel } from 'classic-level';
 import { assert } from '../base/assert.js';

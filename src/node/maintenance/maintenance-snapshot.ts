@@ -3,7 +3,7 @@
  * the member's data (so the backend view is released as soon as the file is written, not after a slow
  * client has read it all), then streamed in chunks and deleted. The gRPC layer appends the SHA-256, as
  * etcd does, so `etcdctl snapshot save` accepts the stream and `snapshot status/restore` read the file.
- * A temp file left by a crash ends in `.tmp` and is removed at the next start (src/node/snapshot-data.ts).
+ * A temp file left by a crash ends in `.tmp` and is removed at the next start (src/storage/snapshot-data.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
