@@ -8,16 +8,18 @@
  * - skip-read-index: linearizable reads are served locally without ReadIndex (stale after a partition);
  * - ack-before-persist: Readies are acknowledged as durable before the log has them (a kill -9 loses
  *   acknowledged writes);
+ * - skip-snapshot-bridge: a wiring fault of the member factory (src/main/member-factory.ts): a leader's MsgSnap
+ *   leaves without the backend streamed behind it, so a follower cannot restore it;
  * - unhandled-rejection, uncaught-exception: once the member runs, a promise rejects with nobody observing it,
  *   or a callback throws (the bugs src/main/process-faults.ts must turn into the member's stop sequence).
  */
 import type { WatchSend } from '../mvcc/watch-types.js';
 
-export type TestFault = 'drop-watch-event' | 'skip-read-index' | 'ack-before-persist' | 'unhandled-rejection' | 'uncaught-exception';
+export type TestFault = 'drop-watch-event' | 'skip-read-index' | 'ack-before-persist' | 'skip-snapshot-bridge' | 'unhandled-rejection' | 'uncaught-exception';
 
 export const testFaultsEnv = 'UNSAFE_ETCETERA_TEST_FAULTS';
 
-const known: readonly TestFault[] = ['drop-watch-event', 'skip-read-index', 'ack-before-persist', 'unhandled-rejection', 'uncaught-exception'];
+const known: readonly TestFault[] = ['drop-watch-event', 'skip-read-index', 'ack-before-persist', 'skip-snapshot-bridge', 'unhandled-rejection', 'uncaught-exception'];
 
 export function parseTestFaults(text: string | undefined): Set<TestFault> {
   const out = new Set<TestFault>();

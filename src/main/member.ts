@@ -1,9 +1,10 @@
 /**
  * Starting and stopping one etcetera member: the composition root. Bootstrap (bootstrap.ts) decides between
  * restart, new cluster, k3s-style join and etcd static bootstrap; storage.ts opens the WAL and the backend;
- * this file builds, in dependency order and with nothing patched in afterwards, the stop sequence
- * (member-stop.ts), the Raft driver, the peer transport with its port bound (peers.ts), the node
- * (src/node/etcd-server.ts), which then serves that port, and the gRPC server, and starts them.
+ * this file builds, in dependency order, the stop sequence (member-stop.ts), the data member through the one
+ * factory the simulator also runs (member-factory.ts: Raft driver, server, snapshot bridge) on the peer
+ * transport with its port bound (member-network.ts), which the server then serves, and the gRPC server, and
+ * starts them.
  *
  * Data directory layout:
  *   <data-dir>/token              the join token (k3s: generated at --cluster-init when not given)
@@ -18,20 +19,18 @@ import { join, resolve } from 'node:path';
 import { hex } from '../base/hex.js';
 import { quotaBackendBytesDefault } from '../base/limits.js';
 import type { Wal } from '../wal/wal.js';
-import { EtcdServer } from '../node/etcd-server.js';
 import { startGrpcServer, type GrpcServerHandle } from '../api/grpc/server.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { withAutoTls } from '../tls/auto-tls.js';
 import { grpcOptionsOf, initialCheckHost, instrumentMember } from './member-etcd-options.js';
 import { registerMemberMetrics } from '../metrics/member-metrics.js';
 import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
-import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.js';
 import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
 import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
 import { saveIndexCheckpoint } from '../storage/index-checkpoint-file.js';
-import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
+import type { EtcdServer } from '../node/etcd-server.js';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { timedExporter } from '../node/maintenance/timed-snapshot.js';
-import { PeerTransport } from '../peer/transport.js';
 import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startPeerProber } from '../peer/peer-prober.js';
 import { startMetricsHttp } from '../metrics/metrics-http.js';
@@ -41,7 +40,10 @@ import { writeIdentity, type Identity } from '../storage/identity.js';
 import type { Member } from '../node/api-types.js';
 import { joinService, joinServiceDefinition } from '../join/join-service.js';
 import { clientPortHttp, collectServerMetrics, countedHealth, health } from './client-http.js';
-import { describePeerError, notifyRemoved, PeerSync, peerRequestOf, snapshotStreamingTransport, transportBase, withPort } from './peers.js';
+import { describePeerError, withPort } from './peers.js';
+import { buildDataMember } from './member-factory.js';
+import { openPeerNetwork } from './member-network.js';
+import { realScheduler } from '../node/driver/real-scheduler.js';
 import { createRawNode } from './raft-node.js';
 import { peerUrlMismatch, urlsOf, withRegisteredUrls, withRememberedWalDir } from './registered-urls.js';
 import { openMemberStorage } from './storage.js';
@@ -124,15 +126,6 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
   stop.add('backend', () => backend.close());
   try {
     if (!fresh) o = await restartUrls(o, identity, state.membership.get(identity.memberId));
-    const node = createRawNode(o, identity.memberId, storage);
-    // Built first: the transport feeds it and the server proposes through it; it does nothing until started.
-    const driver = new RaftDriver(node, {
-      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
-      saveSnapshot: (s) => wal.saveSnapshot(s),
-    }, {
-      tickIntervalMs: o.heartbeatIntervalMs,
-      unsafeAckBeforePersist: o.unsafeTestFaults?.has('ack-before-persist') === true,
-    });
     const refused = joinsRefusedWarning(token);
     if (refused !== undefined) log.warn(refused);
 
@@ -145,43 +138,28 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       logger: log,
     });
     stop.add('wear', () => wear.stop());
-    const metrics = createServerMetrics();
-    snapshotData.timings = { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) };
-    const grpcMetrics = instrumentMember(metrics.registry, backend);
-    // Outbound first; the peer port is bound now (the member is built with its URL) and served once the
-    // server that answers it exists.
-    const transport = new PeerTransport({
-      ...transportBase(o, identity, token, driver),
-      onPeerRefused: (_id, refusal) => {
-        // A peer refuses us because the cluster removed this member while it was away.
-        if (refusal.code === 'removed') {
-          log.warn('a peer refused this member: it was removed from the cluster; stopping', { reason: refusal.reason });
-          stop.request('removed from the cluster');
-        }
-      },
-    });
-    stop.add('transport', () => transport.close());
-    const { port: peerPort } = await transport.listen();
-    if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, transport, o));
-    const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
-    const peers = new PeerSync(transport, identity.memberId);
     const build = buildVersion();
     const dataVersion = new DataVersionRecorder(memberDir, build, await readDataVersion(memberDir), (error) => stop.fatal(error));
-
     // Counts the disk's room on the write path; the disk watch, started below, keeps it current.
     const diskRoom = new DiskRoom();
-    const server = new EtcdServer({
+    const member = await buildDataMember({
+      scheduler: realScheduler,
+      disk: { wal, backend, state, stateOptions, snapshotData, applied, snapshotIndex: walState.snapshot.index },
+      // The peer port is bound now (the member is built with its URL) and served once the server that answers it exists.
+      network: async (driver) => {
+        const network = await openPeerNetwork(o, identity, token, driver, () => stop.request('removed from the cluster'));
+        stop.add('transport', () => network.transport.close());
+        if (o.initialCorruptCheck === true && !fresh) await initialCorruptCheck(initialCheckHost(identity.memberId, state, network.transport, o));
+        return network;
+      },
+    }, {
+      raft: createRawNode(o, identity.memberId, storage),
       diskRoom,
       memberId: identity.memberId,
       clusterId: identity.clusterId,
       name: o.name,
       clientUrls: o.advertiseClientUrls,
-      peerUrls: [peerUrl],
-      backend,
-      state,
-      stateOptions,
       logger: log,
-      metrics,
       heartbeatMs: o.heartbeatIntervalMs,
       electionMs: o.electionTimeoutMs,
       snapshotCount: o.snapshotCount,
@@ -189,32 +167,26 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       ...(o.watchProgressNotifyIntervalMs !== undefined ? { watchProgressIntervalMs: o.watchProgressNotifyIntervalMs } : {}),
       ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
       ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
-      snapshotData,
       snapshotTempDir: snapshotData.dir,
-      // Under the ack-before-persist test fault the log receives saves late; snapshots must wait in the same line.
-      saveSnapshot: (s) =>
-        o.unsafeTestFaults?.has('ack-before-persist') === true
-          ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
-          : wal.saveSnapshot(s),
-      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => stop.fatal(error)),
-      peerRequest: peerRequestOf(transport),
-      syncPeers: (members) => peers.sync(members.length > 0 ? members : identity.joinPeers),
       onRemoved: () => stop.request('removed from the cluster'),
-      notifyRemoved: (member) => void notifyRemoved(transport, member, log),
       onFatal: (error) => stop.fatal(error),
-      versions: { self: { build, dataFormat: dataFormatVersion }, peers: () => transport.peerVersions, onClusterVersion: (v) => dataVersion.applied(v) },
+      versions: { self: { build, dataFormat: dataFormatVersion }, onClusterVersion: (v) => dataVersion.applied(v) },
       auth: {
         ...(o.auth !== undefined ? { authToken: o.auth.token, authTokenTtlSeconds: o.auth.tokenTtlSeconds, bcryptCost: o.auth.bcryptCost } : {}),
         clientCertAuth: o.clientTls?.clientCertAuth === true,
       },
-    }, driver);
+    });
+    const { server, metrics, network: { transport } } = member;
+    const peerUrl = member.network.peerUrls[0]!;
+    snapshotData.timings = { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) };
+    const grpcMetrics = instrumentMember(metrics.registry, backend);
     // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
     // while the token is public.
     const joinsAccepted = isSecretToken(token);
     const peerRequestGate = (method: string, payload: unknown): Promise<unknown> =>
       !joinsAccepted && method === 'join' ? Promise.reject(new Error(joinsRefusedMessage)) : server.handlePeerRequest(method, payload);
     transport.serve({
-      onMessages: (msgs) => driver.step(msgs),
+      onMessages: (msgs) => member.driver.step(msgs),
       onRequest: async (req) => {
         try {
           return { ok: true, payload: await peerRequestGate(req.method, req.payload) };
@@ -227,7 +199,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     // A cluster version applied before a crash that came before its record was written.
     if (state.membership.clusterVersion !== undefined) dataVersion.applied(state.membership.clusterVersion);
-    server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
+    member.start();
     stop.add('handover', () => server.handOver());
     stop.add('server', () => server.stop());
     stop.add('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
@@ -253,7 +225,6 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     stop.add('grpc', () => grpc.close(500));
     const clientUrls = o.listenClientUrls.map((u, i) => withPort(u, grpc.ports[i]!));
-    metrics.walFsync = () => wal.metrics.syncSeconds;
     registerClientTraffic(metrics.registry, () => grpc.trafficBytes());
     metrics.registry.onCollect(() => collectServerMetrics(server, metrics));
     registerMemberMetrics({ registry: metrics.registry, memberId: identity.memberId, etcdVersion, server, wal, quotaBackendBytes: o.quotaBackendBytes || quotaBackendBytesDefault, grpc: grpcMetrics, backendOpenReads: () => backend.openReads });

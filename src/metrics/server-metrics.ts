@@ -43,8 +43,8 @@ export interface ServerMetrics {
   /** Each snapshot received from the leader: its file's fsync, and its whole save (src/storage/snapshot-data.ts). */
   snapDbFsyncSeconds: Histogram;
   snapDbSaveSeconds: Histogram;
-  /** Set by the member once the WAL is open: its fsync histogram, rendered at collect time. */
-  walFsync?: () => HistogramSnapshot;
+  /** The WAL's fsync histogram, given at construction and rendered at collect time (absent: none is rendered). */
+  readonly walFsync?: () => HistogramSnapshot;
 }
 
 
@@ -59,10 +59,16 @@ const snapSaveBuckets: readonly number[] = Array.from({ length: 10 }, (_, i) => 
 /** etcd's hash buckets: 10 ms doubling to 163.84 s. */
 const hashBuckets: readonly number[] = Array.from({ length: 15 }, (_, i) => 0.01 * 2 ** i);
 
-export function createServerMetrics(): ServerMetrics {
+export interface ServerMetricsSources {
+  /** The WAL's fsync histogram (wal.metrics.syncSeconds): the member's log is open before its metrics exist. */
+  walFsync?: () => HistogramSnapshot;
+}
+
+export function createServerMetrics(sources: ServerMetricsSources = {}): ServerMetrics {
   const registry = new Registry();
   registerProcessMetrics(registry);
   const m: ServerMetrics = {
+    ...(sources.walFsync !== undefined ? { walFsync: sources.walFsync } : {}),
     registry,
     leaderChanges: registry.counter({ name: 'etcd_server_leader_changes_seen_total', help: 'The number of leader changes seen.' }),
     hasLeader: registry.gauge({ name: 'etcd_server_has_leader', help: 'Whether or not a leader exists. 1 is existence, 0 is not.' }),

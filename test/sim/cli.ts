@@ -140,7 +140,7 @@ function parseFault(name: string | undefined): Fault {
 
 function parseNodeFault(name: string | undefined): TestFault {
   const f = [...parseTestFaults(name)];
-  if (f.length !== 1) throw new Error('--node-fault needs one of skip-read-index, ack-before-persist, drop-watch-event');
+  if (f.length !== 1) throw new Error('--node-fault needs one of skip-read-index, ack-before-persist, drop-watch-event, skip-snapshot-bridge');
   return f[0]!;
 }
 

@@ -6,8 +6,8 @@
  *
  * Like the real transport: a sender learns a peer is unreachable (down or cut off) one tick later
  * (reportUnreachable), and how a snapshot stream ended (reportSnapshot); losses on a lossy link go unnoticed.
- * A MsgSnap leaves as main/member.ts sends it: the leader streams its backend, the data lands in the follower's
- * snapshot store, then the message arrives.
+ * A MsgSnap leaves through the production factory's snapshot bridge: the leader streams its backend, the data
+ * lands in the follower's snapshot store, then the message arrives.
  */
 import { Prng } from '../../../src/base/prng.js';
 import { MessageType, type Message } from '../../../src/raft/types.js';
@@ -88,6 +88,7 @@ export class ServerCluster {
       clusterId: 0xc105e4n,
       tuning: o.tuning,
       send: (from: ServerNode, messages: Message[]) => this.#send(from, messages),
+      sendSnapshot: (from: ServerNode, m: Message, chunks: AsyncIterable<Uint8Array>) => this.#sendSnapshot(from, m, chunks),
       peerRequest: (from: ServerNode, url: string, method: string, payload: unknown) => this.#peerRequest(from, url, method, payload),
       syncDelayMs: () => this.#syncDelayMs(),
       onApplied: (node: ServerNode, index: number, revision: number, how: 'apply' | 'restore') => {
@@ -239,10 +240,6 @@ export class ServerCluster {
     const owner = from.owner;
     for (const m of messages) {
       const to = this.#byId.get(m.to);
-      if (m.type === MessageType.Snap && m.snapshot !== undefined && m.snapshot.data.length === 0) {
-        void this.#sendSnapshot(from, m);
-        continue;
-      }
       if (!this.#reachable(from, to)) {
         this.loop.at(unreachableReportMs, () => from.driver?.reportUnreachable(m.to), owner);
         continue;
@@ -263,20 +260,22 @@ export class ServerCluster {
     });
   }
 
-  async #sendSnapshot(from: ServerNode, m: Message): Promise<void> {
+  /** The snapshot bridge's stream (src/main/snapshot-bridge.ts): the data lands in the follower's store, then the message. */
+  async #sendSnapshot(from: ServerNode, m: Message, source: AsyncIterable<Uint8Array>): Promise<void> {
     const owner = from.owner;
-    const exported = await from.exportSnapshot();
+    const chunks: Uint8Array[] = [];
+    for await (const c of source) chunks.push(c.slice());
+    const meta = m.snapshot!.meta;
     const to = this.#byId.get(m.to);
-    const ok = exported !== undefined && owner.alive && this.#reachable(from, to) && !(this.#netRng.next() < this.link.dropRate);
+    const ok = owner.alive && this.#reachable(from, to) && !(this.#netRng.next() < this.link.dropRate);
     if (ok) {
       this.snapshotsSent++;
       const incarnation = to.incarnation;
-      const msg: Message = { ...m, snapshot: { meta: exported.meta, data: new Uint8Array(0) } };
       this.loop.at(this.#delayMs(), () => {
         if (to.incarnation !== incarnation || to.driver === undefined) return;
-        this.trace(`n${to.id} receives snapshot ${exported.meta.term}/${exported.meta.index} from n${from.id}`);
-        to.receiveSnapshot(exported.meta, exported.chunks);
-        to.driver.step([msg]);
+        this.trace(`n${to.id} receives snapshot ${meta.term}/${meta.index} from n${from.id}`);
+        to.receiveSnapshot(meta, chunks);
+        to.driver.step([m]);
       });
     }
     this.loop.at(this.#delayMs(), () => from.driver?.reportSnapshot(m.to, ok), owner);

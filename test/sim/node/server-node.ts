@@ -1,10 +1,10 @@
 /**
- * One production member under the simulator, composed as src/main/member.ts composes it, from the same
- * classes: RawNode + RaftDriver + EtcdServer (apply, ReadIndex batcher, leader loops, proposer, watch hub) +
- * Wal on the simulated file system (test/wal/sim-fs.ts) + ServerState/KvStore on the memory backend, with the
- * simulator's Scheduler and an in-memory peer network in place of timers and TCP. Left out: gRPC, HTTP,
- * bootstrap files and the join protocol (the initial members are written to the log as main/member.ts's static
- * bootstrap does).
+ * One production member under the simulator, built by the production factory (src/main/member-factory.ts:
+ * RaftDriver + EtcdServer (apply, ReadIndex batcher, leader loops, proposer, watch hub) + the snapshot bridge)
+ * from ports: the simulator's Scheduler, a disk of Wal on the simulated file system (test/wal/sim-fs.ts) +
+ * ServerState/KvStore on the memory backend, and an in-memory peer network in place of timers and TCP. Left
+ * out: gRPC, HTTP, bootstrap files and the join protocol (the initial members are written to the log as
+ * main/member.ts's static bootstrap does).
  *
  * What survives a crash (NodeDisk), which is a power loss: the file system as its last syncs left it
  * (SimFs.crashImage), the backend as LevelDB would keep it (power-loss-backend.ts: what a synced write covered,
@@ -21,10 +21,10 @@ import type { PeerResults } from '../../../src/node/peer-rpc.js';
 import type { Member } from '../../../src/node/server-api.js';
 import { bootstrapEntries } from '../../../src/node/membership/new-cluster.js';
 import { fromMvccError } from '../../../src/node/errors.js';
-import { EtcdServer, electionTicksOf } from '../../../src/node/etcd-server.js';
+import { electionTicksOf, type EtcdServer } from '../../../src/node/etcd-server.js';
+import { buildDataMember } from '../../../src/main/member-factory.js';
+import type { RaftDriver } from '../../../src/node/driver/raft-driver.js';
 import { silentLogger } from '../../../src/config/log.js';
-import { RaftDriver } from '../../../src/node/driver/raft-driver.js';
-import { createServerMetrics } from '../../../src/metrics/server-metrics.js';
 import { ServerState, type StateOptions } from '../../../src/node/apply/server-state.js';
 import type { TestFault } from '../../../src/config/test-faults.js';
 import { Wal } from '../../../src/wal/wal.js';
@@ -74,6 +74,11 @@ export interface NodeEnv {
   tuning: NodeTuning;
   /** This node's raft messages leave (the network decides what arrives, and when). */
   send(from: ServerNode, messages: Message[]): void;
+  /**
+   * A MsgSnap leaves with the leader's backend streamed behind it (the factory's snapshot bridge); the network
+   * reports how it ended to the sender's driver.
+   */
+  sendSnapshot(from: ServerNode, message: Message, chunks: AsyncIterable<Uint8Array>): Promise<void>;
   /** A peer RPC from `from` to the member at `url`. */
   peerRequest(from: ServerNode, url: string, method: string, payload: unknown): Promise<unknown>;
   /** How long the next fsync of `node`'s disk takes (ms). */
@@ -193,59 +198,60 @@ export class ServerNode {
     };
     const node = new RawNode(config, { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied });
     if (walState.snapshot.index > 0) node.compact({ meta: walState.snapshot, data: new Uint8Array(0) }, 0);
-    const ackBeforePersist = t.faults.has('ack-before-persist');
-    const driver = new RaftDriver(
-      node,
-      { save: (u) => wal.save(u), saveSnapshot: (s) => wal.saveSnapshot(s) },
-      { tickIntervalMs: t.heartbeatMs, scheduler, unsafeAckBeforePersist: ackBeforePersist },
-    );
-    const server = new EtcdServer({
+    const member = await buildDataMember({
+      scheduler,
+      disk: {
+        wal,
+        backend,
+        state,
+        stateOptions,
+        applied,
+        snapshotIndex: walState.snapshot.index,
+        snapshotData: {
+          source: async (meta: SnapshotMeta) => {
+            const got = disk.received.get(snapKey(meta));
+            return got === undefined ? undefined : () => iterate(got.chunks);
+          },
+          removeThrough: async (index: number) => {
+            if (!owner.alive) return;
+            for (const [key, got] of disk.received) if (got.index <= index) disk.received.delete(key);
+          },
+        },
+      },
+      network: () => ({
+        peerUrls: this.member.peerUrls,
+        send: (messages) => void (owner.alive && env.send(this, messages)),
+        sendSnapshot: (message, chunks) => env.sendSnapshot(this, message, chunks),
+        request: (url, method, payload) => env.peerRequest(this, url, method, payload) as Promise<PeerResults[typeof method]>,
+        // The simulated network reaches every member by its URL: there is no dial list to keep.
+        syncPeers: () => {},
+        tellRemoved: async (url, id) => {
+          await env.peerRequest(this, url, 'removed', { id });
+          return true;
+        },
+      }),
+    }, {
+      raft: node,
       memberId: this.id,
       clusterId: env.clusterId,
       name: this.member.name,
       clientUrls: this.member.clientUrls,
-      peerUrls: this.member.peerUrls,
-      backend,
-      state,
-      stateOptions,
       logger: silentLogger(),
-      metrics: createServerMetrics(),
       heartbeatMs: t.heartbeatMs,
       electionMs: t.electionMs,
       snapshotCount: t.snapshotCount,
       backendBacklogBytesMax: t.backendBacklogBytesMax,
-      scheduler,
       randomMemberId: () => (BigInt(this.#ids.int(2 ** 32)) << 32n) | BigInt(this.#ids.int(2 ** 32)),
       ...(t.faults.size > 0 ? { unsafeTestFaults: t.faults } : {}),
       // Token prefixes from a stream of the member and incarnation (the seed's other draws stay as they were).
       ...(t.auth === true ? { auth: simAuthOptions(new Prng(Number(this.id % 0x7fffffffn) ^ (this.incarnation * 0x2545f491))) } : {}),
-      saveSnapshot: (s) => (ackBeforePersist ? env.loop.sleep(500, owner).then(() => wal.saveSnapshot(s)) : wal.saveSnapshot(s)),
-      snapshotData: {
-        source: async (meta: SnapshotMeta) => {
-          const got = disk.received.get(snapKey(meta));
-          return got === undefined ? undefined : () => iterate(got.chunks);
-        },
-        removeThrough: async (index: number) => {
-          if (!owner.alive) return;
-          for (const [key, got] of disk.received) if (got.index <= index) disk.received.delete(key);
-        },
-      },
-      releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => owner.alive && env.onFatal(this, error)),
-      peerRequest: (url, method, payload) => env.peerRequest(this, url, method, payload) as Promise<PeerResults[typeof method]>,
-      syncPeers: () => {},
       onRemoved: () => env.trace(`n${this.id} removed`),
-      notifyRemoved: () => {},
       onFatal: (error) => owner.alive && env.onFatal(this, error),
-    }, driver);
-    if (!owner.alive) return;
-    this.server = server;
-    this.driver = driver;
-    server.start({
-      appliedIndex: applied,
-      snapshotIndex: walState.snapshot.index,
-      peers: { send: (messages) => owner.alive && env.send(this, messages) },
-      app: this.#observed(server),
     });
+    if (!owner.alive) return;
+    this.server = member.server;
+    this.driver = member.driver;
+    member.start(this.#observed(member.server));
     env.trace(`n${this.id} serving (incarnation ${this.incarnation}, applied ${applied}, log ${walState.snapshot.index}+${walState.entries.length})`);
   }
 
@@ -301,26 +307,6 @@ export class ServerNode {
     this.disk.fs = this.disk.fs.crashImage(tear, () => loss.int(1 << 30) / (1 << 30));
     const unsynced = this.disk.backend.unsyncedBatches;
     if (unsynced > 0) this.disk.backend.powerLoss(loss.int(unsynced + 1));
-  }
-
-  /** A leader's MsgSnap: stream the backend, as main/member.ts's snapshotStreamingTransport does. */
-  async exportSnapshot(): Promise<{ meta: SnapshotMeta; chunks: Uint8Array[] } | undefined> {
-    const server = this.server;
-    if (server === undefined) return undefined;
-    let exported: Awaited<ReturnType<EtcdServer['snapshotForFollower']>>;
-    try {
-      exported = await server.snapshotForFollower();
-    } catch (error) {
-      if (process.env.SIM_TRACE_APPLY) this.#env.trace(`n${this.id} cannot export a snapshot: ${String(error)}`);
-      return undefined;
-    }
-    const chunks: Uint8Array[] = [];
-    try {
-      for await (const c of exported.chunks) chunks.push(c.slice());
-    } finally {
-      await exported.close();
-    }
-    return { meta: exported.meta, chunks };
   }
 
   /** A snapshot's data arrives before its message, as the transport's snapshot sink stores it. */
