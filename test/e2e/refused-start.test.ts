@@ -5,7 +5,7 @@
  * MANIFEST, and member/index.ckpt was gone, by the time the damaged log was found.
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -147,12 +147,42 @@ describe('every refused restart leaves the data directory and --wal-dir byte-ide
     }
   }, 60_000);
 
+  it('a backend behind the log\'s snapshot, the snapshot\'s data gone (a backend restored from an older copy)', async () => {
+    const db = join(sp.dataDir, 'member/db');
+    const older = join(tempDir('refused-older-db'), 'db');
+    cpSync(db, older, { recursive: true });
+    // Moves the log's snapshot past the copy: a snapshot every 5 entries, 20 more entries.
+    const on = await startServer({
+      name: 'refused', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, args: ['--wal-dir', walDir, '--snapshot-count', '5'],
+    });
+    const c = new Etcd3({ hosts: on.clientUrl, dialTimeout: 2000 });
+    try {
+      for (let i = 0; i < 20; i++) await c.put(`later${i}`).value('v');
+    } finally {
+      c.close();
+    }
+    expect(await on.kill('SIGTERM')).toBe(0);
+    const newer = join(tempDir('refused-newer-db'), 'db');
+    const out = await refused({
+      breakIt: () => {
+        renameSync(db, newer);
+        cpSync(older, db, { recursive: true });
+      },
+      repair: () => {
+        rmSync(db, { recursive: true, force: true });
+        renameSync(newer, db);
+      },
+    }, /the backend is at index \d+, behind the log's snapshot at \d+, and the snapshot data is gone/);
+    expect(out).toMatch(waysOut);
+  }, 60_000);
+
   it('and with nothing broken, the same directory starts and serves every key', async () => {
     mkdirSync(walDir, { recursive: true });
     const again = await startServer({ name: 'refused', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, args: ['--wal-dir', walDir] });
     const c = new Etcd3({ hosts: again.clientUrl, dialTimeout: 2000 });
     try {
       expect(await c.get('last').string()).toBe('x'.repeat(4000));
+      expect(await c.get('later19').string()).toBe('v');
     } finally {
       c.close();
     }
