@@ -37,12 +37,35 @@ export async function checkRestart(o: MemberOptions, identity: Identity): Promis
     const { snapshot } = await Wal.check(walDir, { appliedIndex: consistentIndex ?? 0 });
     if (consistentIndex !== undefined) await refuseBackendBehindSnapshot(memberDir, walDir, identity.memberId, consistentIndex, snapshot);
   } catch (error) {
-    if (error instanceof WalLockedError) throw new Error(`${memberDir} is in use by ${error.holder}; is another etcetera running on it? Stop it first`);
-    if (error instanceof WalCorruptError) throw new Error(`${error.message}; no file was changed. ${waysOutOfDamage(identity.memberId)}`);
-    throw error;
+    throw refusalOf(error, memberDir, identity);
   }
   const { options } = withRegisteredUrls(o, identity.urls, undefined);
-  await checkListeners(options, 'checked before opening the data directory, which was not changed');
+  await checkListeners(options, unchangedNote);
+}
+
+/**
+ * A witness's restart, checked the same way (issue 32, item 5): it has no backend, so only the lock, the log
+ * (nothing applied to hold it to) and its addresses. Before this, its log was opened (lock taken, torn tail
+ * cleared, next segment prepared) before a taken port refused the start.
+ */
+export async function checkWitnessRestart(o: MemberOptions, identity: Identity): Promise<void> {
+  const memberDir = join(o.dataDir, 'member');
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  try {
+    await Wal.check(walDir, { appliedIndex: 0, lockOnly: true });
+    await Wal.check(walDir, { appliedIndex: 0 });
+  } catch (error) {
+    throw refusalOf(error, memberDir, identity);
+  }
+  await checkListeners(o, unchangedNote);
+}
+
+const unchangedNote = 'checked before opening the data directory, which was not changed';
+
+function refusalOf(error: unknown, memberDir: string, identity: Identity): unknown {
+  if (error instanceof WalLockedError) return new Error(`${memberDir} is in use by ${error.holder}; is another etcetera running on it? Stop it first`);
+  if (error instanceof WalCorruptError) return new Error(`${error.message}; no file was changed. ${waysOutOfDamage(identity.memberId)}`);
+  return error;
 }
 
 /**

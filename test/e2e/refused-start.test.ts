@@ -189,3 +189,69 @@ describe('every refused restart leaves the data directory and --wal-dir byte-ide
     await again.kill('SIGTERM');
   }, 60_000);
 });
+
+describe('a witness\'s refused restart leaves its data directory byte-identical too (issue 32, item 5)', () => {
+  let a: ServerProcess;
+  let w: ServerProcess;
+  let segment: string;
+  const token = 'witness-refusals-token';
+
+  beforeAll(async () => {
+    a = await startServer({ name: 'refused-wa', args: ['--cluster-init', '--token', token] });
+    w = await startServer({ name: 'refused-ww', command: 'witness', args: ['--server', a.clientUrl, '--token', token] });
+    const c = new Etcd3({ hosts: a.clientUrl, dialTimeout: 2000 });
+    try {
+      for (let i = 0; i < 20; i++) await c.put(`k${i}`).value('v'.repeat(100));
+    } finally {
+      c.close();
+    }
+    expect(await w.kill('SIGTERM')).toBe(0);
+    const walDir = join(w.dataDir, 'member/wal');
+    segment = join(walDir, readdirSync(walDir).filter((n) => n.endsWith('.wal')).sort().pop()!);
+  }, 90_000);
+
+  async function refused(o: { breakIt?: () => void; repair?: () => void }, message: RegExp): Promise<string> {
+    o.breakIt?.();
+    const before = treeHash([w.dataDir]);
+    try {
+      const again = await startServer({ name: 'refused-ww', command: 'witness', dataDir: w.dataDir, clientPort: w.clientPort, peerPort: w.peerPort, waitReady: false });
+      expect(await Promise.race([again.exited, sleep(20_000).then(() => 'still running')])).toBe(1);
+      const out = again.output.join('\n');
+      expect(out).toMatch(message);
+      expect(treeHash([w.dataDir])).toEqual(before);
+      return out;
+    } finally {
+      o.repair?.();
+    }
+  }
+
+  it('a complete record with a CRC mismatch in the middle of its log', async () => {
+    const original = readFileSync(segment);
+    await refused({
+      breakIt: () => {
+        const bytes = Buffer.from(original);
+        const records = recordOffsets(bytes).filter((r) => r.type === 1);
+        const middle = records[Math.floor(records.length / 2)]!;
+        for (let i = 0; i < 4; i++) bytes[middle.at + 16 + ((i * 5) % middle.length)]! ^= 0xa5;
+        writeFileSync(segment, bytes);
+      },
+      repair: () => writeFileSync(segment, original),
+    }, /CRC mismatch in a complete record.*; no file was changed\. This member cannot recover on its own/);
+  }, 60_000);
+
+  it('a client address that is taken', async () => {
+    const server: Server = createServer();
+    await new Promise<void>((resolve) => server.listen(w.clientPort, '127.0.0.1', resolve));
+    try {
+      await refused({}, new RegExp(`cannot listen on http://127.0.0.1:${w.clientPort} \\(EADDRINUSE\\).*checked before opening the data directory, which was not changed`));
+    } finally {
+      server.close();
+    }
+  }, 60_000);
+
+  it('and with nothing broken, the witness starts again', async () => {
+    const again = await startServer({ name: 'refused-ww', command: 'witness', dataDir: w.dataDir, clientPort: w.clientPort, peerPort: w.peerPort });
+    await again.kill('SIGTERM');
+    await a.kill('SIGTERM');
+  }, 60_000);
+});
