@@ -34,6 +34,8 @@ export class DiskRoom {
   #admittedTotal = 0;
   /** The largest cost refused since the last look: a look that still finds no room for it raises NOSPACE. */
   #refused = 0;
+  /** Estimated disk bytes of entries applied since the last look asked for by applied(). */
+  #applied = 0;
 
   /** Connects the watch that reads the disk (the server exists before the watch). */
   attach(host: DiskRoomHost): void {
@@ -61,6 +63,19 @@ export class DiskRoom {
     this.#reserve = reserveBytes;
     // What was admitted after the look started may not be on the disk it saw.
     this.#admitted = this.#admittedTotal - mark;
+  }
+
+  /**
+   * Entries of `bytes` were applied here, wherever they were proposed: a look after every diskRecheckBytes
+   * of them. A follower admits none of the writes that fill its disk (they reach it through the log), so
+   * without this it looked only once a second and could meet ENOSPC between two looks; with it, its NOSPACE
+   * is raised through Raft in time and protects it as the leader's protects the leader (issue 32).
+   */
+  applied(bytes: number): void {
+    this.#applied += bytes * diskBytesPerRequestByte;
+    if (this.#applied < diskRecheckBytes) return;
+    this.#applied = 0;
+    this.#host?.recheck();
   }
 
   /** Whether a write of `bytes` (keys and values) fits above the reserve; counts it when it does. */
