@@ -54,6 +54,18 @@ describe('disk room', () => {
     expect(rechecks()).toBe(2);
   });
 
+  it('forgets its look while NOSPACE refuses writes: the first write after a disarm is admitted and asks for a fresh look (issue 32)', () => {
+    const { room, rechecks } = setup();
+    room.observed(10 * MiB, 9 * MiB, room.mark());
+    expect(room.admit(MiB)).toBe(false); // the look before the recovery freed space
+    const before = rechecks();
+    room.forget();
+    expect(room.admit(MiB)).toBe(true);
+    expect(rechecks()).toBe(before + 1);
+    room.observed(10 * MiB, 9 * MiB, room.mark()); // the fresh look still finds no room: refused again
+    expect(room.admit(MiB)).toBe(false);
+  });
+
   it('asks for a look after every diskRecheckBytes of admitted cost', () => {
     const { room, rechecks } = setup();
     room.observed(1000 * MiB, 0, room.mark());
