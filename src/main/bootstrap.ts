@@ -203,7 +203,7 @@ async function decideIdentity(o: MemberOptions, token: string): Promise<{ identi
     }
     case 'join': {
       const witness = o.witness === true;
-      const request = { name: o.name, peerUrls, clientUrls: witness ? [] : o.advertiseClientUrls, ...(witness ? { witness } : {}) };
+      const request = { name: o.name, peerUrls, clientUrls: witness ? [] : o.advertiseClientUrls, ...(witness ? { witness } : {}), build: buildVersion() };
       const r = await askCluster(askOptions(o, token), [b.serverUrl], 'join', request);
       o.logger.info(`joined the cluster as a ${witness ? 'witness' : 'learner'}`, { member: r.memberId.toString(16), through: b.serverUrl });
       return { identity: { memberId: r.memberId, clusterId: r.clusterId, name: o.name, token, joinPeers: peersOf(r.members) }, entries: [] };

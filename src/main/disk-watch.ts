@@ -75,6 +75,14 @@ export class DiskWatch {
   #running: Promise<void> | undefined;
   /** This member's NOSPACE is the disk's: raised here, or present while the disk was short. */
   #ours = false;
+  /**
+   * A look has seen this member's NOSPACE since the start. Until then an absent alarm proves no disarm: a
+   * restarted member looks before it has replayed its log's tail, which may still raise it (issue 32: the
+   * marker was dropped at that first look, and the alarm then stayed until a manual disarm).
+   */
+  #seenRaised = false;
+  /** The alarm's proposal under way: looks go on meanwhile (the room stays current), and none proposes it again. */
+  #raising: Promise<void> | undefined;
 
   constructor(host: DiskWatchHost) {
     this.#h = host;
@@ -110,12 +118,13 @@ export class DiskWatch {
     const low = await this.#lowest();
     if (low === undefined) return;
     const raised = h.alarms().some((a) => a.alarm === 'NOSPACE' && a.memberId === h.memberId);
+    if (raised) this.#seenRaised = true;
     const reserveBytes = h.reserveBytes();
     h.room?.observed(low.freeBytes, reserveBytes, mark);
     // A write refused for room that still has none raises the alarm too: refusals an operator cannot see
     // in `alarm list` would be a puzzle.
     if (low.freeBytes < reserveBytes + refused) {
-      if (raised) {
+      if (raised || this.#raising !== undefined) {
         if (!this.#ours) await h.marker?.set(true);
         this.#ours = true;
         return;
@@ -126,14 +135,20 @@ export class DiskWatch {
       // Recorded first: an alarm raised and then forgotten by a restart would stay until a disarm.
       await h.marker?.set(true);
       this.#ours = true;
-      await h.setNoSpace('activate');
+      // Not awaited by the look: a proposal can wait for a leader for seconds, and every look (and with it
+      // the room's count of free bytes) waited behind it (issue 32).
+      this.#raising = h.setNoSpace('activate')
+        .catch((error: unknown) => h.logger.warn('disk watch: cannot raise NOSPACE', { error: error instanceof Error ? error.message : String(error) }))
+        .finally(() => (this.#raising = undefined));
     } else if (raised && this.#ours && low.freeBytes >= reserveBytes + diskClearMarginBytes && !h.overQuota()) {
       h.logger.info('disk space is back; clearing NOSPACE', { dir: low.dir, freeBytes: low.freeBytes, reserveBytes });
       await h.setNoSpace('deactivate');
       this.#ours = false;
+      this.#seenRaised = false;
       await h.marker?.set(false);
-    } else if (!raised && this.#ours) {
+    } else if (!raised && this.#ours && this.#seenRaised && this.#raising === undefined) {
       this.#ours = false; // disarmed by an operator meanwhile
+      this.#seenRaised = false;
       await h.marker?.set(false);
     }
   }

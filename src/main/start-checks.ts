@@ -10,7 +10,8 @@
  *   2. another process holding the directory (the log's LOCK names a live process);
  *   3. a log missing where this start looks for it (--wal-dir forgotten or wrong: storage/wal-dir.ts);
  *   4. a damaged log: corruption, or a damaged last record that held committed entries (wal/recover.ts);
- *   5. an address to listen on that is taken.
+ *   5. a backend behind the log's snapshot whose data is gone (storage.ts would catch it up from that data);
+ *   6. an address to listen on that is taken.
  * The opens that follow check the same things again (a race is still refused, only later).
  */
 import { join } from 'node:path';
@@ -21,7 +22,9 @@ import { Wal, WalCorruptError, WalLockedError } from '../wal/index.js';
 import { probeConsistentIndex } from './backend-probe.js';
 import { checkListeners } from './listeners-free.js';
 import { withRegisteredUrls } from './registered-urls.js';
-import { waysOutOfDamage } from './ways-out.js';
+import { backendBehindSnapshotError, waysOutOfDamage } from './ways-out.js';
+import { SnapshotDataDir } from '../node/snapshot-data.js';
+import type { SnapshotMeta } from '../raft/types.js';
 
 export async function checkRestart(o: MemberOptions, identity: Identity): Promise<void> {
   const memberDir = join(o.dataDir, 'member');
@@ -31,12 +34,49 @@ export async function checkRestart(o: MemberOptions, identity: Identity): Promis
     await Wal.check(walDir, { appliedIndex: 0, lockOnly: true });
     const consistentIndex = await probeConsistentIndex(join(memberDir, 'db'));
     await refuseMisplacedLog(o.dataDir, o.walDir, consistentIndex ?? 0);
-    await Wal.check(walDir, { appliedIndex: consistentIndex ?? 0 });
+    const { snapshot } = await Wal.check(walDir, { appliedIndex: consistentIndex ?? 0 });
+    if (consistentIndex !== undefined) await refuseBackendBehindSnapshot(memberDir, walDir, identity.memberId, consistentIndex, snapshot);
   } catch (error) {
-    if (error instanceof WalLockedError) throw new Error(`${memberDir} is in use by ${error.holder}; is another etcetera running on it? Stop it first`);
-    if (error instanceof WalCorruptError) throw new Error(`${error.message}; no file was changed. ${waysOutOfDamage(identity.memberId)}`);
-    throw error;
+    throw refusalOf(error, memberDir, identity);
   }
   const { options } = withRegisteredUrls(o, identity.urls, undefined);
-  await checkListeners(options, 'checked before opening the data directory, which was not changed');
+  await checkListeners(options, unchangedNote);
+}
+
+/**
+ * A witness's restart, checked the same way (issue 32, item 5): it has no backend, so only the lock, the log
+ * (nothing applied to hold it to) and its addresses. Before this, its log was opened (lock taken, torn tail
+ * cleared, next segment prepared) before a taken port refused the start.
+ */
+export async function checkWitnessRestart(o: MemberOptions, identity: Identity): Promise<void> {
+  const memberDir = join(o.dataDir, 'member');
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  try {
+    await Wal.check(walDir, { appliedIndex: 0, lockOnly: true });
+    await Wal.check(walDir, { appliedIndex: 0 });
+  } catch (error) {
+    throw refusalOf(error, memberDir, identity);
+  }
+  await checkListeners(o, unchangedNote);
+}
+
+const unchangedNote = 'checked before opening the data directory, which was not changed';
+
+function refusalOf(error: unknown, memberDir: string, identity: Identity): unknown {
+  if (error instanceof WalLockedError) return new Error(`${memberDir} is in use by ${error.holder}; is another etcetera running on it? Stop it first`);
+  if (error instanceof WalCorruptError) return new Error(`${error.message}; no file was changed. ${waysOutOfDamage(identity.memberId)}`);
+  return error;
+}
+
+/**
+ * The same test as storage.ts's catch-up from a snapshot, read-only: a backend behind the log's snapshot is
+ * fine while the snapshot's data is there to restore from (received in member/snap, or in an older build's
+ * snapshot file in the log), and refused when it is gone.
+ */
+async function refuseBackendBehindSnapshot(memberDir: string, walDir: string, memberId: bigint, consistentIndex: number, snapshot: SnapshotMeta): Promise<void> {
+  if (snapshot.index <= consistentIndex) return;
+  if ((await new SnapshotDataDir(join(memberDir, 'snap')).source(snapshot)) !== undefined) return;
+  const legacy = await Wal.peekSnapshot(walDir, snapshot);
+  if (legacy !== undefined && legacy.data.length > 0) return;
+  throw backendBehindSnapshotError(memberDir, memberId, consistentIndex, snapshot.index);
 }

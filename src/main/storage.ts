@@ -20,7 +20,7 @@ import { SnapshotDataDir } from '../storage/snapshot-data.js';
 import { refuseMisplacedLog, walDirOf } from '../storage/wal-dir.js';
 import { fullDiskError, spaceAdvice } from './disk-watch.js';
 import { NodeFsPort } from '../wal/fs-port.js';
-import { waysOutOfDamage } from './ways-out.js';
+import { backendBehindSnapshotError } from './ways-out.js';
 
 export interface MemberStorage {
   backend: LevelBackend;
@@ -128,10 +128,8 @@ async function catchUpFromSnapshot(
   const legacy = received === undefined ? await s.walState.loadSnapshot() : undefined;
   const source = received ?? (legacy !== undefined && legacy.data.length > 0 ? legacy.data : undefined);
   if (source === undefined) {
-    throw new Error(
-      `${join(o.dataDir, 'member')}: the backend is at index ${s.state.store.consistentIndex}, behind the log's snapshot at ${meta.index}, ` +
-      `and the snapshot data is gone. ${waysOutOfDamage(memberId)}`,
-    );
+    // Refused before anything was opened on a restart (start-checks.ts); met here only if the files changed between.
+    throw backendBehindSnapshotError(join(o.dataDir, 'member'), memberId, s.state.store.consistentIndex, meta.index);
   }
   o.logger.info('backend behind the latest snapshot; restoring it', { snapshotIndex: meta.index, consistentIndex: s.state.store.consistentIndex });
   const state = await ServerState.restore(s.backend, source, s.stateOptions);

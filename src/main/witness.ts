@@ -34,6 +34,7 @@ import { PeerTransport } from '../peer/transport.js';
 import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
 import { MemberStop } from './member-stop.js';
+import { checkWitnessRestart } from './start-checks.js';
 
 /**
  * A witness's log is a tail of a few entries, so its segments are small whatever the device: the storage
@@ -63,6 +64,8 @@ export interface RunningWitness {
 export async function startWitness(options: MemberOptions): Promise<RunningWitness> {
   const o: MemberOptions = { ...options, witness: true };
   const boot = await openOrBootstrap(o);
+  // A restart is checked read-only first, as a data member's: a refused start changes no file (start-checks.ts).
+  if (!boot.created) await checkWitnessRestart(o, boot.identity);
   // A witness of a cluster with the public token takes the secret --token too (bootstrap.ts: adoptToken).
   if (boot.adoptToken === true) await adoptToken(o, boot.identity, boot.token);
   o.logger.info(boot.created ? 'joined as a witness' : 'restarting witness from its data directory', {

@@ -13,6 +13,8 @@ export interface JoinRequest {
   clientUrls: string[];
   /** Join as a witness (src/raft/witness.ts): a voter at once, holding no data, with no client URLs. */
   witness?: boolean;
+  /** The joiner's build (base/version.ts); absent from builds before the cluster version, which are 0.1.0. */
+  build?: string;
 }
 
 export interface JoinResponse {

@@ -150,15 +150,23 @@ export class Wal {
   /**
    * Checks the log in `dir` as open() would and modifies nothing (no lock file, no temp file removed, no torn
    * tail cleared): rejects with the WalLockedError or WalCorruptError open() would meet. A missing directory
-   * is an empty log.
+   * is an empty log. Resolves with the log's latest snapshot (empty for lockOnly or no log), so that a start
+   * can refuse a backend behind it before opening anything (main/start-checks.ts).
    */
-  static async check(dir: string, options: { fs?: FsPort; appliedIndex?: number; lockOnly?: boolean } = {}): Promise<void> {
+  static async check(dir: string, options: { fs?: FsPort; appliedIndex?: number; lockOnly?: boolean } = {}): Promise<{ snapshot: SnapshotMeta }> {
     const fs = options.fs ?? new NodeFsPort();
     const held = await liveLockHolder(dir);
     if (held !== undefined) throw new WalLockedError(dir, held);
-    if (options.lockOnly === true) return;
+    if (options.lockOnly === true) return { snapshot: emptySnapshotMeta() };
     const exists = await fs.list(dir).then(() => true, () => false);
-    if (exists) await scanLog(fs, dir, options.appliedIndex ?? 0);
+    if (!exists) return { snapshot: emptySnapshotMeta() };
+    const scanned = await scanLog(fs, dir, options.appliedIndex ?? 0);
+    return { snapshot: scanned.replay.snapshot };
+  }
+
+  /** The data of the snapshot file for `meta` in the log at `dir`, read without opening the log; undefined when absent. */
+  static async peekSnapshot(dir: string, meta: SnapshotMeta, fs: FsPort = new NodeFsPort()): Promise<Snapshot | undefined> {
+    return loadSnapshotFile(fs, dir, meta);
   }
 
   get profile(): ProfileName {

@@ -9,7 +9,7 @@
  * test then fails saying so (it never skips: an upgrade test that cannot run is a defect).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,7 +29,10 @@ const buildTimeoutMs = 120_000;
 export async function oldBuild(commit: string = previousFormatCommit): Promise<string> {
   const dir = join(tmpdir(), `etcetera-old-build-${commit.slice(0, 12)}`);
   const cli = join(dir, 'dist/src/main/cli.js');
-  if (existsSync(cli)) return cli;
+  if (existsSync(cli)) {
+    relinkNodeModules(dir);
+    return cli;
+  }
   try {
     await execFileP('git', ['-C', repoRoot, 'cat-file', '-e', `${commit}^{commit}`]);
   } catch {
@@ -41,7 +44,7 @@ export async function oldBuild(commit: string = previousFormatCommit): Promise<s
   mkdirSync(building, { recursive: true });
   try {
     await execFileP('bash', ['-c', 'git -C "$0" archive --format=tar "$1" | tar -x -C "$2"', repoRoot, commit, building]);
-    symlinkSync(join(repoRoot, 'node_modules'), join(building, 'node_modules'));
+    relinkNodeModules(building);
     mkdirSync(join(building, 'dist/src/main'), { recursive: true });
     await execFileP(process.execPath, ['scripts/bundle-cli.mjs'], { cwd: building, timeout: buildTimeoutMs, maxBuffer: 16 << 20 }).catch((error: unknown) => {
       const e = error as { stdout?: string; stderr?: string };
@@ -58,4 +61,24 @@ export async function oldBuild(commit: string = previousFormatCommit): Promise<s
     rmSync(building, { recursive: true, force: true });
   }
   return cli;
+}
+
+/**
+ * Points the build's node_modules at this checkout's. A cached build keeps the link it was made with, and
+ * that checkout (a worktree since removed, a moved clone) may be gone: the old build then failed to start
+ * with "Cannot find module '@node-rs/bcrypt'". The bundle keeps native and external packages out, so the link
+ * must always resolve to a live node_modules.
+ */
+function relinkNodeModules(dir: string): void {
+  const link = join(dir, 'node_modules');
+  const target = join(repoRoot, 'node_modules');
+  let current: string | undefined;
+  try {
+    current = readlinkSync(link);
+  } catch {
+    current = undefined;
+  }
+  if (current === target && existsSync(join(link, '@node-rs/bcrypt'))) return;
+  rmSync(link, { recursive: true, force: true });
+  symlinkSync(target, link);
 }

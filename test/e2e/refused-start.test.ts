@@ -5,7 +5,7 @@
  * MANIFEST, and member/index.ckpt was gone, by the time the damaged log was found.
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -147,15 +147,111 @@ describe('every refused restart leaves the data directory and --wal-dir byte-ide
     }
   }, 60_000);
 
+  it('a backend behind the log\'s snapshot, the snapshot\'s data gone (a backend restored from an older copy)', async () => {
+    const db = join(sp.dataDir, 'member/db');
+    const older = join(tempDir('refused-older-db'), 'db');
+    cpSync(db, older, { recursive: true });
+    // Moves the log's snapshot past the copy: a snapshot every 5 entries, 20 more entries.
+    const on = await startServer({
+      name: 'refused', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, args: ['--wal-dir', walDir, '--snapshot-count', '5'],
+    });
+    const c = new Etcd3({ hosts: on.clientUrl, dialTimeout: 2000 });
+    try {
+      for (let i = 0; i < 20; i++) await c.put(`later${i}`).value('v');
+    } finally {
+      c.close();
+    }
+    expect(await on.kill('SIGTERM')).toBe(0);
+    const newer = join(tempDir('refused-newer-db'), 'db');
+    const out = await refused({
+      breakIt: () => {
+        renameSync(db, newer);
+        cpSync(older, db, { recursive: true });
+      },
+      repair: () => {
+        rmSync(db, { recursive: true, force: true });
+        renameSync(newer, db);
+      },
+    }, /the backend is at index \d+, behind the log's snapshot at \d+, and the snapshot data is gone/);
+    expect(out).toMatch(waysOut);
+  }, 60_000);
+
   it('and with nothing broken, the same directory starts and serves every key', async () => {
     mkdirSync(walDir, { recursive: true });
     const again = await startServer({ name: 'refused', dataDir: sp.dataDir, clientPort: sp.clientPort, peerPort: sp.peerPort, args: ['--wal-dir', walDir] });
     const c = new Etcd3({ hosts: again.clientUrl, dialTimeout: 2000 });
     try {
       expect(await c.get('last').string()).toBe('x'.repeat(4000));
+      expect(await c.get('later19').string()).toBe('v');
     } finally {
       c.close();
     }
     await again.kill('SIGTERM');
+  }, 60_000);
+});
+
+describe('a witness\'s refused restart leaves its data directory byte-identical too (issue 32, item 5)', () => {
+  let a: ServerProcess;
+  let w: ServerProcess;
+  let segment: string;
+  const token = 'witness-refusals-token';
+
+  beforeAll(async () => {
+    a = await startServer({ name: 'refused-wa', args: ['--cluster-init', '--token', token] });
+    w = await startServer({ name: 'refused-ww', command: 'witness', args: ['--server', a.clientUrl, '--token', token] });
+    const c = new Etcd3({ hosts: a.clientUrl, dialTimeout: 2000 });
+    try {
+      for (let i = 0; i < 20; i++) await c.put(`k${i}`).value('v'.repeat(100));
+    } finally {
+      c.close();
+    }
+    expect(await w.kill('SIGTERM')).toBe(0);
+    const walDir = join(w.dataDir, 'member/wal');
+    segment = join(walDir, readdirSync(walDir).filter((n) => n.endsWith('.wal')).sort().pop()!);
+  }, 90_000);
+
+  async function refused(o: { breakIt?: () => void; repair?: () => void }, message: RegExp): Promise<string> {
+    o.breakIt?.();
+    const before = treeHash([w.dataDir]);
+    try {
+      const again = await startServer({ name: 'refused-ww', command: 'witness', dataDir: w.dataDir, clientPort: w.clientPort, peerPort: w.peerPort, waitReady: false });
+      expect(await Promise.race([again.exited, sleep(20_000).then(() => 'still running')])).toBe(1);
+      const out = again.output.join('\n');
+      expect(out).toMatch(message);
+      expect(treeHash([w.dataDir])).toEqual(before);
+      return out;
+    } finally {
+      o.repair?.();
+    }
+  }
+
+  it('a complete record with a CRC mismatch in the middle of its log', async () => {
+    const original = readFileSync(segment);
+    await refused({
+      breakIt: () => {
+        const bytes = Buffer.from(original);
+        const records = recordOffsets(bytes).filter((r) => r.type === 1);
+        const middle = records[Math.floor(records.length / 2)]!;
+        for (let i = 0; i < 4; i++) bytes[middle.at + 16 + ((i * 5) % middle.length)]! ^= 0xa5;
+        writeFileSync(segment, bytes);
+      },
+      repair: () => writeFileSync(segment, original),
+    }, /CRC mismatch in a complete record.*; no file was changed\. This member cannot recover on its own/);
+  }, 60_000);
+
+  it('a client address that is taken', async () => {
+    const server: Server = createServer();
+    await new Promise<void>((resolve) => server.listen(w.clientPort, '127.0.0.1', resolve));
+    try {
+      await refused({}, new RegExp(`cannot listen on http://127.0.0.1:${w.clientPort} \\(EADDRINUSE\\).*checked before opening the data directory, which was not changed`));
+    } finally {
+      server.close();
+    }
+  }, 60_000);
+
+  it('and with nothing broken, the witness starts again', async () => {
+    const again = await startServer({ name: 'refused-ww', command: 'witness', dataDir: w.dataDir, clientPort: w.clientPort, peerPort: w.peerPort });
+    await again.kill('SIGTERM');
+    await a.kill('SIGTERM');
   }, 60_000);
 });

@@ -109,6 +109,45 @@ describe('disk watch', () => {
     expect(marked).toBe(false);
   });
 
+  it('a restarted watch that looks before the log\'s tail raised NOSPACE again keeps its marker, and clears the alarm once applied (issue 32)', async () => {
+    let marked = true;
+    const marker = { present: async () => marked, set: async (raised: boolean) => void (marked = raised) };
+    const s = setup(100 * MiB, { marker });
+    // The first look: the disk has room again, the alarm is not applied yet (it is in the tail still to replay).
+    await s.watch.start();
+    await s.watch.stop();
+    expect(marked).toBe(true);
+    await s.setAlarm(); // the tail's NOSPACE applied
+    await s.watch.check();
+    expect(s.calls).toEqual(['deactivate']);
+    expect(marked).toBe(false);
+  });
+
+  it('looks go on while the alarm\'s proposal waits, so the room follows the disk; the alarm is proposed once (issue 32)', async () => {
+    const room = new DiskRoom();
+    const proposals: string[] = [];
+    let release = (): void => {};
+    const s = setup(100 * MiB, {
+      room,
+      setNoSpace: (action) => {
+        proposals.push(action);
+        return new Promise<void>((resolve) => (release = resolve)); // no leader to commit it yet
+      },
+    });
+    const look = async (): Promise<void> => {
+      const done = await Promise.race([s.watch.check().then(() => 'done'), new Promise((r) => setTimeout(() => r('stuck'), 1000))]);
+      expect(done).toBe('done');
+    };
+    s.free.set('/db', 99 * MiB);
+    await look();
+    await look();
+    expect(proposals).toEqual(['activate']);
+    s.free.set('/db', 500 * MiB); // space freed meanwhile
+    await look();
+    expect(room.admit(MiB)).toBe(true);
+    release();
+  });
+
   it('without the marker, a NOSPACE found at a restart with room is the operator\'s or the quota\'s: kept', async () => {
     const marker = { present: async () => false, set: async () => {} };
     const s = setup(100 * MiB, { marker });

@@ -136,6 +136,7 @@ export class ApplyLoop {
 
   applyEntries(entries: Entry[]): void {
     const state = this.#h.state();
+    let appliedBytes = 0;
     for (const e of entries) {
       // The one place the consistent index is recorded: the applier checks it (apply.ts).
       state.store.setConsistentIndex(e.index, e.term);
@@ -154,7 +155,10 @@ export class ApplyLoop {
       }
       this.#appliedTerm = e.term;
       this.#bytesSinceSnapshot += e.data.length;
+      appliedBytes += e.data.length;
     }
+    // Outside apply's logic (it decides nothing applied): asks main's disk watch for a look (disk-room.ts).
+    this.#p.diskRoom?.applied(appliedBytes);
     const last = entries[entries.length - 1]!;
     this.#h.onApplied(this.#appliedTerm);
     this.#h.appliedWait.advance(last.index);

@@ -15,6 +15,7 @@ import { encodeConfChangeContext } from '../driver/raft-request.js';
 import { WaitRegistry } from '../request/wait.js';
 import type { Scheduler } from '../../base/scheduler.js';
 import type { ServerMetrics } from '../../metrics/server-metrics.js';
+import { compareMajorMinor, parseVersion, unannouncedBuild } from '../../base/version.js';
 
 export interface ClusterHost {
   memberId: bigint;
@@ -125,6 +126,7 @@ export class ClusterOps {
   async join(req: JoinRequest): Promise<JoinResponse> {
     checkUrls(req.peerUrls);
     if (!this.#h.isLeader()) return this.#forward('join', req);
+    refuseOlderJoiner(req, this.#h.membership().clusterVersion);
     const stale = this.#h.membership().list().filter((m) => m.peerUrls.some((u) => req.peerUrls.includes(u)) || (req.name !== '' && m.name === req.name));
     const progress = this.#h.driver.status().progress;
     for (const m of stale) {
@@ -242,3 +244,20 @@ function checkUrls(urls: string[]): void {
   }
 }
 
+
+/**
+ * A joiner older than the cluster version is refused before any membership change (etcd refuses a member
+ * whose version is below the cluster's the same way, at its start): it could not read what the cluster
+ * writes at that version, and a member added and then refused would stay as an orphan learner. A build from
+ * before versions were announced says nothing and is 0.1.0. Members already in the cluster may still restart
+ * on an older build: that is the rolling downgrade (cluster-version.ts lowers the version for them).
+ */
+function refuseOlderJoiner(req: JoinRequest, clusterVersion: string | undefined): void {
+  if (clusterVersion === undefined) return;
+  const build = typeof req.build === 'string' && parseVersion(req.build) !== undefined ? req.build : unannouncedBuild;
+  if (compareMajorMinor(build, clusterVersion) >= 0) return;
+  throw new Error(
+    `this cluster runs at version ${clusterVersion}, and the joining member's build (etcetera ${build}) is older: it cannot join. ` +
+    `Join with etcetera ${clusterVersion} or newer (the cluster version follows its oldest member, so downgrade the members first to join an older build)`,
+  );
+}

@@ -34,6 +34,10 @@ export class DiskRoom {
   #admittedTotal = 0;
   /** The largest cost refused since the last look: a look that still finds no room for it raises NOSPACE. */
   #refused = 0;
+  /** The last look was dropped (forget()) and no look has come since. */
+  #forgotten = false;
+  /** Estimated disk bytes of entries applied since the last look asked for by applied(). */
+  #applied = 0;
 
   /** Connects the watch that reads the disk (the server exists before the watch). */
   attach(host: DiskRoomHost): void {
@@ -58,14 +62,42 @@ export class DiskRoom {
   /** A look at the disk that started at `mark` saw `freeBytes` free with `reserveBytes` to keep. */
   observed(freeBytes: number, reserveBytes: number, mark: number): void {
     this.#free = freeBytes;
+    this.#forgotten = false;
     this.#reserve = reserveBytes;
     // What was admitted after the look started may not be on the disk it saw.
     this.#admitted = this.#admittedTotal - mark;
   }
 
+  /**
+   * Entries of `bytes` were applied here, wherever they were proposed: a look after every diskRecheckBytes
+   * of them. A follower admits none of the writes that fill its disk (they reach it through the log), so
+   * without this it looked only once a second and could meet ENOSPC between two looks; with it, its NOSPACE
+   * is raised through Raft in time and protects it as the leader's protects the leader (issue 32).
+   */
+  applied(bytes: number): void {
+    this.#applied += bytes * diskBytesPerRequestByte;
+    if (this.#applied < diskRecheckBytes) return;
+    this.#applied = 0;
+    this.#host?.recheck();
+  }
+
+  /**
+   * Drops the last look (while NOSPACE refuses writes before they reach here): the recovery that ends in a
+   * disarm (deletes, compaction, defrag) frees space no look has seen yet, and the first write after the
+   * disarm was refused by the free bytes seen before it (issue 32). The next write asks for a fresh look.
+   */
+  forget(): void {
+    this.#free = undefined;
+    this.#forgotten = true;
+  }
+
   /** Whether a write of `bytes` (keys and values) fits above the reserve; counts it when it does. */
   admit(bytes: number): boolean {
-    if (this.#free === undefined) return true;
+    if (this.#free === undefined) {
+      // Nothing seen yet: admitted (the watch looks at once when it starts); after forget(), a look asked for.
+      if (this.#forgotten) this.#host?.recheck();
+      return true;
+    }
     const cost = bytes * diskBytesPerRequestByte + diskBytesPerRequest;
     if (this.#free - this.#admitted - cost < this.#reserve) {
       this.#refused = Math.max(this.#refused, cost);

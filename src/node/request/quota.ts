@@ -23,7 +23,10 @@ export interface QuotaHost {
 export async function checkQuota(h: QuotaHost, bytes: number): Promise<void> {
   // With NOSPACE raised (the quota, or a disk nearly full: main/disk-watch.ts), the apply path would refuse
   // this write anyway; refused here, it takes no room in the log of a disk that has little left.
-  if (bytes > 0 && h.state().alarms.list().some((a) => a.alarm === 'NOSPACE')) throw new EtcdError('noSpace');
+  if (bytes > 0 && h.state().alarms.list().some((a) => a.alarm === 'NOSPACE')) {
+    h.diskRoom?.forget(); // what it saw grows stale while recovery frees space (disk-room.ts)
+    throw new EtcdError('noSpace');
+  }
   // Refused before the alarm is even raised: the disk will not hold it and what recovery needs.
   if (bytes > 0 && h.diskRoom?.admit(bytes) === false) throw new EtcdError('noSpace');
   if (!h.state().store.overQuota(bytes)) return;

@@ -38,6 +38,34 @@ describe('disk room', () => {
     expect(room.admit(value)).toBe(true);
   });
 
+  it('asks for a look after every diskRecheckBytes of applied entries, admitted here or not (a follower)', () => {
+    const { room, rechecks } = setup();
+    room.observed(1000 * MiB, 0, room.mark());
+    const entry = 64 * 1024;
+    const perLook = Math.ceil(diskRecheckBytes / (entry * diskBytesPerRequestByte));
+    for (let i = 0; i < perLook - 1; i++) room.applied(entry);
+    expect(rechecks()).toBe(0);
+    room.applied(entry);
+    expect(rechecks()).toBe(1);
+    for (let i = 0; i < perLook; i++) room.applied(entry);
+    expect(rechecks()).toBe(2);
+    // An empty batch (conf changes only) asks for nothing.
+    room.applied(0);
+    expect(rechecks()).toBe(2);
+  });
+
+  it('forgets its look while NOSPACE refuses writes: the first write after a disarm is admitted and asks for a fresh look (issue 32)', () => {
+    const { room, rechecks } = setup();
+    room.observed(10 * MiB, 9 * MiB, room.mark());
+    expect(room.admit(MiB)).toBe(false); // the look before the recovery freed space
+    const before = rechecks();
+    room.forget();
+    expect(room.admit(MiB)).toBe(true);
+    expect(rechecks()).toBe(before + 1);
+    room.observed(10 * MiB, 9 * MiB, room.mark()); // the fresh look still finds no room: refused again
+    expect(room.admit(MiB)).toBe(false);
+  });
+
   it('asks for a look after every diskRecheckBytes of admitted cost', () => {
     const { room, rechecks } = setup();
     room.observed(1000 * MiB, 0, room.mark());

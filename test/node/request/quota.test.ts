@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { EtcdError } from '../../../src/node/errors.js';
 import { checkQuota, type QuotaHost } from '../../../src/node/request/quota.js';
+import { DiskRoom } from '../../../src/node/request/disk-room.js';
 
 function host(alarms: Array<{ memberId: bigint; alarm: string }>): { h: QuotaHost; proposed: unknown[] } {
   const proposed: unknown[] = [];
@@ -22,6 +23,20 @@ describe('checkQuota', () => {
     expect(err).toBeInstanceOf(EtcdError);
     expect((err as Error).message).toBe('etcdserver: mvcc: database space exceeded');
     expect(proposed).toEqual([]);
+  });
+
+  it('drops the disk room\'s last look while NOSPACE refuses, so the first write after a disarm is judged by a fresh one (issue 32)', async () => {
+    const alarms = [{ memberId: 1n, alarm: 'NOSPACE' }];
+    const { h } = host(alarms);
+    const room = new DiskRoom();
+    let rechecks = 0;
+    room.attach({ recheck: () => void rechecks++ });
+    room.observed(10 * 1024 * 1024, 9 * 1024 * 1024, room.mark()); // seen before deletes, compaction and defrag freed space
+    h.diskRoom = room;
+    await expect(checkQuota(h, 1024 * 1024)).rejects.toBeInstanceOf(EtcdError);
+    alarms.length = 0; // `etcdctl alarm disarm`
+    await checkQuota(h, 1024 * 1024);
+    expect(rechecks).toBe(1);
   });
 
   it('lets a txn without puts (0 bytes) and any write without NOSPACE through', async () => {
