@@ -23,7 +23,7 @@ import { probeConsistentIndex } from './backend-probe.js';
 import { checkListeners } from './listeners-free.js';
 import { withRegisteredUrls } from './registered-urls.js';
 import { backendBehindSnapshotError, waysOutOfDamage } from './ways-out.js';
-import { SnapshotDataDir } from '../node/snapshot-data.js';
+import { SnapshotDataDir } from '../storage/snapshot-data.js';
 import type { SnapshotMeta } from '../raft/types.js';
 
 export async function checkRestart(o: MemberOptions, identity: Identity): Promise<void> {

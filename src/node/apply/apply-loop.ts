@@ -31,7 +31,7 @@ export const backendBatchIntervalMs = 20;
 export type ApplyParts = Pick<EtcdServerParts,
   | 'scheduler' | 'backend' | 'stateOptions' | 'logger' | 'metrics' | 'heartbeatMs' | 'electionMs' | 'snapshotCount'
   | 'backendBacklogBytesMax' | 'saveSnapshot' | 'snapshotData' | 'releaseLog' | 'syncPeers' | 'onRemoved'
-  | 'notifyRemoved' | 'onFatal' | 'versions'>;
+  | 'notifyRemoved' | 'onFatal' | 'versions' | 'diskRoom'>;
 
 export interface ApplyHost {
   memberId: bigint;
