@@ -14,7 +14,6 @@
  *   a6"prevKv" c2  ab"ignoreValue" c3  ab"ignoreLease" c2
  */
 import { assert } from '../../base/assert.js';
-import type { RaftEnvelope } from './raft-request.js';
 
 const int64Min = -(1n << 63n);
 const int64Max = (1n << 63n) - 1n;
@@ -48,8 +47,9 @@ function binHeaderBytes(n: number): number {
 }
 
 /** The entry's bytes, or undefined when it is not a plain put (then pack writes it). */
-export function encodePutEntry(env: RaftEnvelope): Uint8Array | undefined {
-  const req = env.req as unknown;
+/** `env` is a RaftEnvelope (raft-request.ts, which calls this: typed structurally, so no import cycle). */
+export function encodePutEntry(env: { id: bigint; req: unknown }): Uint8Array | undefined {
+  const req = env.req;
   if (!isPlain(req) || req.kind !== 'put' || !isPlain(req.put)) return undefined;
   if (typeof env.id !== 'bigint' || env.id < int64Min || env.id > int64Max) return undefined;
   const reqKeys = Object.keys(req);
