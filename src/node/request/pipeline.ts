@@ -106,8 +106,24 @@ export class RequestPipeline {
     return this.#h.proposer.propose(stamped);
   }
 
-  async txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
-    checkTxn(req, this.#h.parts.requestLimits?.txnOpsMax, this.#h.parts.requestLimits?.requestBytesMax);
+  /** A write txn takes put's synchronous path (kube-apiserver writes with Txn); a read-only one reads locally. */
+  txn(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
+    try {
+      checkTxn(req, this.#h.parts.requestLimits?.txnOpsMax, this.#h.parts.requestLimits?.requestBytesMax);
+      if (!isReadOnlyTxn(req) && this.#leaderNow(ctx)) {
+        const bytes = txnBytes(req);
+        const proposal = { kind: 'txn' as const, txn: req };
+        if (withinQuota(this.#h, bytes)) return this.#stampAndPropose(proposal, ctx);
+        return reclaimOrRefuse(this.#h, bytes).then(() => this.#stampAndPropose(proposal, ctx));
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#txnWaiting(req, ctx);
+  }
+
+  /** txn after checkTxn, when it must wait: for a leader, or for a linearizable read. */
+  async #txnWaiting(req: TxnRequest, ctx: RequestContext): Promise<TxnResponse> {
     await awaitLeader(this.#h, ctx);
     if (isReadOnlyTxn(req)) {
       // etcd serves read-only txns without Raft: a linearizable barrier, then a local evaluation.
@@ -118,7 +134,7 @@ export class RequestPipeline {
       return r;
     }
     await checkQuota(this.#h, txnBytes(req));
-    return this.#h.proposer.propose(await this.#h.auth.stamp({ kind: 'txn', txn: req }, ctx));
+    return this.#stampAndPropose({ kind: 'txn', txn: req }, ctx);
   }
 
   async compact(req: CompactionRequest, ctx: RequestContext): Promise<{ revision: number }> {
