@@ -132,7 +132,16 @@ export function unary(
       callback(toGrpcError(err));
       return;
     }
-    handler(call.request, ctx).then(
+    // A handler that is not async (Put's, to spare a promise per call: issue 34) may throw before its promise.
+    let answer: Promise<Wire | Buffer>;
+    try {
+      answer = handler(call.request, ctx);
+    } catch (err) {
+      ctx.finish();
+      callback(toGrpcError(err));
+      return;
+    }
+    answer.then(
       (res) => {
         ctx.finish();
         callback(null, res);

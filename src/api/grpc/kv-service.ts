@@ -26,19 +26,14 @@ export function kvService(api: EtcdApi): UntypedServiceImplementation {
       const r = await api.range(decodeRange(m), ctx);
       return encodeRangeResponse(r, api.header(r.revision));
     }, (m) => m.serializable === true),
-    Put: unary(api, async (m, ctx) => {
-      const r = await api.put(decodePut(m), ctx);
-      return encodePut(r, encodeHeader(api.header(r.revision)));
-    }),
-    DeleteRange: unary(api, async (m, ctx) => {
-      const r = await api.deleteRange(decodeDeleteRange(m), ctx);
-      return encodeDeleteRange(r, encodeHeader(api.header(r.revision)));
-    }),
-    Txn: unary(api, async (m, ctx) => {
+    // Not async: a .then spares the async function's promise and its await's (issue 34); unary catches a throw.
+    Put: unary(api, (m, ctx) => api.put(decodePut(m), ctx).then((r) => encodePut(r, encodeHeader(api.header(r.revision))))),
+    DeleteRange: unary(api, (m, ctx) =>
+      api.deleteRange(decodeDeleteRange(m), ctx).then((r) => encodeDeleteRange(r, encodeHeader(api.header(r.revision))))),
+    Txn: unary(api, (m, ctx) => {
       // Nested past what protobufjs decodes: far past any op budget (see protobufDepthMax).
       if (isTooDeep(m)) throw new EtcdError('tooManyOps');
-      const r = await api.txn(decodeTxn(m), ctx);
-      return encodeTxn(r, encodeHeader(api.header(r.revision)));
+      return api.txn(decodeTxn(m), ctx).then((r) => encodeTxn(r, encodeHeader(api.header(r.revision))));
     }),
     Compact: unary(api, async (m, ctx) => {
       const revision = num(m.revision);

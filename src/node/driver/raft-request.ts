@@ -6,6 +6,7 @@
 import type { AuthInfo, AuthRequest } from '../../auth/index.js';
 import type { AlarmType, DeleteRangeRequest, PutRequest, TxnRequest } from '../../mvcc/types.js';
 import { pack, unpack } from '../../storage/entry-codec.js';
+import { encodePutEntry } from './put-entry.js';
 import type { Member } from '../api-types.js';
 
 /**
@@ -41,7 +42,8 @@ export interface ConfChangeContext {
 }
 
 export function encodeRequest(env: RaftEnvelope): Uint8Array {
-  return pack(env);
+  // A plain put, the common entry, skips msgpackr's generic walk (same bytes: put-entry.ts).
+  return (env.req.kind === 'put' ? encodePutEntry(env) : undefined) ?? pack(env);
 }
 
 export function decodeRequest(data: Uint8Array): RaftEnvelope {

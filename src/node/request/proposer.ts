@@ -35,7 +35,7 @@ export function timeoutError(startMs: number, leaderElectedMs: number | undefine
 export class Proposer {
   readonly #host: ProposerHost;
   readonly #ids: RequestIdGenerator;
-  readonly #waits: WaitRegistry<ApplyResult>;
+  readonly #waits: WaitRegistry<unknown>;
   readonly #timeoutMs: number;
   readonly #electionMs: number;
   readonly #scheduler: Scheduler | undefined;
@@ -44,7 +44,7 @@ export class Proposer {
     this.#host = host;
     this.#electionMs = options.electionMs;
     this.#scheduler = options.scheduler;
-    this.#waits = new WaitRegistry<ApplyResult>(pendingProposalsMax, options.scheduler);
+    this.#waits = new WaitRegistry<unknown>(pendingProposalsMax, options.scheduler);
     this.#ids = new RequestIdGenerator(options.memberId, options.bootTimeMs);
     this.#timeoutMs = options.timeoutMs;
   }
@@ -57,17 +57,14 @@ export class Proposer {
     return this.#ids.next();
   }
 
-  /** Propose and wait for the apply result; refusals from apply are thrown as they are (MvccError). */
-  async propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>> {
-    const result = await this.proposeRaw(req, signal);
-    if (!result.ok) throw result.error;
-    // Apply answers each kind with its ProposeResults type (the one place that relies on it).
-    return result.value as ProposeResult<R>;
-  }
-
-  async proposeRaw(req: RaftRequest, signal?: AbortSignal): Promise<ApplyResult> {
-    if (this.#host.applyLag() > applyLagEntriesMax || this.#waits.full) throw new EtcdError('tooManyRequests');
-    if (!this.#host.hasLeader()) throw new EtcdError('noLeader');
+  /**
+   * Propose and wait for the apply result; refusals from apply are thrown as they are (MvccError). Not async,
+   * and no wrapper around the wait (issue 34): the promise returned is the waiter's own, settled by apply with
+   * the value, so a put costs one promise here. Refusals come back as rejected promises, never thrown.
+   */
+  propose<R extends RaftRequest>(req: R, signal?: AbortSignal): Promise<ProposeResult<R>> {
+    if (this.#host.applyLag() > applyLagEntriesMax || this.#waits.full) return Promise.reject(new EtcdError('tooManyRequests'));
+    if (!this.#host.hasLeader()) return Promise.reject(new EtcdError('noLeader'));
     const id = this.#ids.next();
     const startMs = this.#scheduler?.nowMs() ?? 0;
     const waiting = this.#waits.register(id, this.#timeoutMs, () =>
@@ -80,12 +77,14 @@ export class Proposer {
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
     }
-    return waiting;
+    // Apply answers each kind with its ProposeResults type (the one place that relies on it).
+    return waiting as Promise<ProposeResult<R>>;
   }
 
   /** Called by apply for every applied request entry; only this member's own ids have a waiter. */
   applied(id: bigint, result: ApplyResult): void {
-    this.#waits.trigger(id, result);
+    if (result.ok) this.#waits.trigger(id, result.value);
+    else this.#waits.fail(id, result.error);
   }
 
   failAll(error: unknown): void {

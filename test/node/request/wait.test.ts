@@ -1,0 +1,141 @@
+/**
+ * The wait registry's deadlines (issue 34): one timer for all of them, on a manual scheduler. Deadlines fire
+ * at their time and in order, settled waiters never fire, and the one timer is all that is ever armed.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Scheduler } from '../../../src/base/scheduler.js';
+import { WaitRegistry } from '../../../src/node/request/wait.js';
+
+/** A manual clock with a timer queue; `armed` counts timers not yet fired or canceled. */
+function manualScheduler(): Scheduler & { advance(ms: number): void; armed(): number } {
+  let now = 0;
+  let seq = 0;
+  const timers = new Map<number, { at: number; fn: () => void }>();
+  const none = { cancel: () => {} };
+  return {
+    nowMs: () => now,
+    wallMs: () => now,
+    after(ms, fn) {
+      const id = seq++;
+      timers.set(id, { at: now + ms, fn });
+      return { cancel: () => void timers.delete(id) };
+    },
+    every: () => none,
+    soon: (fn) => queueMicrotask(fn),
+    advance(ms) {
+      const until = now + ms;
+      for (;;) {
+        const due = [...timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
+        if (due === undefined) break;
+        timers.delete(due[0]);
+        now = due[1].at;
+        due[1].fn();
+      }
+      now = until;
+    },
+    armed: () => timers.size,
+  };
+}
+
+/** Registers `id` and records, in order, when and how it settles. */
+function watch(reg: WaitRegistry<string>, s: { nowMs(): number }, log: string[], id: bigint, timeoutMs: number): void {
+  reg.register(id, timeoutMs, () => new Error(`timeout ${id}`)).then(
+    (v) => log.push(`${id} ${v} @${s.nowMs()}`),
+    (e: Error) => log.push(`${e.message} @${s.nowMs()}`),
+  );
+}
+
+const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('the wait registry', () => {
+  it('fires each deadline at its time, in order, with one timer armed', async () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(16, s);
+    const log: string[] = [];
+    watch(reg, s, log, 1n, 100);
+    s.advance(10);
+    watch(reg, s, log, 2n, 100);
+    watch(reg, s, log, 3n, 50); // earlier than both: the timer is re-armed for it
+    expect(s.armed()).toBe(1);
+    s.advance(49);
+    await flush();
+    expect(log).toEqual([]);
+    s.advance(1);
+    await flush();
+    expect(log).toEqual(['timeout 3 @60']);
+    s.advance(40);
+    await flush();
+    expect(log).toEqual(['timeout 3 @60', 'timeout 1 @100']);
+    s.advance(10);
+    await flush();
+    expect(log).toEqual(['timeout 3 @60', 'timeout 1 @100', 'timeout 2 @110']);
+    expect(reg.size).toBe(0);
+    expect(s.armed()).toBe(0);
+  });
+
+  it('never fires a waiter that was triggered or failed first', async () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(16, s);
+    const log: string[] = [];
+    for (const id of [1n, 2n, 3n, 4n]) watch(reg, s, log, id, 100);
+    reg.trigger(1n, 'applied');
+    await flush();
+    s.advance(30);
+    reg.fail(3n, new Error('canceled 3'));
+    reg.trigger(2n, 'late');
+    await flush();
+    s.advance(70);
+    await flush();
+    expect(log).toEqual(['1 applied @0', 'canceled 3 @30', '2 late @30', 'timeout 4 @100']);
+    // A trigger after the timeout, and a second trigger, find nobody.
+    reg.trigger(4n, 'too late');
+    reg.trigger(1n, 'again');
+    await flush();
+    expect(log).toHaveLength(4);
+    expect(s.armed()).toBe(0);
+  });
+
+  it('arms no timer once nothing waits, and re-arms for the next registration', async () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(16, s);
+    const log: string[] = [];
+    watch(reg, s, log, 1n, 100);
+    reg.trigger(1n, 'ok');
+    await flush();
+    expect(s.armed()).toBe(0);
+    s.advance(500);
+    watch(reg, s, log, 2n, 100);
+    expect(s.armed()).toBe(1);
+    s.advance(100);
+    await flush();
+    expect(log).toEqual(['1 ok @0', 'timeout 2 @600']);
+  });
+
+  it('times out nothing that was answered under a steady stream, with one timer armed', async () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(1024, s);
+    const log: string[] = [];
+    let id = 1n;
+    for (let i = 0; i < 10_000; i++) {
+      watch(reg, s, log, id, 7000);
+      // Each request is answered a few registrations later, as a pipeline of proposals is.
+      if (id > 4n) reg.trigger(id - 4n, 'ok');
+      id++;
+      s.advance(1);
+    }
+    expect(reg.size).toBe(4);
+    expect(s.armed()).toBe(1);
+    await flush();
+    expect(log.filter((l) => l.includes('timeout'))).toEqual([]);
+  });
+
+  it('refuses past its cap', () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(2, s);
+    const log: string[] = [];
+    watch(reg, s, log, 1n, 100);
+    expect(reg.full).toBe(false);
+    watch(reg, s, log, 2n, 100);
+    expect(reg.full).toBe(true);
+  });
+});
