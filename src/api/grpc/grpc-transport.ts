@@ -1,6 +1,6 @@
 /**
- * The gRPC server behind our client ports, one of two (issue 34): grpc-js' Server (the default), or our own
- * minimal one on node:http2 (src/api/h2grpc/). Both take the same service implementations and the
+ * The gRPC server behind our client ports, one of two (issue 34): our own minimal one on node:http2
+ * (src/api/h2grpc/, the default), or grpc-js' Server. Both take the same service implementations and the
  * connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
  * variable ETCETERA_GRPC_SERVER picks it where no option says (so a whole test suite runs on either).
  */
@@ -20,9 +20,9 @@ export interface GrpcTransport {
   shutdown(graceMs: number): Promise<boolean>;
 }
 
-/** The option if given, else ETCETERA_GRPC_SERVER, else grpc-js. */
+/** The option if given, else ETCETERA_GRPC_SERVER (empty: unset), else h2 (the default since issue 34). */
 export function grpcServerKind(option: GrpcServerKind | undefined, env: NodeJS.ProcessEnv): GrpcServerKind {
-  const kind = option ?? env.ETCETERA_GRPC_SERVER ?? 'grpc-js';
+  const kind = option ?? (env.ETCETERA_GRPC_SERVER || 'h2');
   if (!(grpcServerKinds as readonly string[]).includes(kind)) {
     throw new TypeError(`unknown gRPC server "${kind}" (expected ${grpcServerKinds.join(' or ')})`);
   }
@@ -42,7 +42,12 @@ function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTranspor
   const server = new H2GrpcServer({
     messageBytesMax,
     ...(limits !== undefined
-      ? { concurrentStreamsMax: limits.concurrentStreamsMax, keepAliveIntervalMs: limits.keepAliveIntervalMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs }
+      ? {
+          concurrentStreamsMax: limits.concurrentStreamsMax,
+          keepAliveIntervalMs: limits.keepAliveIntervalMs,
+          keepAliveTimeoutMs: limits.keepAliveTimeoutMs,
+          keepAliveMinTimeMs: limits.keepAliveMinTimeMs,
+        }
       : {}),
   });
   return {
@@ -54,7 +59,7 @@ function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTranspor
 
 /**
  * etcd's keepalive server parameters: server pings every interval (0: never), waits timeout for the answer.
- * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting and is not enforced.
+ * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting: only the h2 server enforces it.
  */
 function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
   return {
