@@ -4,7 +4,7 @@
  * connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
  * variable ETCETERA_GRPC_SERVER picks it where no option says (so a whole test suite runs on either).
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { Duplex } from 'node:stream';
 import { H2GrpcServer } from '../h2grpc/h2-grpc-server.js';
 import type { GrpcLimits } from '../../config/member-options.js';
@@ -34,8 +34,12 @@ export interface TransportLimits {
   limits: GrpcLimits | undefined;
 }
 
-export function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): GrpcTransport {
-  return kind === 'h2' ? h2Transport(l) : grpcJsTransport(l);
+/** grpc-js is imported here on demand only: a member on h2 never loads it (issue 34: ~5 MB of RssAnon). */
+export async function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): Promise<GrpcTransport> {
+  if (kind === 'h2') return h2Transport(l);
+  // A CommonJS package: the bundle's import() gives its exports as `default` (tsc's Node ESM gives both).
+  const loaded = (await import('@grpc/grpc-js')) as typeof grpc & { default?: typeof grpc };
+  return grpcJsTransport(loaded.default ?? loaded, l);
 }
 
 function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
@@ -70,15 +74,15 @@ function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
   };
 }
 
-function grpcJsTransport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
-  const server = new grpc.Server({
+function grpcJsTransport(grpcJs: typeof grpc, { messageBytesMax, limits }: TransportLimits): GrpcTransport {
+  const server = new grpcJs.Server({
     'grpc.max_receive_message_length': messageBytesMax,
     ...(limits !== undefined ? keepAliveOptions(limits) : {}),
     'grpc.max_send_message_length': -1,
     // channelz keeps per-call statistics on every call; we expose our own metrics instead.
     'grpc.enable_channelz': 0,
   });
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const injector = server.createConnectionInjector(grpcJs.ServerCredentials.createInsecure());
   return {
     addService: (definition, implementation) => server.addService(definition, implementation),
     inject: (connection) => injector.injectConnection(connection),

@@ -152,7 +152,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   checkOptions(options);
   const { api } = options;
   const limits = options.limits;
-  const server = createGrpcTransport(grpcServerKind(options.grpcServer, process.env), {
+  const server = await createGrpcTransport(grpcServerKind(options.grpcServer, process.env), {
     messageBytesMax: limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
     limits,
   });
