@@ -69,7 +69,7 @@ describe('the witness command bundle', () => {
     expect(loaded.has('msgpackr'), 'the WAL and peer frames use msgpackr').toBe(true);
     // The check can fail: a data member's closure holds them all.
     const memberLoads = packagesOf(outputs, staticClosure(outputs, outputOf(outputs, 'src/main/member.ts')));
-    expect(dataMemberOnly.filter((p) => memberLoads.has(p)).sort()).toEqual(['@grpc/grpc-js', '@grpc/proto-loader', 'classic-level', 'protobufjs']);
+    expect(dataMemberOnly.filter((p) => memberLoads.has(p)).sort()).toEqual(['classic-level', 'protobufjs']);
   });
 
   it('loads bcrypt on demand only, in a data member too: a member with auth off never maps it (issue 34)', () => {
@@ -79,5 +79,17 @@ describe('the witness command bundle', () => {
     expect(packagesOf(outputs, member).has('@node-rs/bcrypt')).toBe(false);
     const onDemand = [...member].some((f) => outputs[f]!.imports.some((i) => i.path === '@node-rs/bcrypt' && i.kind === 'dynamic-import'));
     expect(onDemand, 'the member imports bcrypt with import()').toBe(true);
+  });
+
+  it('loads grpc-js on demand only: a member on our node:http2 server (the default) never maps it (issue 34)', () => {
+    ensureBuilt();
+    const outputs = readMeta();
+    const member = staticClosure(outputs, outputOf(outputs, 'src/main/member.ts'));
+    const loaded = packagesOf(outputs, member);
+    expect(['@grpc/grpc-js', '@grpc/proto-loader'].filter((p) => loaded.has(p))).toEqual([]);
+    const transport = Object.keys(outputs).filter((f) => member.has(f) && 'src/api/grpc/grpc-transport.ts' in outputs[f]!.inputs);
+    expect(transport, 'grpc-transport.ts is in the member').toHaveLength(1);
+    const onDemand = outputs[transport[0]!]!.imports.filter((i) => i.kind === 'dynamic-import' && i.external !== true).map((i) => packagesOf(outputs, staticClosure(outputs, i.path)));
+    expect(onDemand.some((p) => p.has('@grpc/grpc-js')), 'grpc-transport.ts imports grpc-js with import()').toBe(true);
   });
 });

@@ -5,14 +5,14 @@
  * very same handlers as gRPC: no second code path for semantics.
  */
 import { EventEmitter } from 'node:events';
-import * as grpc from '@grpc/grpc-js';
 import type * as http from 'node:http';
 import * as tls from 'node:tls';
 import type { Wire } from '../grpc/proto.js';
-import { gatewayMetadata } from './gateway-metadata.js';
+import { gatewayMetadata, type GatewayMetadata } from './gateway-metadata.js';
+import type { Status } from '../grpc-status.js';
 
 export interface CallStatus {
-  code: grpc.status;
+  code: Status;
   details: string;
 }
 
@@ -25,7 +25,7 @@ export interface CallSink {
 
 export class GatewayCall extends EventEmitter {
   request: Wire;
-  readonly metadata: grpc.Metadata;
+  readonly metadata: GatewayMetadata;
   cancelled = false;
   #finished = false;
   readonly #sink: CallSink;

@@ -4,7 +4,6 @@
  * `Grpc-Metadata-Token: <token>` authenticates like etcd's own "token" metadata, and
  * `Grpc-Metadata-Hasleader: true` asks for require-leader.
  */
-import * as grpc from '@grpc/grpc-js';
 import type * as http from 'node:http';
 
 const metadataHeaderPrefix = 'grpc-metadata-';
@@ -20,8 +19,23 @@ const textKey = /^[0-9a-z_.-]+$/;
  */
 const notText = /[^ -~]/g;
 
-export function gatewayMetadata(headers: http.IncomingHttpHeaders): grpc.Metadata {
-  const metadata = new grpc.Metadata();
+/** The metadata of one gateway call: grpc-js' `Metadata.get` shape, which is all the services read. */
+export class GatewayMetadata {
+  readonly #values = new Map<string, string[]>();
+
+  get(key: string): string[] {
+    return this.#values.get(key.toLowerCase()) ?? [];
+  }
+
+  add(key: string, value: string): void {
+    const values = this.#values.get(key);
+    if (values === undefined) this.#values.set(key, [value]);
+    else values.push(value);
+  }
+}
+
+export function gatewayMetadata(headers: http.IncomingHttpHeaders): GatewayMetadata {
+  const metadata = new GatewayMetadata();
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     let key: string;

@@ -10,7 +10,7 @@
  */
 import * as http from 'node:http';
 import type { MethodDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { status as Status } from '@grpc/grpc-js';
+import { Status } from '../grpc-status.js';
 import type protobuf from 'protobufjs';
 import { assert, AssertionError } from '../../base/assert.js';
 import { protoRoot, serviceDefinition, tooDeepRequest, type Wire } from '../grpc/proto.js';

@@ -3,7 +3,7 @@
  * that maps thrown errors to etcd's statuses, and ending a stream with an etcd error.
  */
 import type { EventEmitter } from 'node:events';
-import { status as Status } from '@grpc/grpc-js';
+import { Status } from '../grpc-status.js';
 import type { Metadata, ServerUnaryCall, handleUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { EtcdApi, RequestContext } from '../../node/server-api.js';
 import { EtcdError } from '../../node/errors.js';

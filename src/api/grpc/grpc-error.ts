@@ -2,7 +2,7 @@
  * The error table's gRPC codes (node/errors.ts names them as the specification does) as grpc-js numbers,
  * and what a handler sends back for anything thrown below the gRPC layer.
  */
-import { status as Status } from '@grpc/grpc-js';
+import { Status } from '../grpc-status.js';
 import { etcdStatusOf, type GrpcCodeName } from '../../node/errors.js';
 
 /** What a gRPC handler sends back: `details` is the message clients match on. */

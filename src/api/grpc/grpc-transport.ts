@@ -1,10 +1,10 @@
 /**
- * The gRPC server behind our client ports, one of two (issue 34): grpc-js' Server (the default), or our own
- * minimal one on node:http2 (src/api/h2grpc/). Both take the same service implementations and the
+ * The gRPC server behind our client ports, one of two (issue 34): our own minimal one on node:http2
+ * (src/api/h2grpc/, the default), or grpc-js' Server. Both take the same service implementations and the
  * connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
  * variable ETCETERA_GRPC_SERVER picks it where no option says (so a whole test suite runs on either).
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { Duplex } from 'node:stream';
 import { H2GrpcServer } from '../h2grpc/h2-grpc-server.js';
 import type { GrpcLimits } from '../../config/member-options.js';
@@ -20,9 +20,9 @@ export interface GrpcTransport {
   shutdown(graceMs: number): Promise<boolean>;
 }
 
-/** The option if given, else ETCETERA_GRPC_SERVER, else grpc-js. */
+/** The option if given, else ETCETERA_GRPC_SERVER (empty: unset), else h2 (the default since issue 34). */
 export function grpcServerKind(option: GrpcServerKind | undefined, env: NodeJS.ProcessEnv): GrpcServerKind {
-  const kind = option ?? env.ETCETERA_GRPC_SERVER ?? 'grpc-js';
+  const kind = option ?? (env.ETCETERA_GRPC_SERVER || 'h2');
   if (!(grpcServerKinds as readonly string[]).includes(kind)) {
     throw new TypeError(`unknown gRPC server "${kind}" (expected ${grpcServerKinds.join(' or ')})`);
   }
@@ -34,15 +34,24 @@ export interface TransportLimits {
   limits: GrpcLimits | undefined;
 }
 
-export function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): GrpcTransport {
-  return kind === 'h2' ? h2Transport(l) : grpcJsTransport(l);
+/** grpc-js is imported here on demand only: a member on h2 never loads it (issue 34: ~5 MB of RssAnon). */
+export async function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): Promise<GrpcTransport> {
+  if (kind === 'h2') return h2Transport(l);
+  // A CommonJS package: the bundle's import() gives its exports as `default` (tsc's Node ESM gives both).
+  const loaded = (await import('@grpc/grpc-js')) as typeof grpc & { default?: typeof grpc };
+  return grpcJsTransport(loaded.default ?? loaded, l);
 }
 
 function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
   const server = new H2GrpcServer({
     messageBytesMax,
     ...(limits !== undefined
-      ? { concurrentStreamsMax: limits.concurrentStreamsMax, keepAliveIntervalMs: limits.keepAliveIntervalMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs }
+      ? {
+          concurrentStreamsMax: limits.concurrentStreamsMax,
+          keepAliveIntervalMs: limits.keepAliveIntervalMs,
+          keepAliveTimeoutMs: limits.keepAliveTimeoutMs,
+          keepAliveMinTimeMs: limits.keepAliveMinTimeMs,
+        }
       : {}),
   });
   return {
@@ -54,7 +63,7 @@ function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTranspor
 
 /**
  * etcd's keepalive server parameters: server pings every interval (0: never), waits timeout for the answer.
- * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting and is not enforced.
+ * The client ping floor (--grpc-keepalive-min-time) has no grpc-js server setting: only the h2 server enforces it.
  */
 function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
   return {
@@ -65,15 +74,15 @@ function keepAliveOptions(l: GrpcLimits): grpc.ServerOptions {
   };
 }
 
-function grpcJsTransport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
-  const server = new grpc.Server({
+function grpcJsTransport(grpcJs: typeof grpc, { messageBytesMax, limits }: TransportLimits): GrpcTransport {
+  const server = new grpcJs.Server({
     'grpc.max_receive_message_length': messageBytesMax,
     ...(limits !== undefined ? keepAliveOptions(limits) : {}),
     'grpc.max_send_message_length': -1,
     // channelz keeps per-call statistics on every call; we expose our own metrics instead.
     'grpc.enable_channelz': 0,
   });
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const injector = server.createConnectionInjector(grpcJs.ServerCredentials.createInsecure());
   return {
     addService: (definition, implementation) => server.addService(definition, implementation),
     inject: (connection) => injector.injectConnection(connection),

@@ -62,7 +62,7 @@ export interface GrpcServerOptions {
   http?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
   /** Further services of our own on the same port (the join service, join-service.ts). */
   services?: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
-  /** Which gRPC server serves the port (grpc-transport.ts); default ETCETERA_GRPC_SERVER, else grpc-js. */
+  /** Which gRPC server serves the port (grpc-transport.ts); default ETCETERA_GRPC_SERVER, else h2. */
   grpcServer?: GrpcServerKind;
 }
 
@@ -152,7 +152,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   checkOptions(options);
   const { api } = options;
   const limits = options.limits;
-  const server = createGrpcTransport(grpcServerKind(options.grpcServer, process.env), {
+  const server = await createGrpcTransport(grpcServerKind(options.grpcServer, process.env), {
     messageBytesMax: limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
     limits,
   });

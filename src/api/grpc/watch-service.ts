@@ -2,7 +2,8 @@
  * etcdserverpb.Watch (etcd's api/v3rpc/watch.go): one bidirectional stream carries many watchers. Requests
  * (create / cancel / progress) go to the core's WatchStream; its responses (already fragmented by the hub
  * when a watcher asked for it) come back through a sink in order, get their header, and are written with
- * backpressure: when grpc-js' buffer is full the core queues until 'drain'.
+ * backpressure: when the call's buffer is full the core queues until 'drain', and the stream reads no more
+ * requests until then.
  */
 import type { ServerDuplexStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { EtcdApi, WatchCreate, WatchOut, WatchStream } from '../../node/server-api.js';
@@ -46,7 +47,16 @@ function serveWatch(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStre
   const untrack = streams.track(ctx, close);
   try {
     core = api.openWatchStream(
-      { send: (out) => !closed && call.write(encodeWatchResponse(out, api.header(out.revision))) },
+      {
+        send: (out) => {
+          if (closed) return false;
+          const more = call.write(encodeWatchResponse(out, api.header(out.revision)));
+          // Answers backed up: read no more requests (each may add answers) until they drain, so a client
+          // that does not read is held by HTTP/2 flow control instead of growing our queue (issue 34).
+          if (!more) call.pause();
+          return more;
+        },
+      },
       ctx,
     );
   } catch (err) {
@@ -54,7 +64,11 @@ function serveWatch(api: EtcdApi, streams: LeaderStreams, call: ServerDuplexStre
     return;
   }
   const stream = core;
-  call.on('drain', () => !closed && stream.resume());
+  call.on('drain', () => {
+    if (closed) return;
+    call.resume();
+    stream.resume();
+  });
   call.on('data', (m: Wire) => {
     if (closed) return;
     try {

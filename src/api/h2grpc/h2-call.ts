@@ -14,6 +14,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import * as tls from 'node:tls';
 import { FrameError, MessageReader, frameMessage } from './message-frames.js';
 import { HeaderMetadata, encodeStatusMessage } from './call-headers.js';
+import type { PingPolicy } from './ping-policy.js';
 
 /** gRPC status codes used here (the numbers are the specification's). */
 export const code = { ok: 0, cancelled: 1, unknown: 2, deadlineExceeded: 4, permissionDenied: 7, resourceExhausted: 8, unimplemented: 12, internal: 13, unavailable: 14 } as const;
@@ -50,9 +51,12 @@ export class H2Call extends EventEmitter {
   #finished = false;
   #awaitingDrain = false;
   #deadline: NodeJS.Timeout | undefined;
+  /** The connection's client ping floor, told when we send (what we send may make a client ping). */
+  readonly #pingPolicy: PingPolicy | undefined;
 
-  constructor(stream: ServerHttp2Stream, headers: Record<string, string | string[] | undefined>, codec: CallCodec, messageBytesMax: number) {
+  constructor(stream: ServerHttp2Stream, headers: Record<string, string | string[] | undefined>, codec: CallCodec, messageBytesMax: number, pingPolicy?: PingPolicy) {
     super();
+    this.#pingPolicy = pingPolicy;
     this.#stream = stream;
     this.#codec = codec;
     this.#reader = new MessageReader(messageBytesMax);
@@ -128,6 +132,7 @@ export class H2Call extends EventEmitter {
       return false;
     }
     this.#sendHeaders();
+    this.#pingPolicy?.sent();
     const more = this.#stream.write(frameMessage(bytes));
     if (!more && !this.#awaitingDrain) {
       this.#awaitingDrain = true;
@@ -157,6 +162,7 @@ export class H2Call extends EventEmitter {
     this.#finish();
     if (this.#stream.destroyed) return;
     this.#sendHeaders();
+    this.#pingPolicy?.sent();
     this.#stream.once('wantTrailers', () => this.#stream.sendTrailers({ 'grpc-status': '0' }));
     this.#stream.end(frameMessage(bytes));
   }
@@ -219,6 +225,7 @@ export class H2Call extends EventEmitter {
   #sendHeaders(): void {
     if (this.#headersSent) return;
     this.#headersSent = true;
+    this.#pingPolicy?.sent();
     this.#stream.respond(responseHeaders, { waitForTrailers: true });
   }
 
@@ -229,6 +236,7 @@ export class H2Call extends EventEmitter {
     if (stream.destroyed || stream.closed) return true;
     const trailers: Record<string, string> = { 'grpc-status': String(status.code) };
     if (status.details !== '') trailers['grpc-message'] = encodeStatusMessage(status.details);
+    this.#pingPolicy?.sent();
     if (!this.#headersSent) {
       this.#headersSent = true;
       stream.respond({ ...responseHeaders, ...trailers }, { endStream: true });

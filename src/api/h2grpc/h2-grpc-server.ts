@@ -7,7 +7,8 @@
  * no per-call metadata copies.
  *
  * Connections: etcd's --max-concurrent-streams is the HTTP/2 SETTINGS limit; --grpc-keepalive-interval and
- * -timeout are server pings (a ping unanswered within the timeout closes the connection). `close(graceMs)`
+ * -timeout are server pings (a ping unanswered within the timeout closes the connection); --grpc-keepalive-min-time
+ * is the client's ping floor (ping-policy.ts: GOAWAY too_many_pings, as grpc-go). `close(graceMs)`
  * sends GOAWAY on every connection, lets open calls finish for `graceMs`, then destroys what is left.
  */
 import * as http2 from 'node:http2';
@@ -16,6 +17,7 @@ import type { MethodDefinition, ServiceDefinition, UntypedServiceImplementation 
 import { H2Call, code } from './h2-call.js';
 import { encodeStatusMessage, timeoutMs } from './call-headers.js';
 import { keepSessionAlive } from './keepalive.js';
+import { PingPolicy } from './ping-policy.js';
 
 export interface H2GrpcServerOptions {
   /** Largest request message accepted (grpc.max_receive_message_length); larger: RESOURCE_EXHAUSTED. */
@@ -26,6 +28,8 @@ export interface H2GrpcServerOptions {
   keepAliveIntervalMs?: number;
   /** How long a ping may go unanswered (etcd --grpc-keepalive-timeout). */
   keepAliveTimeoutMs?: number;
+  /** The client ping floor (etcd --grpc-keepalive-min-time, ping-policy.ts); 0 or absent: not enforced. */
+  keepAliveMinTimeMs?: number;
 }
 
 type Kind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
@@ -38,7 +42,7 @@ interface Method {
   handler: (...args: any[]) => void;
 }
 
-const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs']);
+const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs', 'keepAliveMinTimeMs']);
 
 function kindOf(def: MethodDefinition<unknown, unknown>): Kind {
   if (def.requestStream) return def.responseStream ? 'bidi' : 'clientStream';
@@ -49,6 +53,7 @@ export class H2GrpcServer {
   readonly #methods = new Map<string, Method>();
   readonly #http2: http2.Http2Server;
   readonly #sessions = new Set<http2.ServerHttp2Session>();
+  readonly #pingPolicies = new WeakMap<http2.Http2Session, PingPolicy>();
   readonly #messageBytesMax: number;
   #closing = false;
 
@@ -67,13 +72,15 @@ export class H2GrpcServer {
     });
     const intervalMs = options.keepAliveIntervalMs ?? 0;
     const pingTimeoutMs = options.keepAliveTimeoutMs ?? 20_000;
+    const pingFloorMs = options.keepAliveMinTimeMs ?? 0;
     this.#http2.on('session', (session: http2.ServerHttp2Session) => {
       // A session's errors end that connection only (its streams see 'close').
       session.on('error', () => {});
       this.#sessions.add(session);
       session.once('close', () => this.#sessions.delete(session));
-      if (this.#closing) session.close();
-      else if (intervalMs > 0) keepSessionAlive(session, intervalMs, pingTimeoutMs);
+      if (this.#closing) return void session.close();
+      if (intervalMs > 0) keepSessionAlive(session, intervalMs, pingTimeoutMs);
+      if (pingFloorMs > 0) this.#pingPolicies.set(session, new PingPolicy(session, pingFloorMs));
     });
     this.#http2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => this.#dispatch(stream, headers));
   }
@@ -141,7 +148,7 @@ export class H2GrpcServer {
     if (encoding !== undefined && encoding !== 'identity') {
       return trailersOnly(stream, code.unimplemented, `grpc: Decompressor is not installed for grpc-encoding "${String(encoding)}"`);
     }
-    const call = new H2Call(stream, headers, method, this.#messageBytesMax);
+    const call = new H2Call(stream, headers, method, this.#messageBytesMax, this.#pingPolicies.get(stream.session!));
     const deadlineMs = timeoutMs(headers['grpc-timeout']);
     if (deadlineMs !== undefined) {
       if (Number.isNaN(deadlineMs)) return void call.sendStatus({ code: code.internal, details: `Invalid grpc-timeout value "${String(headers['grpc-timeout'])}"` });

@@ -18,7 +18,8 @@ export interface NodeHarness {
   close(): Promise<void>;
 }
 
-export async function startNodeHarness(): Promise<NodeHarness> {
+/** `grpcServer`: which gRPC server the client port runs (default: the member's default, h2). */
+export async function startNodeHarness(o: { grpcServer?: 'grpc-js' | 'h2' } = {}): Promise<NodeHarness> {
   const dir = tempDir('grpc-node');
   const [clientPort, peerPort] = [await freePort(), await freePort()];
   const member = await startEtcetera({
@@ -28,6 +29,7 @@ export async function startNodeHarness(): Promise<NodeHarness> {
     listenPeerUrls: [`http://127.0.0.1:${peerPort}`],
     storageProfile: 'ssd',
     unsafeNoFsync: true,
+    ...(o.grpcServer !== undefined ? { grpcServer: o.grpcServer } : {}),
   });
   const endpoint = `127.0.0.1:${clientPort}`;
   const clients: grpc.Client[] = [];

@@ -209,6 +209,75 @@ describe('H2GrpcServer connections', () => {
     await s.server.close(100);
   });
 
+  /** A connection with one call open that the server never answers (the request is never half-closed). */
+  async function openCall(port: number): Promise<{ session: http2.ClientHttp2Session; goAway: Promise<{ code: number; debug: string }> }> {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => {});
+    const goAway = new Promise<{ code: number; debug: string }>((resolve) =>
+      session.on('goaway', (code, _last, data) => resolve({ code, debug: data?.toString() ?? '' })),
+    );
+    await new Promise<void>((resolve) => session.once('connect', () => resolve()));
+    const req = session.request({ ':method': 'POST', ':path': '/etcdserverpb.KV/Range', 'content-type': 'application/grpc', te: 'trailers' });
+    req.on('error', () => {});
+    req.write(frameMessage(Buffer.alloc(0)));
+    return { session, goAway };
+  }
+
+  /** One ping; settles on its answer, or after 500 ms (a connection going away may never answer). */
+  const ping = (session: http2.ClientHttp2Session): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('ping unanswered')), 500);
+      const done = (err: Error | null): void => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      if (!session.ping(done)) done(new Error('ping not sent'));
+    });
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  /** `p`, or 'no answer' after `ms` (a server that never sends GOAWAY fails the test fast). */
+  const within = <T>(p: Promise<T>, ms: number): Promise<T | 'no answer'> => Promise.race([p, sleep(ms).then(() => 'no answer' as const)]);
+
+  it('answers a client pinging more often than --grpc-keepalive-min-time GOAWAY ENHANCE_YOUR_CALM too_many_pings, as grpc-go', async () => {
+    behaviour.range = () => {};
+    const s = await start({ messageBytesMax: 1024, keepAliveMinTimeMs: 1000 });
+    const { session, goAway } = await openCall(s.port);
+    // The first ping is free; the next three come too soon: the third strike is one too many.
+    for (let i = 0; i < 4; i++) await ping(session).catch(() => {});
+    expect(await within(goAway, 5000)).toEqual({ code: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, debug: 'too_many_pings' });
+    await new Promise<void>((resolve) => (session.closed ? resolve() : session.once('close', () => resolve())));
+    s.listener.close();
+    await s.server.close(100);
+  });
+
+  it('lets a client ping at the floor while a call is open, and counts any repeated ping without one (PermitWithoutStream false)', async () => {
+    behaviour.range = () => {};
+    const s = await start({ messageBytesMax: 1024, keepAliveMinTimeMs: 60 });
+    const { session } = await openCall(s.port);
+    let goneAway = false;
+    session.on('goaway', () => (goneAway = true));
+    for (let i = 0; i < 5; i++) {
+      await ping(session);
+      await sleep(90);
+    }
+    expect(goneAway).toBe(false);
+    expect(session.closed).toBe(false);
+    session.destroy();
+    // No call open: pings at the same pace are strikes (grpc-go's two-hour floor for keepalive without streams).
+    const idle = http2.connect(`http://127.0.0.1:${s.port}`);
+    idle.on('error', () => {});
+    const idleGoAway = new Promise<number>((resolve) => idle.on('goaway', (code) => resolve(code)));
+    await new Promise<void>((resolve) => idle.once('connect', () => resolve()));
+    for (let i = 0; i < 4; i++) {
+      await ping(idle).catch(() => {});
+      await sleep(90);
+    }
+    expect(await within(idleGoAway, 5000)).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    idle.destroy();
+    s.listener.close();
+    await s.server.close(100);
+  });
+
   it('on close sends GOAWAY, lets an open call finish within the grace period, then cuts what is left', async () => {
     const s = await start({ messageBytesMax: 1024 });
     const Ctor = grpc.makeGenericClientConstructor(serviceDefinition('etcdserverpb.KV'), 'KV');
