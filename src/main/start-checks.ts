@@ -18,11 +18,12 @@ import { join } from 'node:path';
 import type { MemberOptions } from '../config/member-options.js';
 import type { Identity } from '../storage/identity.js';
 import { refuseMisplacedLog, walDirOf } from '../storage/wal-dir.js';
-import { Wal, WalCorruptError, WalLockedError } from '../wal/index.js';
+import { Wal } from '../wal/index.js';
 import { probeConsistentIndex } from './backend-probe.js';
 import { checkListeners } from './listeners-free.js';
 import { withRegisteredUrls } from './registered-urls.js';
-import { backendBehindSnapshotError, waysOutOfDamage } from './ways-out.js';
+import { backendBehindSnapshotError } from './ways-out.js';
+import { refusalOf, unchangedNote } from './start-refusals.js';
 import { SnapshotDataDir } from '../storage/snapshot-data.js';
 import type { SnapshotMeta } from '../raft/types.js';
 
@@ -41,31 +42,6 @@ export async function checkRestart(o: MemberOptions, identity: Identity): Promis
   }
   const { options } = withRegisteredUrls(o, identity.urls, undefined);
   await checkListeners(options, unchangedNote);
-}
-
-/**
- * A witness's restart, checked the same way (issue 32, item 5): it has no backend, so only the lock, the log
- * (nothing applied to hold it to) and its addresses. Before this, its log was opened (lock taken, torn tail
- * cleared, next segment prepared) before a taken port refused the start.
- */
-export async function checkWitnessRestart(o: MemberOptions, identity: Identity): Promise<void> {
-  const memberDir = join(o.dataDir, 'member');
-  const walDir = walDirOf(o.dataDir, o.walDir);
-  try {
-    await Wal.check(walDir, { appliedIndex: 0, lockOnly: true });
-    await Wal.check(walDir, { appliedIndex: 0 });
-  } catch (error) {
-    throw refusalOf(error, memberDir, identity);
-  }
-  await checkListeners(o, unchangedNote);
-}
-
-const unchangedNote = 'checked before opening the data directory, which was not changed';
-
-function refusalOf(error: unknown, memberDir: string, identity: Identity): unknown {
-  if (error instanceof WalLockedError) return new Error(`${memberDir} is in use by ${error.holder}; is another etcetera running on it? Stop it first`);
-  if (error instanceof WalCorruptError) return new Error(`${error.message}; no file was changed. ${waysOutOfDamage(identity.memberId)}`);
-  return error;
 }
 
 /**

@@ -34,7 +34,7 @@ import { PeerTransport } from '../peer/transport.js';
 import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.js';
 import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
 import { MemberStop } from './member-stop.js';
-import { checkWitnessRestart } from './start-checks.js';
+import { checkWitnessRestart } from './witness-start-checks.js';
 
 /**
  * A witness's log is a tail of a few entries, so its segments are small whatever the device: the storage
