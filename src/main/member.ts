@@ -29,6 +29,7 @@ import { RaftDriver, ackBeforePersistDelayMs } from '../node/driver/raft-driver.
 import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
 import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
 import { saveIndexCheckpoint } from '../node/index-checkpoint-file.js';
+import { IndexCheckpointKeeper } from './index-checkpoint-keeper.js';
 import { createServerMetrics, type ServerMetrics } from '../metrics/server-metrics.js';
 import { timedExporter } from '../node/maintenance/timed-snapshot.js';
 import { PeerTransport } from '../peer/transport.js';
@@ -170,6 +171,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
 
     // Counts the disk's room on the write path; the disk watch, started below, keeps it current.
     const diskRoom = new DiskRoom();
+    // Built before the server, which calls it before a snapshot from the leader replaces the backend; started after.
+    const keeper = new IndexCheckpointKeeper({ memberDir, log });
     const server = new EtcdServer({
       diskRoom,
       memberId: identity.memberId,
@@ -196,6 +199,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
         o.unsafeTestFaults?.has('ack-before-persist') === true
           ? new Promise<void>((resolve, reject) => setTimeout(() => wal.saveSnapshot(s).then(resolve, reject), ackBeforePersistDelayMs))
           : wal.saveSnapshot(s),
+      beforeBackendReplaced: () => keeper.invalidate(),
       releaseLog: (index) => void wal.releaseTo(index).catch((error: unknown) => stop.fatal(error)),
       peerRequest: peerRequestOf(transport),
       syncPeers: (members) => peers.sync(members.length > 0 ? members : identity.joinPeers),
@@ -230,7 +234,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     server.start({ appliedIndex: applied, snapshotIndex: walState.snapshot.index, peers: snapshotStreamingTransport(transport, server, log) });
     stop.add('handover', () => server.handOver());
     stop.add('server', () => server.stop());
-    stop.add('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
+    keeper.start(() => server.state.store);
+    stop.add('checkpoint', async () => {
+      await keeper.stop();
+      await saveIndexCheckpoint(memberDir, server.state.store, log);
+    });
 
     // Built before /status, which reports it; it loads the S3 client only at its first upload.
     const offsite = o.etcdS3 !== undefined && o.scheduledSnapshots !== undefined

@@ -69,6 +69,7 @@ export class KvStore {
   #consistentIndex = 0;
   #term = 0;
   #flushedIndex = -1;
+  #writtenBytes = 0;
   readonly #marks = new FlushMarks();
   readonly #queue: BackendQueue;
   readonly #physical: PhysicalCompaction;
@@ -207,6 +208,11 @@ export class KvStore {
     return this.#core.currentRev;
   }
 
+  /** Bytes handed to the backend by flushes since this store opened (what a start's scan grows by). */
+  get writtenBytes(): number {
+    return this.#writtenBytes;
+  }
+
   /** -1 until the first compaction, as etcd. */
   get compactRevision(): number {
     return this.#core.compactRev;
@@ -311,6 +317,7 @@ export class KvStore {
     let dataBytes = 0;
     for (const op of ops) dataBytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
     this.#queue.wrote(dataBytes);
+    this.#writtenBytes += dataBytes;
     // The backend's size estimate is a native call of its own; refreshing it on every flush showed in
     // profiles. Between refreshes the quota adds the bytes written since, so it never under-counts growth.
     const refreshSize = ++this.#flushes % flushesPerSizeRefresh === 0;

@@ -228,6 +228,7 @@ export class ApplyLoop {
     await this.#h.state().store.idle();
     const source = snapshot.data.length > 0 ? snapshot.data : await this.#p.snapshotData.source(snapshot.meta);
     assert(source !== undefined, `the data of snapshot ${snapshot.meta.term}/${snapshot.meta.index} is missing`);
+    await this.#p.beforeBackendReplaced?.();
     const state = await ServerState.restore(this.#p.backend, source, this.#p.stateOptions);
     this.#h.setState(state);
     state.store.setDurableIndex(this.#stableIndex);
