@@ -52,6 +52,7 @@ export class IndexCheckpointKeeper {
   #baseBytes = 0;
   #writtenAtCut = 0;
   #lastBytes = 0;
+  #compactAtCut = -1;
   #writes = 0;
 
   constructor(o: KeeperOptions) {
@@ -72,9 +73,12 @@ export class IndexCheckpointKeeper {
   /** What a start would scan now, and the last checkpoint's size. */
   view(): KeeperView {
     const store = this.#store!();
-    if (store !== this.#about) {
-      // A new store (the start, or a snapshot restored from the leader): no checkpoint of it exists yet.
+    if (store !== this.#about || store.compactRevision !== this.#compactAtCut) {
+      // A new store (the start, or a snapshot restored from the leader): no checkpoint of it exists yet. Or
+      // a compaction since the cut: a start refuses that checkpoint (a compaction can delete a key's tail
+      // delete together with the put the checkpoint names), so it saves nothing any more.
       this.#about = store;
+      this.#compactAtCut = store.compactRevision;
       this.#baseBytes = store.dbSizeBytes();
       this.#writtenAtCut = store.writtenBytes;
       this.#lastBytes = 0;
@@ -97,6 +101,7 @@ export class IndexCheckpointKeeper {
     const epoch = this.#epoch;
     const store = this.#store!();
     const writtenAtCut = store.writtenBytes;
+    const compactAtCut = store.compactRevision;
     const t0 = performance.now();
     const path = indexCheckpointPath(this.#o.memberDir);
     let bytes = 0;
@@ -124,7 +129,7 @@ export class IndexCheckpointKeeper {
       return;
     }
     // The rename landed after an invalidate() began: that call removes the file after this write settles.
-    if (store === this.#about) {
+    if (store === this.#about && compactAtCut === this.#compactAtCut) {
       this.#baseBytes = 0;
       this.#writtenAtCut = writtenAtCut;
       this.#lastBytes = bytes;
