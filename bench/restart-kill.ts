@@ -5,7 +5,8 @@
  * loaded the key index from (a checkpoint or a scan) and the bytes the background index checkpoint wrote
  * during the load and in a rest period after it (expected 0 at rest).
  *
- *   npx tsx bench/restart-kill.ts [--keys 100000] [--runs 2] [--rest-ms 6000] [--only etcd|etcetera]
+ *   npx tsx bench/restart-kill.ts [--keys 100000] [--runs 2] [--rest-ms 6000] [--only etcd|etcetera|baseline]
+ *     [--baseline <another build's dist/src/main/cli.js>] [--keep <dir>]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -26,9 +27,11 @@ const restMs = Number(arg('--rest-ms', '6000'));
 const only = arg('--only', '');
 /** Load into this directory, kill -9, and stop there (no restart), keeping it: for looking at one start closely. */
 const keep = arg('--keep', '');
+/** Another build's cli.js, run beside as 'baseline' (an A/B against the code before a change). */
+const baseline = arg('--baseline', '');
 const clockTicks = 100; // USER_HZ on Linux
 
-type Kind = 'etcd' | 'etcetera';
+type Kind = 'etcd' | 'etcetera' | 'baseline';
 
 interface Started {
   proc: ChildProcess;
@@ -44,7 +47,7 @@ function start(kind: Kind, dataDir: string, client: number, peer: number): Start
     kind === 'etcd'
       ? spawn('/usr/bin/etcd', ['--name', 's', '--data-dir', dataDir, '--listen-client-urls', c, '--advertise-client-urls', c,
         '--listen-peer-urls', p, '--initial-advertise-peer-urls', p, '--initial-cluster', `s=${p}`], { stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(process.execPath, [cli, 'server', '--name', 's', '--data-dir', dataDir, '--listen-client-urls', c,
+      : spawn(process.execPath, [kind === 'baseline' ? baseline : cli, 'server', '--name', 's', '--data-dir', dataDir, '--listen-client-urls', c,
         '--listen-peer-urls', p, '--storage-profile', 'ssd'], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const collect = (b: Buffer): void => {
@@ -137,9 +140,9 @@ async function once(kind: Kind): Promise<Run> {
   }
 }
 
-const results: Record<Kind, Run[]> = { etcd: [], etcetera: [] };
+const results: Record<Kind, Run[]> = { etcd: [], etcetera: [], baseline: [] };
 for (let i = 0; i < runs; i++) {
-  for (const kind of ['etcd', 'etcetera'] as const) {
+  for (const kind of ['etcd', 'etcetera', ...(baseline !== '' ? ['baseline' as const] : [])] as const) {
     if (only !== '' && only !== kind) continue;
     const r = await once(kind);
     console.error(`${kind} run ${i + 1}: ${JSON.stringify(r)}`);
@@ -159,4 +162,10 @@ row('kill -9, spawn to first linearizable read (ms)', median(e.map((r) => r.rest
 row('CPU of the start until then, utime+stime (ms)', median(e.map((r) => r.cpuMs)), median(o.map((r) => r.cpuMs)));
 console.log(`\netcetera: key index loaded from ${o.map((r) => r.from).join(', ')}; checkpoint bytes written during the load ` +
   `${o.map((r) => r.loadCkptBytes).join(', ')}, at rest ${o.map((r) => r.restCkptBytes).join(', ')}`);
+if (baseline !== '') {
+  const bl = results.baseline;
+  row('baseline build: spawn to first read (ms), against etcd', median(e.map((r) => r.restartMs)), median(bl.map((r) => r.restartMs)));
+  row('baseline build: CPU of the start (ms), against etcd', median(e.map((r) => r.cpuMs)), median(bl.map((r) => r.cpuMs)));
+  console.log(`baseline: ${JSON.stringify(bl)}`);
+}
 console.log(`runs: etcd ${JSON.stringify(e.map((r) => Math.round(r.restartMs)))} ms, etcetera ${JSON.stringify(o.map((r) => Math.round(r.restartMs)))} ms`);
