@@ -6,6 +6,15 @@ import { assert } from './assert.js';
 
 /** etcd: --max-request-bytes default 1.5 MiB. */
 export const requestBytesMax = 1.5 * 1024 * 1024;
+/**
+ * The background key index checkpoint (main/index-checkpoint-keeper.ts): looked at this often, and written
+ * only when a start would otherwise scan at least this many backend bytes and at least this many times the
+ * last checkpoint's own size (a checkpoint costs about its size to write and to read; it must save more).
+ * At rest nothing is written: the bytes a start would scan do not grow.
+ */
+export const indexCheckpointCheckIntervalMs = 2000;
+export const indexCheckpointScanBytesMin = 16 * 1024 * 1024;
+export const indexCheckpointSavingFactor = 2;
 /** etcd: warnApplyDuration. An apply that takes longer counts in etcd_server_slow_apply_total and is logged. */
 export const slowApplyMs = 100;
 /** etcd: --max-txn-ops default 128. */

@@ -30,6 +30,7 @@ import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
 import { saveIndexCheckpoint } from '../storage/index-checkpoint-file.js';
 import type { EtcdServer } from '../node/etcd-server.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
+import { IndexCheckpointKeeper } from './index-checkpoint-keeper.js';
 import { timedExporter } from '../node/maintenance/timed-snapshot.js';
 import { registerTransportMetrics } from '../peer/transport-metrics.js';
 import { startPeerProber } from '../peer/peer-prober.js';
@@ -142,6 +143,8 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     const dataVersion = new DataVersionRecorder(memberDir, build, await readDataVersion(memberDir), (error) => stop.fatal(error));
     // Counts the disk's room on the write path; the disk watch, started below, keeps it current.
     const diskRoom = new DiskRoom();
+    // Built before the server, which calls it before a snapshot from the leader replaces the backend; started after.
+    const keeper = new IndexCheckpointKeeper({ memberDir, log });
     const member = await buildDataMember({
       scheduler: realScheduler,
       disk: { wal, backend, state, stateOptions, snapshotData, applied, snapshotIndex: walState.snapshot.index },
@@ -168,6 +171,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       ...(o.autoCompaction !== undefined ? { autoCompaction: o.autoCompaction } : {}),
       ...(o.unsafeTestFaults !== undefined && o.unsafeTestFaults.size > 0 ? { unsafeTestFaults: o.unsafeTestFaults } : {}),
       snapshotTempDir: snapshotData.dir,
+      beforeBackendReplaced: () => keeper.invalidate(),
       onRemoved: () => stop.request('removed from the cluster'),
       onFatal: (error) => stop.fatal(error),
       versions: { self: { build, dataFormat: dataFormatVersion }, onClusterVersion: (v) => dataVersion.applied(v) },
@@ -202,7 +206,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     member.start();
     stop.add('handover', () => server.handOver());
     stop.add('server', () => server.stop());
-    stop.add('checkpoint', () => saveIndexCheckpoint(memberDir, server.state.store, log));
+    keeper.start(() => server.state.store);
+    stop.add('checkpoint', async () => {
+      await keeper.stop();
+      await saveIndexCheckpoint(memberDir, server.state.store, log);
+    });
 
     // Built before /status, which reports it; it loads the S3 client only at its first upload.
     const offsite = o.etcdS3 !== undefined && o.scheduledSnapshots !== undefined

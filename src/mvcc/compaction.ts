@@ -5,6 +5,8 @@
  */
 import type { MvccCore } from './kv-core.js';
 import { codeMain } from './rev-code.js';
+import type { Backend } from './backend.js';
+import { bytesToRevision } from './revision.js';
 
 /** etcd's meta keys for the scheduled and finished compaction revisions. */
 export const scheduledCompactKey = new TextEncoder().encode('scheduledCompactRev');
@@ -40,4 +42,10 @@ export function chunked<T>(items: T[], chunkMax: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += chunkMax) out.push(items.slice(i, i + chunkMax));
   return out;
+}
+
+/** The compaction a backend has scheduled (the latest Compact applied to it), -1 when none. */
+export async function compactedRevisionOf(backend: Backend): Promise<number> {
+  const scheduled = await backend.get('meta', scheduledCompactKey);
+  return scheduled === undefined ? -1 : bytesToRevision(scheduled).rev.main;
 }

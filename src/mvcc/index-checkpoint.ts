@@ -1,14 +1,20 @@
 /**
- * The key index, saved when a member stops cleanly, so the next start loads it instead of scanning every
- * revision in the backend (a scan reads every value: start time would grow with value bytes). It is only a
- * cache of what the backend holds: valid exactly when the backend's consistent index and term are the ones it
- * was written at (nothing was applied since), and a start that finds it stale, damaged or absent scans.
+ * The key index, saved so a start does not scan every revision in the backend (a scan reads every value:
+ * start time would grow with value bytes). Written at a clean stop and, while the member runs, by the
+ * background keeper (main/index-checkpoint-keeper.ts) so a crash scans only the tail written after it. It is
+ * a cache of what the backend holds up to its cut (`lastCode`): usable when the backend has reached the
+ * consistent index it was cut at and no compaction passed it; the revisions after the cut are then scanned.
  *
  * Format: frames `[u32 payload length][u32 crc32c of payload][payload]`, little-endian. The first frame is
- * the header; then frames of whole entries; the last frame is the trailer (the entry count again).
- *   header:  magic "ETCIDX01", consistentIndex, term, currentRev, compactRev, lastCode, keys (f64 each)
+ * the header; then frames of whole entries; the last frame is the trailer (the entry count).
+ *   header:  magic "ETCIDX02", consistentIndex, term, currentRev, compactRev, lastCode, keys (f64 each)
+ *            (keys: the index's size at the cut, a hint for allocation; the trailer's count is the truth)
  *   entry:   u32 key length, key, u32 revision count, codes (f64 each), createRevision, version (f64), lease (i64)
+ *            version -1: the key was written after the cut while the checkpoint was taken, so its create
+ *            revision, version and lease at the cut are not known here: the loader reads them from the value
+ *            of its last put (one backend get per such key, a handful)
  *   trailer: magic "ETCIDXEND", keys (f64)
+ * ETCIDX01 (exact-match checkpoints, no unknown versions) is refused: the start scans.
  */
 import { assert } from '../base/assert.js';
 import { crc32c } from '../base/crc32c.js';
@@ -36,7 +42,10 @@ export interface IndexCheckpointEntry {
 /** A damaged or foreign checkpoint: the caller falls back to scanning the backend. */
 export class IndexCheckpointError extends Error {}
 
-const headerMagic = new TextEncoder().encode('ETCIDX01');
+const headerMagic = new TextEncoder().encode('ETCIDX02');
+const formerMagics = ['ETCIDX01'].map((m) => new TextEncoder().encode(m));
+/** An entry's version when its metadata at the cut is not known (see the format above). */
+export const versionUnknown = -1;
 const trailerMagic = new TextEncoder().encode('ETCIDXEND');
 const frameHeaderBytes = 8;
 /** Entries are packed into frames of about this size (one larger entry gets a frame of its own). */
@@ -100,32 +109,51 @@ class FrameWriter {
   }
 }
 
-/** The checkpoint as frames; `index` must not change while this is read (the member has stopped applying). */
-export function* encodeIndexCheckpoint(header: IndexCheckpointHeader, index: Iterable<KeyIndex>): Generator<Uint8Array> {
+/**
+ * The checkpoint as frames. `cut`: only revisions ≤ it are written (keys with none are left out), and a key
+ * with revisions past it gets version -1. `keys` is walked lazily, one frame per pull, so a caller that pulls
+ * between turns of the event loop sees the index as it is at each pull: keys(after) must return keys in
+ * order strictly after `after` (undefined at first), as it finds them then; each such batch ends a frame.
+ */
+export function* encodeIndexCheckpoint(header: IndexCheckpointHeader, keys: (after: string | undefined) => KeyIndex[]): Generator<Uint8Array> {
+  const cut = header.lastCode;
   const head = new FrameWriter(headerMagic.length + 6 * 8);
   head.bytes(headerMagic);
   for (const n of [header.consistentIndex, header.term, header.currentRev, header.compactRev, header.lastCode, header.keys]) head.f64(n);
   yield head.finish();
   let frame = new FrameWriter(frameBytesTarget);
   let count = 0;
-  for (const ki of index) {
-    const need = entryBytes(ki);
-    if (need > frame.room()) {
-      if (frame.payloadBytes > 0) yield frame.finish();
-      frame = new FrameWriter(Math.max(frameBytesTarget, need));
+  let after: string | undefined;
+  for (;;) {
+    const batch = keys(after);
+    if (batch.length === 0) break;
+    after = batch[batch.length - 1]!.text;
+    for (const ki of batch) {
+      let revisions = ki.revisionCount;
+      while (revisions > 0 && ki.revisionAt(revisions - 1) > cut) revisions--;
+      if (revisions === 0) continue;
+      const need = entryBytes(ki);
+      if (need > frame.room()) {
+        if (frame.payloadBytes > 0) yield frame.finish();
+        frame = new FrameWriter(Math.max(frameBytesTarget, need));
+      }
+      frame.u32(ki.text.length);
+      frame.latin1(ki.text);
+      frame.u32(revisions);
+      for (let i = 0; i < revisions; i++) frame.f64(ki.revisionAt(i));
+      const known = revisions === ki.revisionCount;
+      frame.f64(known ? ki.createRevision : 0);
+      frame.f64(known ? ki.version : versionUnknown);
+      frame.i64(known ? ki.lease : 0n);
+      count++;
     }
-    frame.u32(ki.text.length);
-    frame.latin1(ki.text);
-    const revisions = ki.revisionCount;
-    frame.u32(revisions);
-    for (let i = 0; i < revisions; i++) frame.f64(ki.revisionAt(i));
-    frame.f64(ki.createRevision);
-    frame.f64(ki.version);
-    frame.i64(ki.lease);
-    count++;
+    // A frame per walk step: the caller's pull is where the index may change.
+    if (frame.payloadBytes > 0) {
+      yield frame.finish();
+      frame = new FrameWriter(frameBytesTarget);
+    }
   }
   if (frame.payloadBytes > 0) yield frame.finish();
-  assert(count === header.keys, `index checkpoint: ${count} keys written, header says ${header.keys}`);
   const tail = new FrameWriter(trailerMagic.length + 8);
   tail.bytes(trailerMagic);
   tail.f64(count);
@@ -179,6 +207,7 @@ export class IndexCheckpointReader {
   async header(): Promise<IndexCheckpointHeader> {
     const v = await this.#frame();
     const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+    if (formerMagics.some((m) => startsWith(bytes, m))) throw new IndexCheckpointError('an index checkpoint of an older format');
     if (!startsWith(bytes, headerMagic) || v.byteLength !== headerMagic.length + 6 * 8) throw new IndexCheckpointError('not an index checkpoint');
     const f = (i: number): number => v.getFloat64(headerMagic.length + 8 * i, true);
     this.#header = { consistentIndex: f(0), term: f(1), currentRev: f(2), compactRev: f(3), lastCode: f(4), keys: f(5) };
@@ -194,7 +223,7 @@ export class IndexCheckpointReader {
       const bytes = new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
       if (startsWith(bytes, trailerMagic) && v.byteLength === trailerMagic.length + 8) {
         const keys = v.getFloat64(trailerMagic.length, true);
-        if (keys !== count || keys !== this.#header.keys) throw new IndexCheckpointError(`index checkpoint holds ${count} keys, trailer says ${keys}`);
+        if (keys !== count) throw new IndexCheckpointError(`index checkpoint holds ${count} keys, trailer says ${keys}`);
         return;
       }
       let pos = 0;

@@ -21,11 +21,12 @@ import { assert, assertSafeInteger } from '../base/assert.js';
 import { quotaBackendBytesDefault, quotaBackendBytesMax, reclaimAtQuotaFraction, reclaimGarbageFraction, valueCacheBytesDefault } from '../base/limits.js';
 import { batchOpOverheadBytes, WriteBuffer, type Backend, type BackendView } from './backend.js';
 import { BackendQueue } from './backend-queue.js';
-import { compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
+import { compactedRevisionOf, compactInMemory, finishedCompactKey, scheduledCompactKey } from './compaction.js';
 import { FlushMarks, type FlushMark } from './flush-marks.js';
 import { hashStore, type KvHash } from './hash.js';
 import { encodeIndexCheckpoint, IndexCheckpointError } from './index-checkpoint.js';
 import { loadIndexCheckpoint } from './index-checkpoint-load.js';
+import type { KeyIndex } from './key-index.js';
 import { decodeKeyValueMeta } from './kv-codec.js';
 import type { WriteListenOptions } from './watch-types.js';
 import { MvccCore, type WriteListener } from './kv-core.js';
@@ -68,6 +69,7 @@ export class KvStore {
   #consistentIndex = 0;
   #term = 0;
   #flushedIndex = -1;
+  #writtenBytes = 0;
   readonly #marks = new FlushMarks();
   readonly #queue: BackendQueue;
   readonly #physical: PhysicalCompaction;
@@ -107,7 +109,8 @@ export class KvStore {
     let afterCode = -1;
     if (options.indexCheckpoint !== undefined) {
       try {
-        afterCode = await loadIndexCheckpoint(store.#core, options.indexCheckpoint, consistentIndex, term);
+        const compactRev = await compactedRevisionOf(backend);
+        afterCode = await loadIndexCheckpoint(store.#core, options.indexCheckpoint, backend, { consistentIndex, term, compactRev });
         store.#loadedFrom = { checkpoint: true };
       } catch (err) {
         if (!(err instanceof IndexCheckpointError)) throw err;
@@ -156,15 +159,35 @@ export class KvStore {
 
   /**
    * The key index as checkpoint frames (index-checkpoint.ts), for a member that has stopped applying and
-   * flushed: the checkpoint is only valid for a backend at exactly this consistent index.
+   * flushed: everything is in the backend, so the checkpoint is cut at the last revision.
    */
   indexCheckpoint(): Iterable<Uint8Array> {
     const core = this.#core;
     assert(this.#flushedIndex === this.#consistentIndex && core.values.overlaySize === 0, 'index checkpoint of a store with unflushed writes');
-    return encodeIndexCheckpoint({
-      consistentIndex: this.#consistentIndex, term: this.#term, currentRev: core.currentRev, compactRev: core.compactRev,
+    return this.liveIndexCheckpoint();
+  }
+
+  /**
+   * The key index as checkpoint frames, cut at what is applied now, for a member that keeps applying: pull
+   * one frame per turn of the event loop (the keys are walked from where the last frame stopped, as the index
+   * is then). Applied writes past the cut are left out (a crash's start scans them), and a start refuses the
+   * checkpoint while the backend is behind the cut. Throws IndexCheckpointError when a compaction ran in
+   * between (the cut's revisions are no longer what the index holds).
+   */
+  *liveIndexCheckpoint(keysPerPull = 4096): Generator<Uint8Array> {
+    const core = this.#core;
+    const compactRev = core.compactRev;
+    const header = {
+      consistentIndex: this.#consistentIndex, term: this.#term, currentRev: core.currentRev, compactRev,
       lastCode: core.lastCode, keys: core.tree.size,
-    }, core.tree.all());
+    };
+    const keys = (after: string | undefined): KeyIndex[] => {
+      if (core !== this.#core || core.compactRev !== compactRev) throw new IndexCheckpointError('compacted while the checkpoint was written');
+      const batch: KeyIndex[] = [];
+      core.tree.visit(after === undefined ? '' : `${after}\0`, '', (ki) => batch.push(ki) < keysPerPull);
+      return batch;
+    };
+    yield* encodeIndexCheckpoint(header, keys);
   }
 
   /**
@@ -183,6 +206,11 @@ export class KvStore {
 
   get revision(): number {
     return this.#core.currentRev;
+  }
+
+  /** Bytes handed to the backend by flushes since this store opened (what a start's scan grows by). */
+  get writtenBytes(): number {
+    return this.#writtenBytes;
   }
 
   /** -1 until the first compaction, as etcd. */
@@ -289,6 +317,7 @@ export class KvStore {
     let dataBytes = 0;
     for (const op of ops) dataBytes += op.key.length + (op.type === 'put' ? op.value.length : 0);
     this.#queue.wrote(dataBytes);
+    this.#writtenBytes += dataBytes;
     // The backend's size estimate is a native call of its own; refreshing it on every flush showed in
     // profiles. Between refreshes the quota adds the bytes written since, so it never under-counts growth.
     const refreshSize = ++this.#flushes % flushesPerSizeRefresh === 0;

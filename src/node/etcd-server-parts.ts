@@ -52,6 +52,8 @@ export interface EtcdServerParts {
     removeThrough(index: number): Promise<void>;
   };
   releaseLog(index: number): void;
+  /** Before a snapshot from the leader replaces the backend: drop what caches the old one (the key index checkpoint). */
+  beforeBackendReplaced?(): Promise<void>;
   /** The peer transport's request RPC, for forwarding to the leader. */
   peerRequest: PeerCall;
   syncPeers(members: Member[]): void;

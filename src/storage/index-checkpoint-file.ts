@@ -1,8 +1,8 @@
 /**
- * `<data-dir>/member/index.ckpt`: the key index saved at a clean stop (src/mvcc/index-checkpoint.ts), so the
- * next start does not scan every value in the backend. Written after the last flush, whole or not at all
- * (wal/atomic-file.ts); read once at the next start and then removed, so a later crash can never meet a stale
- * one (the store also refuses one that does not match the backend's consistent index and term).
+ * `<data-dir>/member/index.ckpt`: the key index (src/mvcc/index-checkpoint.ts), so a start does not scan every
+ * value in the backend. Written whole or not at all (wal/atomic-file.ts): at a clean stop, after the last
+ * flush, and while the member runs by the keeper (main/index-checkpoint-keeper.ts). Read once at the next
+ * start and then removed; the store refuses one cut past the backend or passed by a compaction.
  */
 import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';

@@ -157,7 +157,7 @@ export function scanSegment(buf: Uint8Array, file: string, o: ScanOptions): Scan
     if (frame.kind === 'bad' && o.recycled && writtenInOneSector(buf, frame, damagedSeq)) {
       throw new WalCorruptError(file, offset, `${writtenWhole(frame)} (it lies in one sector, and its header is of this life of the recycled segment)`);
     }
-    const later = validRecordsAfter(buf, offset + 8, salt);
+    const later = validRecordsAfter(buf, offset + 8, salt, damagedSeq);
     if (later.seqs.length === 0) {
       // Nothing of this life follows. In a recycled segment the rest is the previous life: harmless.
       if (o.recycled) return { file, records, end: offset, lastBatchSeq };
@@ -198,8 +198,7 @@ export function tornMark(buf: Uint8Array, frame: BadFrame): string | undefined {
 function writtenInOneSector(buf: Uint8Array, frame: BadFrame, expectedSeq: number | undefined): boolean {
   if (frame.shape !== 'crc' || expectedSeq === undefined) return false;
   if (Math.floor(frame.start / sectorBytes) !== Math.floor((frame.frameEnd - 1) / sectorBytes)) return false;
-  const seq = (buf[frame.start + 8]! | (buf[frame.start + 9]! << 8) | (buf[frame.start + 10]! << 16) | (buf[frame.start + 11]! << 24)) >>> 0;
-  return seq === expectedSeq;
+  return batchSeqAt(buf, frame.start) === expectedSeq;
 }
 
 /** The first 512-byte sector whose part inside [start, end) is all zeros (etcd's chunks), or undefined. */
@@ -220,8 +219,16 @@ function writtenWhole(frame: BadFrame): string {
   return `${frame.reason}: the header was written (no sector of it is zero) but is not a record header, so the log was damaged after it was written, not torn`;
 }
 
-/** Batch sequences of the valid records at 8-aligned offsets at or after `from`, and where the last ends. */
-function validRecordsAfter(buf: Uint8Array, from: number, salt: number): { seqs: number[]; end: number } {
+/**
+ * Batch sequences of the valid records at 8-aligned offsets at or after `from`, and where the last ends.
+ *
+ * `oldestSeq`: the batch the damaged spot belongs to; every record of this life after it has that sequence or
+ * a later one (sequences only grow, and the CRC covers the header's). A frame with an older sequence cannot
+ * validate, so its CRC is not computed: a recycled segment's tail is up to its whole size of the previous
+ * life's well-formed frames, and checksumming each of them cost a restart after kill -9 more CPU than the
+ * rest of the log's read (issue 34). Older: behind by less than 2^31, so a wrapped u32 still counts as newer.
+ */
+function validRecordsAfter(buf: Uint8Array, from: number, salt: number, oldestSeq: number | undefined): { seqs: number[]; end: number } {
   const seqs: number[] = [];
   let end = from;
   let offset = (from + 7) & ~7;
@@ -237,7 +244,7 @@ function validRecordsAfter(buf: Uint8Array, from: number, salt: number): { seqs:
     }
     // Cheap plausibility test before the full frame check (a recycled tail is megabytes of old records).
     const type = buf[offset + 4]!;
-    if (type >= 1 && type <= 3 && (buf[offset + 5]! & ~1) === 0 && buf[offset + 6] === 0 && buf[offset + 7] === 0) {
+    if (type >= 1 && type <= 3 && (buf[offset + 5]! & ~1) === 0 && buf[offset + 6] === 0 && buf[offset + 7] === 0 && !olderThan(batchSeqAt(buf, offset), oldestSeq)) {
       const frame = readFrame(buf, offset, buf.length, salt);
       if (frame.kind === 'record') {
         seqs.push(frame.batchSeq);
@@ -248,6 +255,17 @@ function validRecordsAfter(buf: Uint8Array, from: number, salt: number): { seqs:
     offset += 8;
   }
   return { seqs, end };
+}
+
+function batchSeqAt(buf: Uint8Array, at: number): number {
+  return (buf[at + 8]! | (buf[at + 9]! << 8) | (buf[at + 10]! << 16) | (buf[at + 11]! << 24)) >>> 0;
+}
+
+/** `seq` comes before `oldest` in u32 sequence order (behind it by less than 2^31). */
+function olderThan(seq: number, oldest: number | undefined): boolean {
+  if (oldest === undefined) return false;
+  const behind = (oldest - seq) >>> 0;
+  return behind !== 0 && behind < 0x80000000;
 }
 
 const zeroChunk = Buffer.alloc(64 * 1024);

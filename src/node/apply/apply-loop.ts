@@ -31,7 +31,7 @@ export const backendBatchIntervalMs = 20;
 export type ApplyParts = Pick<EtcdServerParts,
   | 'scheduler' | 'backend' | 'stateOptions' | 'logger' | 'metrics' | 'heartbeatMs' | 'electionMs' | 'snapshotCount'
   | 'backendBacklogBytesMax' | 'saveSnapshot' | 'snapshotData' | 'releaseLog' | 'syncPeers' | 'onRemoved'
-  | 'notifyRemoved' | 'onFatal' | 'versions' | 'diskRoom'>;
+  | 'notifyRemoved' | 'onFatal' | 'versions' | 'diskRoom' | 'beforeBackendReplaced'>;
 
 export interface ApplyHost {
   memberId: bigint;
@@ -238,6 +238,7 @@ export class ApplyLoop {
     await this.#h.state().store.idle();
     const source = snapshot.data.length > 0 ? snapshot.data : await this.#p.snapshotData.source(snapshot.meta);
     assert(source !== undefined, `the data of snapshot ${snapshot.meta.term}/${snapshot.meta.index} is missing`);
+    await this.#p.beforeBackendReplaced?.();
     const state = await ServerState.restore(this.#p.backend, source, this.#p.stateOptions);
     this.#h.setState(state);
     state.store.setDurableIndex(this.#stableIndex);
