@@ -56,7 +56,7 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number; locks: number; wins: number; authErrors: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number; locks: number; wins: number; authErrors: number; witnessStarts: number };
   trace: string[];
 }
 
@@ -163,7 +163,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   };
   const stats: NodeSeedResult['stats'] = {
     nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0,
-    walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0,
+    walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0, witnessStarts: 0,
   };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
@@ -176,6 +176,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.lostBatches = c.nodes.reduce((n, node) => n + node.disk.backend.lostBatches, 0);
     stats.simEvents = c.loop.events;
     stats.walRefusals = c.walRefusals;
+    stats.witnessStarts = c.witnesses.reduce((n, wn) => n + wn.incarnation, 0);
     stats.locks = extras.coordination?.counts.locks ?? 0;
     stats.wins = extras.coordination?.counts.wins ?? 0;
     stats.authErrors = [...(auth?.seen.values() ?? [])].reduce((a, b) => a + b, 0);
