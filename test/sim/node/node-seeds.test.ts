@@ -40,5 +40,11 @@ describe('production-node seeds', () => {
       else expect(r.stats.acked).toBeGreaterThan(50);
     }
     expect(failures).toEqual([]);
+    // They replay exactly too: the witness adds no draw outside the seed.
+    const a: string[] = [];
+    const b: string[] = [];
+    await runNodeSeed({ seed: 7601, witness: true, trace: (l) => a.push(l) });
+    await runNodeSeed({ seed: 7601, witness: true, trace: (l) => b.push(l) });
+    expect(b).toEqual(a);
   });
 });
