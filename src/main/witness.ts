@@ -7,6 +7,9 @@
  * (`etcetera_server_is_witness 1`), and over gRPC what `etcdctl endpoint health` and `endpoint status` ask
  * (witness-grpc.ts); its metrics URLs the HTTP routes only.
  *
+ * The driver, what it applies and where its peers are come from witness-factory.ts (shared with the
+ * production-node simulator); this file adds what only a process has: WAL, transport, HTTP, gRPC, metrics.
+ *
  * Data directory: `<data-dir>/member/identity` and `<data-dir>/member/wal/` (or --wal-dir), as a member's,
  * with no `db/` and no `snap/`. The log starts after what every data voter holds durably (the data leader
  * says so on every heartbeat), so it stays a small tail.
@@ -15,9 +18,8 @@ import { randomBytes } from 'node:crypto';
 import { hex } from '../base/hex.js';
 import { raftInflightMsgsMax, raftMsgBytesMax, raftUncommittedBytesMax, walFirstSegmentBytes } from '../base/limits.js';
 import { Prng } from '../base/prng.js';
-import { decodeConfChange } from '../raft/conf.js';
 import { RawNode } from '../raft/raw-node.js';
-import { EntryType, type Entry, type Status } from '../raft/types.js';
+import type { Status } from '../raft/types.js';
 import type { WalTuning } from '../wal/profiles.js';
 import { Wal } from '../wal/wal.js';
 import type { MemberOptions } from '../config/member-options.js';
@@ -26,8 +28,8 @@ import { createJsonHandler, createMetricsHandler, startMetricsHttp, type HealthR
 import { startWitnessClientPort } from './witness-client-port.js';
 import { witnessStatus } from './witness-status.js';
 import { electionTicksOf } from '../node/apply/catch-up.js';
-import { RaftDriver } from '../node/driver/raft-driver.js';
-import { decodeConfChangeContext } from '../node/driver/raft-request.js';
+import type { RaftDriver } from '../node/driver/raft-driver.js';
+import { realScheduler } from '../node/driver/real-scheduler.js';
 import type { Identity } from '../storage/identity.js';
 import { walDirOf } from '../storage/wal-dir.js';
 import { PeerTransport } from '../peer/transport.js';
@@ -35,6 +37,7 @@ import { adoptToken, leaveAfterFailedJoin, openOrBootstrap } from './bootstrap.j
 import { PeerSync, peerRequestOf, transportBase, withPort } from './peers.js';
 import { MemberStop } from './member-stop.js';
 import { checkWitnessRestart } from './witness-start-checks.js';
+import { buildWitnessMember } from './witness-factory.js';
 
 /**
  * A witness's log is a tail of a few entries, so its segments are small whatever the device: the storage
@@ -45,8 +48,6 @@ import { checkWitnessRestart } from './witness-start-checks.js';
  */
 export const witnessWalTuning: Partial<WalTuning> = { segmentBytes: walFirstSegmentBytes, batchBytesMax: walFirstSegmentBytes, recycleSegmentsMax: 1 };
 
-/** How often a witness asks a data member for the member list (peer URLs changed by normal entries it skips). */
-export const witnessMembersRefreshMs = 10_000;
 
 export interface RunningWitness {
   readonly memberId: bigint;
@@ -109,66 +110,59 @@ async function runWitness(o: MemberOptions, identity: Identity, token: string): 
       },
       { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied: walState.snapshot.index },
     );
-    const driver = new RaftDriver(node, {
-      save: (u) => wal.save({ hardState: u.hardState, entries: u.entries, sync: u.sync }),
-      saveSnapshot: (s) => wal.saveSnapshot(s),
-      // The log's new start: a snapshot record without data (a witness has no state), then the segments behind it.
-      releaseLog: (meta) => wal.saveSnapshot({ meta, data: new Uint8Array(0) }).then(() => wal.releaseTo(meta.index)),
-    }, { tickIntervalMs: o.heartbeatIntervalMs });
-
-    const transport = new PeerTransport({
-      ...transportBase(o, identity, token, driver),
-      onPeerRefused: (_id, refusal) => {
-        if (refusal.code !== 'removed') return;
-        log.warn('a peer refused this witness: it was removed from the cluster; stopping', { reason: refusal.reason });
-        stop.request('removed from the cluster');
+    let peerPort = 0;
+    const member = await buildWitnessMember({
+      scheduler: realScheduler,
+      wal,
+      network: async (driver) => {
+        const transport = new PeerTransport({
+          ...transportBase(o, identity, token, driver),
+          onPeerRefused: (_id, refusal) => {
+            if (refusal.code !== 'removed') return;
+            log.warn('a peer refused this witness: it was removed from the cluster; stopping', { reason: refusal.reason });
+            stop.request('removed from the cluster');
+          },
+        });
+        stop.add('transport', () => transport.close());
+        ({ port: peerPort } = await transport.start({
+          onMessages: (msgs) => driver.step(msgs),
+          // A witness answers no request (joins, member changes, leases go to data members) and takes no state,
+          // except a data member's word that it was removed (`etcdctl member remove`): its own removal's commit
+          // may never reach it, since the leader stops replicating to it as it applies the change.
+          onRequest: async (req) => {
+            if (req.method === 'removed' && (req.payload as { id?: unknown } | undefined)?.id === identity.memberId) {
+              log.warn('this witness was removed from the cluster; stopping', { member: hex(identity.memberId) });
+              stop.request('removed from the cluster');
+              return { ok: true, payload: {} };
+            }
+            return { ok: false, error: `a witness serves no ${req.method} request: ask a data member` };
+          },
+          // A data leader sends a witness snapshot metadata over an empty stream: it moves the start of the log.
+          onSnapshot: (_from, snapshot, message) => {
+            if (snapshot.data.byteLength > 0) throw new Error('a witness holds no state: it takes no snapshot data');
+            driver.step([message]);
+          },
+        }));
+        const sync = new PeerSync(transport, identity.memberId);
+        return { send: (msgs) => transport.send(msgs), request: peerRequestOf(transport), syncPeers: (members) => sync.sync(members) };
       },
+    }, {
+      raft: node,
+      memberId: identity.memberId,
+      joinPeers: identity.joinPeers ?? [],
+      heartbeatMs: o.heartbeatIntervalMs,
+      logger: log,
+      onRemoved: () => stop.request('removed from the cluster'),
+      onFatal: (error) => stop.fatal(error),
     });
-    stop.add('transport', () => transport.close());
-    const { port: peerPort } = await transport.start({
-      onMessages: (msgs) => driver.step(msgs),
-      // A witness answers no request (joins, member changes, leases go to data members) and takes no state,
-      // except a data member's word that it was removed (`etcdctl member remove`): its own removal's commit
-      // may never reach it, since the leader stops replicating to it as it applies the change.
-      onRequest: async (req) => {
-        if (req.method === 'removed' && (req.payload as { id?: unknown } | undefined)?.id === identity.memberId) {
-          log.warn('this witness was removed from the cluster; stopping', { member: hex(identity.memberId) });
-          stop.request('removed from the cluster');
-          return { ok: true, payload: {} };
-        }
-        return { ok: false, error: `a witness serves no ${req.method} request: ask a data member` };
-      },
-      // A data leader sends a witness snapshot metadata over an empty stream: it moves the start of the log.
-      onSnapshot: (_from, snapshot, message) => {
-        if (snapshot.data.byteLength > 0) throw new Error('a witness holds no state: it takes no snapshot data');
-        driver.step([message]);
-      },
-    });
+    const { driver } = member;
     const peerUrl = withPort(o.initialAdvertisePeerUrls[0] ?? o.listenPeerUrls[0]!, peerPort);
-    const peers = new WitnessPeers(new PeerSync(transport, identity.memberId), identity, peerRequestOf(transport), log);
 
     const registry = new Registry();
     registerWitnessMetrics(registry, driver, identity.memberId);
-    driver.start({
-      // No store to fall behind: the witness only reads membership changes from what it "applies".
-      applyHold: () => undefined,
-      applyEntries: (entries) => {
-        if (peers.apply(driver, entries)) stop.request('removed from the cluster');
-      },
-      // Snapshot metadata from a data leader: the log restarts after it; peers added before it are asked for.
-      restoreSnapshot: async () => void peers.refresh(),
-      onSoftState: (state) =>
-        state.leader === 0n ? log.warn('no leader', { role: state.role }) : log.info('leader changed', { leader: hex(state.leader), role: state.role }),
-      onReadStates: () => {},
-      onStable: () => {},
-      onFatal: (error) => stop.fatal(error),
-    }, transport);
+    member.start();
     stop.add('driver', () => driver.stop());
-    peers.start();
-    void peers.refresh();
-    const refresh = setInterval(() => void peers.refresh(), witnessMembersRefreshMs);
-    refresh.unref();
-    stop.add('refresh', () => clearInterval(refresh));
+    stop.add('refresh', () => member.stopRefresh());
     const statusRoute = createJsonHandler('/status', () => witnessStatus({
       name: o.name, status: () => driver.status(), health: () => witnessHealth(driver), wal,
       enduranceTbw: o.storageEnduranceTbw, lifeWarningYears: o.storageLifeWarningYears,
@@ -225,67 +219,4 @@ function registerWitnessMetrics(registry: Registry, driver: RaftDriver, memberId
     isLeader.set(s.role === 'leader' ? 1 : 0);
     logEntries.set(s.lastIndex - s.firstIndex + 1);
   });
-}
-
-/**
- * Where the witness's peers are: the members it joined with, every member a conf change it applies names, and
- * the member list a data member gives it (peer URL updates are normal entries, which a witness skips).
- */
-class WitnessPeers {
-  readonly #sync: PeerSync;
-  readonly #identity: Identity;
-  readonly #call: ReturnType<typeof peerRequestOf>;
-  readonly #log: MemberOptions['logger'];
-  readonly #members = new Map<bigint, string[]>();
-
-  constructor(sync: PeerSync, identity: Identity, call: ReturnType<typeof peerRequestOf>, log: MemberOptions['logger']) {
-    this.#sync = sync;
-    this.#identity = identity;
-    this.#call = call;
-    this.#log = log;
-    for (const p of identity.joinPeers ?? []) this.#members.set(p.id, p.peerUrls);
-  }
-
-  start(): void {
-    this.#push();
-  }
-
-  /** Conf changes only (a witness applies nothing else); returns true when one removed this witness. */
-  apply(driver: RaftDriver, entries: Entry[]): boolean {
-    let removedSelf = false;
-    for (const e of entries) {
-      if (e.type !== EntryType.ConfChange) continue;
-      const cc = decodeConfChange(e.data);
-      driver.applyConfChange(cc);
-      if (cc.type === 'removeNode') {
-        this.#members.delete(cc.nodeId);
-        if (cc.nodeId === this.#identity.memberId) removedSelf = true;
-      } else if (cc.context.byteLength > 0) {
-        const { member } = decodeConfChangeContext(cc.context);
-        if (member.peerUrls.length > 0) this.#members.set(cc.nodeId, member.peerUrls);
-      }
-    }
-    this.#push();
-    return removedSelf;
-  }
-
-  /** Ask the data members we know for the member list; the first answer wins. */
-  async refresh(): Promise<void> {
-    for (const [id, urls] of this.#members) {
-      if (id === this.#identity.memberId || urls[0] === undefined) continue;
-      try {
-        const { members } = await this.#call(urls[0], 'members', {});
-        this.#members.clear();
-        for (const m of members) this.#members.set(m.id, m.peerUrls);
-        this.#push();
-        return;
-      } catch (error) {
-        this.#log.debug('witness: member list request failed', { peer: hex(id), error: (error as Error).message });
-      }
-    }
-  }
-
-  #push(): void {
-    this.#sync.sync([...this.#members].map(([id, peerUrls]) => ({ id, peerUrls })));
-  }
 }

@@ -47,6 +47,13 @@
  * the end its log holds no more than the data voters may still need). Chaos removes witnesses and adds new
  * ones; a data voter is left down for the liveness phase only when every other data voter runs.
  *
+ * WITNESSES IN THE PRODUCTION NODE. --node-witness-seeds V (default K / 5, taken out of the K node seeds, so
+ * the seed count stays) production-node seeds with a witness built by the production witness factory
+ * (src/main/witness-factory.ts, test/sim/node/witness-node.ts): 2 data members and a witness on even seeds, 4
+ * and a witness on odd ones; chaos crashes, isolates and cuts the witness too; in the liveness phase one data
+ * member stays crashed. The workload, liveness and HashKV checks judge the data members only; the witness's
+ * own (witness-check.ts): never handed snapshot data, follows the leader's term, its log reaches the commit.
+ *
  * RESTORE THEN JOIN. --restore-seeds R (default N / 50) seeds of test/sim/node/run-restore-seed.ts: a member
  * rebuilt by the production restore from a backup of another cluster's member, two members joining it under
  * seeded faults, then the restored member lost for good (O1 in test/GLOSSARY.md, issue 25).
@@ -74,7 +81,7 @@
  * (trace), --messages (trace every delivery), --known-bugs (scenarios and checks of open FINDINGS.md entries),
  * --fault <voteBeforePersist|commitEarlierTermByCount|learnersVote> (break the core on purpose),
  * --node-seeds K, --node-fault <skip-read-index|ack-before-persist|drop-watch-event> (break the server on
- * purpose: src/config/test-faults.ts), --damage-seeds D, --lock-seeds L. SIM_TRACE_APPLY=1 with --verbose also traces the production members'
+ * purpose: src/config/test-faults.ts), --damage-seeds D, --lock-seeds L, --node-witness-seeds V. SIM_TRACE_APPLY=1 with --verbose also traces the production members'
  * soft state, stable index, applied revisions, lease entries and lease RPCs.
  */
 import type { RaftConfig } from '../../src/raft/types.js';
@@ -98,6 +105,7 @@ interface CliArgs {
   witnessSeeds?: number;
   damageSeeds?: number;
   lockSeeds?: number;
+  nodeWitnessSeeds?: number;
 }
 
 type Fault = keyof NonNullable<RaftConfig['unsafeTestFaults']>;
@@ -125,10 +133,11 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--witness-seeds') args.witnessSeeds = v();
     else if (a === '--damage-seeds') args.damageSeeds = v();
     else if (a === '--lock-seeds') args.lockSeeds = v();
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--witness-seeds W] [--damage-seeds D] [--lock-seeds L])`);
+    else if (a === '--node-witness-seeds') args.nodeWitnessSeeds = v();
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--witness-seeds W] [--damage-seeds D] [--lock-seeds L] [--node-witness-seeds V])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
-  if ([args.seeds, args.nodeSeeds, args.witnessSeeds, args.restoreSeeds, args.damageSeeds, args.lockSeeds].some((n) => (n ?? 0) < 0)) throw new Error('seed counts must be ≥ 0');
+  if ([args.seeds, args.nodeSeeds, args.witnessSeeds, args.restoreSeeds, args.damageSeeds, args.lockSeeds, args.nodeWitnessSeeds].some((n) => (n ?? 0) < 0)) throw new Error('seed counts must be ≥ 0');
   return args;
 }
 
@@ -151,13 +160,17 @@ function parseNodeFault(name: string | undefined): TestFault {
 interface NodeKind {
   label: string;
   /** The word of its failure lines. */
-  name: 'node' | 'damage' | 'lock';
-  flag: '--node-seeds' | '--damage-seeds' | '--lock-seeds';
+  name: 'node' | 'damage' | 'lock' | 'witness node';
+  flag: '--node-seeds' | '--damage-seeds' | '--lock-seeds' | '--node-witness-seeds';
   options: (seed: number) => Partial<NodeSeedOptions>;
 }
 
 const plainKind: NodeKind = { label: 'production node', name: 'node', flag: '--node-seeds', options: () => ({}) };
 const damageKind: NodeKind = { label: 'WAL damage', name: 'damage', flag: '--damage-seeds', options: () => ({ walDamage: true }) };
+const witnessKind: NodeKind = {
+  label: 'production node with a witness (2 data + 1 witness, 4 data + 1 witness)', name: 'witness node', flag: '--node-witness-seeds',
+  options: () => ({ witness: true }),
+};
 const lockKind: NodeKind = {
   label: 'Lock/Election (auth on odd seeds)', name: 'lock', flag: '--lock-seeds',
   options: (seed) => ({ coordination: true, ...(seed % 2 === 1 ? { auth: true } : {}) }),
@@ -306,8 +319,12 @@ async function main(): Promise<void> {
   const [witnessPassed, witnessFailed] = runWitnessSeeds(args, args.witnessSeeds ?? Math.floor(args.seeds / 20));
   passed += witnessPassed;
   failed += witnessFailed;
+  // The witness node seeds are a share of the node seeds: the run's seed count (and time) stays as it was.
+  const nodeSeeds = args.nodeSeeds ?? Math.floor(args.seeds / 10);
+  const nodeWitnessSeeds = args.nodeWitnessSeeds ?? Math.floor(nodeSeeds / 5);
   const kinds: [NodeKind, number][] = [
-    [plainKind, args.nodeSeeds ?? Math.floor(args.seeds / 10)],
+    [plainKind, Math.max(0, nodeSeeds - nodeWitnessSeeds)],
+    [witnessKind, nodeWitnessSeeds],
     [damageKind, args.damageSeeds ?? Math.floor(args.seeds / 40)],
     [lockKind, args.lockSeeds ?? Math.floor(args.seeds / 50)],
   ];

@@ -18,9 +18,11 @@ import type { NodeTuning } from './server-node.js';
 import { Workload } from './workload.js';
 import { replaceMember } from './replace-member.js';
 import type { ServerNode } from './server-node.js';
+import { WitnessNode } from './witness-node.js';
 import { SimAuth } from './sim-auth.js';
 import { Coordination } from './coordination.js';
 import { checkElections, checkLocks, KeyLifetimes } from './coordination-check.js';
+import { checkWitnesses } from './witness-check.js';
 
 export const chaosMs = 20_000;
 export const livenessMs = 30_000;
@@ -40,6 +42,12 @@ export interface NodeSeedOptions {
   coordination?: boolean;
   /** Auth on: users, roles, tokens for every client, intruders getting etcd's errors (sim-auth.ts). */
   auth?: boolean;
+  /**
+   * Witness seeds: 2 data members and a witness (even seeds) or 4 and a witness (odd ones), built by the
+   * production witness factory (witness-node.ts); in the liveness phase one data member stays crashed, and
+   * the witness's own checks run (witness-check.ts).
+   */
+  witness?: boolean;
   trace?: (line: string) => void;
 }
 
@@ -48,7 +56,7 @@ export interface NodeSeedResult {
   ok: boolean;
   phase: 'chaos' | 'liveness' | 'check';
   error?: string;
-  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number; locks: number; wins: number; authErrors: number };
+  stats: { nodes: number; ops: number; acked: number; events: number; crashes: number; snapshots: number; applyHolds: number; lostBatches: number; livenessMs: number; simEvents: number; walRefusals: number; replaced: number; locks: number; wins: number; authErrors: number; witnessStarts: number };
   trace: string[];
 }
 
@@ -67,16 +75,17 @@ function damageNow(c: ServerCluster, damage: DamagePlan | undefined): DamagePlan
   return damage.rng.int(2) === 0 ? damage : undefined;
 }
 
-function crashMaybeDamaged(c: ServerCluster, n: ServerNode, damage: DamagePlan | undefined): void {
-  const d = damageNow(c, damage);
-  if (d === undefined) c.crash(n);
+function crashMaybeDamaged(c: ServerCluster, n: ServerNode | WitnessNode, damage: DamagePlan | undefined): void {
+  const d = n instanceof WitnessNode ? undefined : damageNow(c, damage);
+  if (d === undefined || n instanceof WitnessNode) c.crash(n);
   else c.crashDamaged(n, d.rng.int(2) === 0 ? 'bitflip' : 'zero-sector', d.rng);
 }
 
 /** One fault of the chaos phase, and how long it lasts. */
 function injectFault(c: ServerCluster, rng: Prng, allowPowerCut: boolean, damage?: DamagePlan): void {
   const x = rng.next();
-  const nodes = c.nodes.slice();
+  // The witnesses too (none outside witness seeds, so the other seeds draw as before).
+  const nodes = c.members.slice();
   const pick = nodes[rng.int(nodes.length)]!;
   const ms = 300 + rng.int(3000);
   if (x < 0.3) {
@@ -141,19 +150,20 @@ export function tuningOf(rng: Prng, faults: Set<TestFault>, seed = 0): NodeTunin
 
 export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
   const rng = new Prng(o.seed ^ 0x5eed_0de);
-  const voters = o.nodes ?? (o.walDamage === true ? 3 + rng.int(membersMax - 2) : 1 + rng.int(membersMax));
+  const voters = o.witness === true ? (o.seed % 2 === 0 ? 2 : 4) : o.nodes ?? (o.walDamage === true ? 3 + rng.int(membersMax - 2) : 1 + rng.int(membersMax));
   const tuning = { ...tuningOf(rng, o.faults ?? new Set(), o.seed), ...(o.auth === true ? { auth: true } : {}) };
-  const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
+  const c = new ServerCluster({ seed: rng.fork().int(2 ** 31), voters, ...(o.witness === true ? { witnesses: 1 } : {}), tuning, ...(o.trace !== undefined ? { trace: o.trace } : {}) });
   const auth = o.auth === true ? new SimAuth(c, o.seed) : undefined;
   const w = new Workload(c, rng.fork(), auth);
   const extras: Extras = {
     ...(o.walDamage === true ? { damage: { rng: new Prng(o.seed ^ 0xda3a_6e5) } } : {}),
     ...(auth !== undefined ? { auth } : {}),
     ...(o.coordination === true ? { coordination: new Coordination(c, new Prng(o.seed ^ 0xc00_4d), auth) } : {}),
+    ...(o.witness === true ? { witness: true } : {}),
   };
   const stats: NodeSeedResult['stats'] = {
     nodes: voters, ops: 0, acked: 0, events: 0, crashes: 0, snapshots: 0, applyHolds: 0, lostBatches: 0, livenessMs: 0, simEvents: 0,
-    walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0,
+    walRefusals: 0, replaced: 0, locks: 0, wins: 0, authErrors: 0, witnessStarts: 0,
   };
   const result = (phase: NodeSeedResult['phase'], error?: string): NodeSeedResult => {
     const ops = w.recorder.ops;
@@ -166,6 +176,7 @@ export async function runNodeSeed(o: NodeSeedOptions): Promise<NodeSeedResult> {
     stats.lostBatches = c.nodes.reduce((n, node) => n + node.disk.backend.lostBatches, 0);
     stats.simEvents = c.loop.events;
     stats.walRefusals = c.walRefusals;
+    stats.witnessStarts = c.witnesses.reduce((n, wn) => n + wn.incarnation, 0);
     stats.locks = extras.coordination?.counts.locks ?? 0;
     stats.wins = extras.coordination?.counts.wins ?? 0;
     stats.authErrors = [...(auth?.seen.values() ?? [])].reduce((a, b) => a + b, 0);
@@ -192,6 +203,8 @@ interface Extras {
   damage?: DamagePlan;
   auth?: SimAuth;
   coordination?: Coordination;
+  /** A witness seed: one data member stays crashed through the liveness phase; the witness checks run. */
+  witness?: boolean;
 }
 
 /** Auth set up first (no chaos yet), then the workload, the Lock/Election clients and the intruders. */
@@ -247,7 +260,7 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
     });
   };
   const operatorDone = (): boolean => replacing === 0 && c.nodes.every((n) => n.walDamage === undefined);
-  for (const n of c.nodes) c.start(n);
+  for (const n of c.members) c.start(n);
   const notStarted = await startActors(c, w, x);
   if (notStarted !== undefined) return result('chaos', notStarted);
   // Chaos: a fault every 0.3–2.3 s (the first after the cluster had a moment to elect).
@@ -259,7 +272,14 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
   // Liveness: heal, restart, and require progress within the bound.
   c.trace('HEAL');
   c.heal();
-  for (const n of c.nodes) c.restart(n);
+  if (x.witness === true) {
+    // The witness's case: one data member down (by the seed), the rest and the witness must keep going.
+    const down = c.nodes[rng.int(c.nodes.length)]!;
+    c.trace(`n${down.id} kept down through the liveness phase`);
+    c.crash(down);
+    c.keptDown.add(down);
+  }
+  for (const n of c.members) c.restart(n);
   const healedAt = c.loop.nowMs;
   const stopping = stopActors(w, x);
   let done = false;
@@ -278,8 +298,8 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
   void closing.then(() => (closed = true));
   await c.loop.runUntil(c.loop.nowMs + 1000, () => closed);
 
-  const report = checkHistory(w.recorder.history(), { finalRev: final });
-  const violations = [...report.violations, ...extraViolations(w, x)];
+  const report = checkHistory(w.recorder.history(), { finalRev: final.revision });
+  const violations = [...report.violations, ...extraViolations(w, x), ...(x.witness === true ? checkWitnesses(c, final.commit) : [])];
   if (violations.length > 0) {
     const first = violations[0]!;
     const related = w.recorder.ops.filter((op) => first.includes(`#${op.id} `)).map(describeOp);
@@ -292,8 +312,9 @@ async function run(c: ServerCluster, w: Workload, rng: Prng, stats: NodeSeedResu
  * After the heal: a write through the leader succeeds, every watcher delivers through its revision, and
  * every member applies to the same revision with the same HashKV. Returns the final revision, or what failed.
  */
-async function finalRevision(c: ServerCluster, w: Workload, deadlineMs: number): Promise<number | string> {
+async function finalRevision(c: ServerCluster, w: Workload, deadlineMs: number): Promise<{ revision: number; commit: number } | string> {
   let revision: number | undefined;
+  let commit = 0;
   let error = '';
   const attempt = async (): Promise<void> => {
     for (;;) {
@@ -301,6 +322,7 @@ async function finalRevision(c: ServerCluster, w: Workload, deadlineMs: number):
       if (leader !== undefined) {
         try {
           revision = (await leader.server!.linearizableBarrier({ requireLeader: true, signal: new AbortController().signal }), leader.server!.state.store.revision);
+          commit = leader.driver?.status().commit ?? 0;
           return;
         } catch (e) {
           error = String(e);
@@ -313,13 +335,15 @@ async function finalRevision(c: ServerCluster, w: Workload, deadlineMs: number):
   await c.loop.runUntil(deadlineMs, () => revision !== undefined);
   if (revision === undefined) return `liveness: no leader served a linearizable read within the bound (${error})`;
   const rev = revision;
+  // The data members serving (one a witness seed keeps down holds an older key space: not judged).
+  const data = c.nodes.filter((n) => !c.keptDown.has(n));
   const converged = (): boolean =>
-    w.watchersCaughtUp(rev) && c.nodes.every((n) => n.server !== undefined && n.server.state.store.revision >= rev);
+    w.watchersCaughtUp(rev) && data.every((n) => n.server !== undefined && n.server.state.store.revision >= rev);
   for (let t = c.loop.nowMs; t < deadlineMs && !converged(); t += 100) await c.loop.runUntil(t + 100);
   if (!w.watchersCaughtUp(rev)) return `liveness: watchers did not deliver through revision ${rev}`;
   if (!converged()) return `liveness: not every member reached revision ${rev}`;
-  const hashes = await Promise.all(c.nodes.map((n) => n.server!.state.store.hashKV(rev)));
+  const hashes = await Promise.all(data.map((n) => n.server!.state.store.hashKV(rev)));
   const distinct = new Set(hashes.map((h) => h.hash));
-  if (distinct.size > 1) return `members disagree at revision ${rev}: HashKV ${hashes.map((h, i) => `n${i + 1}=${h.hash}`).join(' ')}`;
-  return rev;
+  if (distinct.size > 1) return `members disagree at revision ${rev}: HashKV ${hashes.map((h, i) => `n${data[i]!.id}=${h.hash}`).join(' ')}`;
+  return { revision: rev, commit };
 }

@@ -16,6 +16,10 @@ import type { Prng as SeedPrng } from '../../../src/base/prng.js';
 import { ServerNode, walDir, type NodeEnv, type NodeTuning } from './server-node.js';
 import { damageWal, refusalProblem, type WalDamageKind } from './wal-damage.js';
 import { SimLoop } from './sim-loop.js';
+import { WitnessNode, type WitnessEnv } from './witness-node.js';
+
+/** A member on the network: a data member, or a witness (no server, no data). */
+type Peer = ServerNode | WitnessNode;
 
 export interface LinkFaults {
   dropRate: number;
@@ -42,6 +46,8 @@ export const calmDisk: DiskFaults = { syncMinMs: 1, syncMaxMs: 3, slowRate: 0, s
 export interface ServerClusterOptions {
   seed: number;
   voters: number;
+  /** Witnesses beside the data voters (witness-node.ts): ids voters+1…, addWitness in the initial log. */
+  witnesses?: number;
   tuning: NodeTuning;
   trace?: (line: string) => void;
 }
@@ -49,9 +55,12 @@ export interface ServerClusterOptions {
 export class ServerCluster {
   readonly loop = new SimLoop();
   readonly rng: Prng;
+  /** The data members (the workload's, the checks'). */
   readonly nodes: ServerNode[] = [];
-  readonly #byUrl = new Map<string, ServerNode>();
-  readonly #byId = new Map<bigint, ServerNode>();
+  /** The witnesses: on the network and in the faults, never in the data checks. */
+  readonly witnesses: WitnessNode[] = [];
+  readonly #byUrl = new Map<string, Peer>();
+  readonly #byId = new Map<bigint, Peer>();
   /** Directed cuts "from>to". */
   readonly #cuts = new Set<string>();
   readonly #netRng: Prng;
@@ -72,6 +81,8 @@ export class ServerCluster {
   /** Called once a member is lost for good (its start refused): the seed's operator replaces it. */
   onLost: ((n: ServerNode) => void) | undefined;
   readonly #env: NodeEnv;
+  /** Members a seed keeps crashed (a witness seed's liveness phase): no restart brings them back. */
+  readonly keptDown = new Set<Peer>();
 
   constructor(o: ServerClusterOptions) {
     this.rng = new Prng(o.seed);
@@ -82,9 +93,15 @@ export class ServerCluster {
     for (let i = 1; i <= o.voters; i++) {
       members.push({ id: BigInt(i), name: `n${i}`, peerUrls: [`sim://n${i}:2380`], clientUrls: [`sim://n${i}:2379`], isLearner: false });
     }
+    const witnessIds: bigint[] = [];
+    for (let i = o.voters + 1; i <= o.voters + (o.witnesses ?? 0); i++) {
+      members.push({ id: BigInt(i), name: `w${i}`, peerUrls: [`sim://w${i}:2380`], clientUrls: [`sim://w${i}:2379`], isLearner: false });
+      witnessIds.push(BigInt(i));
+    }
     const env: NodeEnv = {
       loop: this.loop,
       members,
+      witnessIds,
       clusterId: 0xc105e4n,
       tuning: o.tuning,
       send: (from: ServerNode, messages: Message[]) => this.#send(from, messages),
@@ -106,7 +123,22 @@ export class ServerCluster {
       trace: (line: string) => this.trace(line),
     };
     this.#env = env;
-    for (const m of members) this.addNode(m);
+    for (const m of members) {
+      if (witnessIds.includes(m.id)) this.#addWitness(m, { ...env, send: (from, msgs) => this.#send(from, msgs), peerRequest: (from, url, method, payload) => this.#peerRequest(from, url, method, payload), syncDelayMs: () => this.#syncDelayMs(), onFatal: (n, error) => void this.fatal.push(`n${n.id} (witness): ${error instanceof Error ? error.message : String(error)}`) });
+      else this.addNode(m);
+    }
+  }
+
+  #addWitness(m: Member, env: WitnessEnv): void {
+    const w = new WitnessNode(m, env, this.rng.fork());
+    this.witnesses.push(w);
+    this.#byUrl.set(m.peerUrls[0]!, w);
+    this.#byId.set(m.id, w);
+  }
+
+  /** Every member the faults reach: the data members, then the witnesses. */
+  get members(): Peer[] {
+    return this.witnesses.length === 0 ? this.nodes : [...this.nodes, ...this.witnesses];
   }
 
   /** A member the network knows from now on (an initial one, or one added to the configuration later). */
@@ -127,12 +159,12 @@ export class ServerCluster {
 
   node(id: bigint | number): ServerNode {
     const n = this.#byId.get(BigInt(id));
-    if (n === undefined) throw new Error(`no node ${id}`);
+    if (n === undefined || n instanceof WitnessNode) throw new Error(`no data member ${id}`);
     return n;
   }
 
   /** Boot (or reboot) a member; a boot that fails is fatal for the seed (the production member would exit). */
-  start(n: ServerNode): void {
+  start(n: Peer): void {
     const starting = n.start();
     const incarnation = n.incarnation; // start() counts it before its first await
     void starting.catch((error: unknown) => {
@@ -141,17 +173,17 @@ export class ServerCluster {
     });
   }
 
-  crash(n: ServerNode): void {
+  crash(n: Peer): void {
     if (!n.up) return;
     this.crashes++;
     this.trace(`n${n.id} CRASH`);
     n.crash();
   }
 
-  restart(n: ServerNode): void {
-    if (n.up || n.lost) return;
+  restart(n: Peer): void {
+    if (n.up || n.lost || this.keptDown.has(n)) return;
     this.trace(`n${n.id} RESTART`);
-    if (n.walDamage !== undefined) this.#startDamaged(n);
+    if (n instanceof ServerNode && n.walDamage !== undefined) this.#startDamaged(n);
     else this.start(n);
   }
 
@@ -200,7 +232,7 @@ export class ServerCluster {
   }
 
   isolate(id: bigint): void {
-    for (const n of this.nodes) {
+    for (const n of this.members) {
       if (n.id === id) continue;
       this.cut(id, n.id);
       this.cut(n.id, id);
@@ -227,8 +259,9 @@ export class ServerCluster {
     return best;
   }
 
-  #reachable(from: ServerNode, to: ServerNode | undefined): to is ServerNode {
-    return to !== undefined && to.server !== undefined && !this.isCut(from.id, to.id);
+  #reachable(from: Peer, to: Peer | undefined): to is Peer {
+    // A member serves once its driver runs (a data member's server is set with it).
+    return to !== undefined && to.driver !== undefined && !this.isCut(from.id, to.id);
   }
 
   #delayMs(): number {
@@ -236,7 +269,7 @@ export class ServerCluster {
     return l.delayMinMs + this.#netRng.int(l.delayMaxMs - l.delayMinMs + 1);
   }
 
-  #send(from: ServerNode, messages: Message[]): void {
+  #send(from: Peer, messages: Message[]): void {
     const owner = from.owner;
     for (const m of messages) {
       const to = this.#byId.get(m.to);
@@ -253,7 +286,7 @@ export class ServerCluster {
     }
   }
 
-  #deliver(to: ServerNode, m: Message): void {
+  #deliver(to: Peer, m: Message): void {
     const incarnation = to.incarnation;
     this.loop.at(this.#delayMs(), () => {
       if (to.incarnation === incarnation) to.driver?.step([m]);
@@ -267,6 +300,8 @@ export class ServerCluster {
     for await (const c of source) chunks.push(c.slice());
     const meta = m.snapshot!.meta;
     const to = this.#byId.get(m.to);
+    // A witness holds no state: a snapshot's data never goes to one (the bridge sends it the metadata alone).
+    if (to instanceof WitnessNode) this.fatal.push(`n${from.id} streamed snapshot data to the witness n${to.id}`);
     const ok = owner.alive && this.#reachable(from, to) && !(this.#netRng.next() < this.link.dropRate);
     if (ok) {
       this.snapshotsSent++;
@@ -274,14 +309,14 @@ export class ServerCluster {
       this.loop.at(this.#delayMs(), () => {
         if (to.incarnation !== incarnation || to.driver === undefined) return;
         this.trace(`n${to.id} receives snapshot ${meta.term}/${meta.index} from n${from.id}`);
-        to.receiveSnapshot(meta, chunks);
+        if (to instanceof ServerNode) to.receiveSnapshot(meta, chunks);
         to.driver.step([m]);
       });
     }
     this.loop.at(this.#delayMs(), () => from.driver?.reportSnapshot(m.to, ok), owner);
   }
 
-  async #peerRequest(from: ServerNode, url: string, method: string, payload: unknown): Promise<unknown> {
+  async #peerRequest(from: Peer, url: string, method: string, payload: unknown): Promise<unknown> {
     const owner = from.owner;
     const to = this.#byUrl.get(url);
     await this.loop.sleep(this.#delayMs(), owner);

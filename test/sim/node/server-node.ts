@@ -70,6 +70,8 @@ export interface NodeTuning {
 export interface NodeEnv {
   loop: SimLoop;
   members: Member[];
+  /** The initial members that are witnesses (witness-node.ts), written to the log as addWitness. */
+  witnessIds: bigint[];
   clusterId: bigint;
   tuning: NodeTuning;
   /** This node's raft messages leave (the network decides what arrives, and when). */
@@ -168,7 +170,7 @@ export class ServerNode {
       onFatal: (error) => owner.alive && env.onFatal(this, error),
     });
     if (!disk.bootstrapped) {
-      const entries = bootstrapEntries(env.members);
+      const entries = bootstrapEntries(env.members, env.witnessIds);
       const hardState = { term: 1, vote: 0n, commit: entries.length };
       await wal.save({ hardState, entries });
       disk.bootstrapped = true;
