@@ -13,6 +13,9 @@ type Unsynced = { ops: BatchOp[] } | 'clear';
 /** A record's overhead in LevelDB's log and tables (sequence, lengths, block trailers), roughly. */
 const recordOverheadBytes = 24;
 
+/** LevelDB compacts at most 25 tables (kExpandedCompactionByteSizeLimit; 1 MiB tables here) per step. */
+const compactionStepBytesMax = 25 * 1024 * 1024;
+
 /** The bytes a batch adds to LevelDB's files: every put and every delete (a tombstone) is appended. */
 function batchDiskBytes(ops: BatchOp[]): number {
   let n = 0;
@@ -94,9 +97,10 @@ export class PowerLossBackend implements Backend {
   }
 
   async defragment(): Promise<void> {
-    // A full compaction writes the live data anew before it deletes the old files.
+    // A full compaction writes the live data anew, one step of at most compactionStepBytesMax at a time, each
+    // step's output before it deletes that step's inputs.
     const live = await this.#live.sizeBytes();
-    if (this.room !== undefined && !this.room(live)) throw Object.assign(new Error('IO error: ENOSPC: no space left on device (simulated defragment)'), { code: 'ENOSPC' });
+    if (this.room !== undefined && !this.room(Math.min(live, compactionStepBytesMax))) throw Object.assign(new Error('IO error: ENOSPC: no space left on device (simulated defragment)'), { code: 'ENOSPC' });
     await this.#live.defragment();
     this.diskBytes = await this.#live.sizeBytes();
   }
