@@ -272,10 +272,18 @@ class SimFile implements FilePort {
     this.#fs.claim(this.path, position + length - this.#inode.data.length);
     this.#fs.step(`write ${this.path} @${position} +${length}`, () => {
       const inode = this.#inode;
-      if (position + length > inode.data.length) {
-        const grown = new Uint8Array(position + length);
-        grown.set(inode.data);
-        inode.data = grown;
+      const end = position + length;
+      if (end > inode.data.length) {
+        // Grown in place while its buffer has room, else into one twice its size: appending records one by one
+        // copied the whole file each time (the fill seeds' 64 KiB values made that most of their time). The
+        // buffer past a file's length is never written (truncate allocates anew), so it reads as zeros.
+        const data = inode.data;
+        if (data.byteOffset === 0 && end <= data.buffer.byteLength) inode.data = new Uint8Array(data.buffer, 0, end);
+        else {
+          const grown = new Uint8Array(Math.max(end, 2 * data.length));
+          grown.set(data);
+          inode.data = grown.subarray(0, end);
+        }
       }
       inode.data.set(bytes, position);
       this.#fs.noteWrite(inode, position, bytes);
