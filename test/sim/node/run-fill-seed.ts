@@ -8,8 +8,10 @@
  *    and every writer is refused.
  * 2. While NOSPACE is up: a write is refused with etcd's "database space exceeded"; reads work; every acked
  *    write is held by every member.
- * 3. The operator's recovery, as etcd documents it: delete the keys, compact, defragment every member,
- *    `alarm disarm`; then writes resume (a few large ones too).
+ * 3. One member is power-cut and restarted on its full disk: it must serve again.
+ * 4. The operator's recovery, as etcd documents it: delete the keys, compact, defragment every member,
+ *    `alarm disarm` (on half the seeds none: the disk watch must clear the NOSPACE it raised by itself, on the
+ *    restarted member as on the others); then writes resume (large ones), and NOSPACE does not come back.
  * Throughout: no ENOSPC ever reaches a member's WAL or backend (NOSPACE was raised in time, with the reserve
  * recovery needs), and no member exits (the cluster's fatal list stays empty).
  *
@@ -185,13 +187,20 @@ async function run(c: ServerCluster, rng: Prng, stats: FillSeedResult['stats']):
     }
   }
 
+  // A member restarted on its full disk (power cut and back): it must start and serve again, not exit.
+  const victim = c.nodes[rng.int(c.nodes.length)]!;
+  c.crash(victim);
+  c.loop.at(200, () => c.restart(victim));
+  const back = await settle(c, waitUntil(c, () => victim.up && victim.server !== undefined && c.leader() !== undefined), 20_000);
+  if (back === undefined) return `n${victim.id} did not serve again after a restart on its full disk`;
+
   // The operator's recovery: del, compact, defrag (every member), alarm disarm; then writes resume.
-  const recovered = await settle(c, recover(c, stats), recoveryMs);
+  const recovered = await settle(c, recover(c, stats, rng.int(2) === 0), recoveryMs);
   if (recovered === undefined) return `the recovery (del, compact, defrag, disarm, ${resumedWrites} writes) did not finish in ${recoveryMs} ms (${stats.resumed} writes resumed)`;
   return recovered === true ? undefined : recovered;
 }
 
-async function recover(c: ServerCluster, stats: FillSeedResult['stats']): Promise<true | string> {
+async function recover(c: ServerCluster, stats: FillSeedResult['stats'], disarm: boolean): Promise<true | string> {
   const leader = (): NonNullable<ServerNode['server']> | undefined => c.leader()?.server;
   const del = await retry(c, () => leader()?.deleteRange({ key: fillPrefix, rangeEnd: prefixEnd(fillPrefix), prevKv: false }, ctx()));
   c.trace(`deleted ${del.deleted} keys at revision ${del.revision}`);
@@ -208,9 +217,16 @@ async function recover(c: ServerCluster, stats: FillSeedResult['stats']): Promis
   }
   stats.usedAfterRecovery = Math.max(...c.nodes.map(usedBytes));
   c.trace(`compacted and defragmented: ${c.nodes.map((n) => `n${n.id} WAL ${n.disk.fs.usedBytes()} backend ${n.disk.backend.diskBytes}`).join(', ')}`);
-  const alarms = await retry(c, () => leader()?.alarm({ action: 'get', memberId: 0n, alarm: 'NONE' }, ctx()));
-  for (const a of alarms) await retry(c, () => leader()?.alarm({ action: 'deactivate', memberId: a.memberId, alarm: a.alarm }, ctx()));
-  c.trace(`disarmed ${alarms.length} alarms`);
+  if (disarm) {
+    const alarms = await retry(c, () => leader()?.alarm({ action: 'get', memberId: 0n, alarm: 'NONE' }, ctx()));
+    for (const a of alarms) await retry(c, () => leader()?.alarm({ action: 'deactivate', memberId: a.memberId, alarm: a.alarm }, ctx()));
+    c.trace(`disarmed ${alarms.length} alarms`);
+  } else {
+    // No disarm: the NOSPACE the disk raised clears by itself once the space is back, on a member restarted
+    // while it was up too (its marker, main/disk-watch.ts).
+    await waitUntil(c, () => !noSpaceUp(c));
+    c.trace('NOSPACE cleared by the disk watch');
+  }
   for (let i = 0; stats.resumed < resumedWrites; i++) {
     const l = leader();
     const ok = l === undefined ? false : await l.put({ key: utf8(`/after/${i}`), value: valueOf(9, i), lease: 0n, prevKv: false, ignoreValue: false, ignoreLease: false }, ctx()).then(() => true, () => false);
