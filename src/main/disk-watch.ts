@@ -257,25 +257,52 @@ function deviceOf(dir: string): number | undefined {
   }
 }
 
-export async function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer, room: DiskRoom): Promise<DiskWatch> {
-  const walDir = walDirOf(o.dataDir, o.walDir);
-  const fs = new NodeFsPort();
+/**
+ * What a member's disk watch needs besides its server: the real member's statfs, marker file and timeout
+ * (startDiskWatch below), or the production-node simulator's disk of a capacity (test/sim/node/server-node.ts),
+ * so the simulator's seeds run this watch as it runs in production (issue 32).
+ */
+export interface MemberDiskPorts {
+  dirs: readonly string[];
+  freeBytes(dir: string): Promise<number | undefined>;
+  marker: NonNullable<DiskWatchHost['marker']>;
+  advice: string;
+  logger: Logger;
+  /** The signal bounding the proposal of an alarm (a timeout on the member's time). */
+  alarmSignal(): AbortSignal;
+}
+
+/** The one way a data member's disk watch is built and started, over its server and its write path's room. */
+export async function startMemberDiskWatch(memberId: bigint, server: EtcdServer, room: DiskRoom, ports: MemberDiskPorts): Promise<DiskWatch> {
   const watch = new DiskWatch({
     memberId,
-    dirs: oneDirPerDevice([walDir, join(o.dataDir, 'member', 'db')], deviceOf),
+    dirs: ports.dirs,
     every: (ms, fn) => server.every(ms, fn),
     reserveBytes: () => diskReserveBytes(server.state.store.dbSizeBytes()),
-    freeBytes: (dir) => fs.freeBytes(dir),
+    freeBytes: (dir) => ports.freeBytes(dir),
     alarms: () => server.state.alarms.list(),
     overQuota: () => server.state.store.overQuota(0),
     setNoSpace: async (action) => {
-      await server.alarm({ action, memberId, alarm: 'NOSPACE' }, { requireLeader: false, signal: AbortSignal.timeout(o.electionTimeoutMs * 5) });
+      await server.alarm({ action, memberId, alarm: 'NOSPACE' }, { requireLeader: false, signal: ports.alarmSignal() });
     },
-    logger: o.logger,
-    advice: spaceAdvice(o.dataDir, walDir),
+    logger: ports.logger,
+    advice: ports.advice,
     room,
-    marker: noSpaceMarker(join(o.dataDir, 'member'), o.logger),
+    marker: ports.marker,
   });
   await watch.start();
   return watch;
+}
+
+export async function startDiskWatch(o: MemberOptions, memberId: bigint, server: EtcdServer, room: DiskRoom): Promise<DiskWatch> {
+  const walDir = walDirOf(o.dataDir, o.walDir);
+  const fs = new NodeFsPort();
+  return startMemberDiskWatch(memberId, server, room, {
+    dirs: oneDirPerDevice([walDir, join(o.dataDir, 'member', 'db')], deviceOf),
+    freeBytes: (dir) => fs.freeBytes(dir),
+    marker: noSpaceMarker(join(o.dataDir, 'member'), o.logger),
+    advice: spaceAdvice(o.dataDir, walDir),
+    logger: o.logger,
+    alarmSignal: () => AbortSignal.timeout(o.electionTimeoutMs * 5),
+  });
 }

@@ -76,6 +76,13 @@
  * (a wrong password, a forged token, no token, a read-only user writing, a token unused past its TTL) must get
  * etcd's codes and messages, and their writes must never appear.
  *
+ * DISK FILLS. --fill-seeds F (default 0: vitest runs twenty, test/sim/node/fill-seeds.test.ts) seeds of
+ * test/sim/node/run-fill-seed.ts: 1–3 members on simulated disks of 64 MiB (ENOSPC when full) with the
+ * production disk watch; writers of 64 KiB values fill them; NOSPACE must rise before any ENOSPC reaches a WAL
+ * or backend, no member may exit, no acked write be lost, and del + compact + defrag + disarm must let writes
+ * resume (issue 32). --fill-faults adds seeded slow disks and lossy links (not yet passing: a lagging follower
+ * is sent a snapshot its disk has no room for).
+ *
  * Output: one line per failing seed with the command replaying it, a line of totals per kind, then exactly
  * `N passed, M failed` over both kinds (exit status 1 if M > 0). Flags: --nodes k (initial voters), --verbose
  * (trace), --messages (trace every delivery), --known-bugs (scenarios and checks of open FINDINGS.md entries),
@@ -88,6 +95,7 @@ import type { RaftConfig } from '../../src/raft/types.js';
 import { parseTestFaults, type TestFault } from '../../src/config/test-faults.js';
 import { runNodeSeed, type NodeSeedOptions, type NodeSeedResult } from './node/run-node-seed.js';
 import { runRestoreSeed } from './node/run-restore-seed.js';
+import { fillDiskBytes, runFillSeed } from './node/run-fill-seed.js';
 import { witnessTopology } from './cli-topology.js';
 import { runSeed, type SeedResult } from './run-seed.js';
 
@@ -102,6 +110,8 @@ interface CliArgs {
   nodeSeeds?: number;
   nodeFault?: TestFault;
   restoreSeeds?: number;
+  fillSeeds?: number;
+  fillFaults?: boolean;
   witnessSeeds?: number;
   damageSeeds?: number;
   lockSeeds?: number;
@@ -130,14 +140,16 @@ function parseArgs(argv: string[]): CliArgs {
     else if (a === '--node-seeds') args.nodeSeeds = v();
     else if (a === '--node-fault') args.nodeFault = parseNodeFault(argv[++i]);
     else if (a === '--restore-seeds') args.restoreSeeds = v();
+    else if (a === '--fill-seeds') args.fillSeeds = v();
+    else if (a === '--fill-faults') args.fillFaults = true;
     else if (a === '--witness-seeds') args.witnessSeeds = v();
     else if (a === '--damage-seeds') args.damageSeeds = v();
     else if (a === '--lock-seeds') args.lockSeeds = v();
     else if (a === '--node-witness-seeds') args.nodeWitnessSeeds = v();
-    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--witness-seeds W] [--damage-seeds D] [--lock-seeds L] [--node-witness-seeds V])`);
+    else throw new Error(`unknown argument ${a} (usage: --seeds N --start S [--nodes k] [--verbose] [--messages] [--known-bugs] [--fault name] [--node-seeds K] [--node-fault name] [--restore-seeds R] [--fill-seeds F] [--fill-faults] [--witness-seeds W] [--damage-seeds D] [--lock-seeds L] [--node-witness-seeds V])`);
   }
   if (args.nodes !== undefined && (args.nodes < 1 || args.nodes > 7)) throw new Error('--nodes must be 1..7');
-  if ([args.seeds, args.nodeSeeds, args.witnessSeeds, args.restoreSeeds, args.damageSeeds, args.lockSeeds, args.nodeWitnessSeeds].some((n) => (n ?? 0) < 0)) throw new Error('seed counts must be ≥ 0');
+  if ([args.seeds, args.nodeSeeds, args.witnessSeeds, args.restoreSeeds, args.fillSeeds, args.damageSeeds, args.lockSeeds, args.nodeWitnessSeeds].some((n) => (n ?? 0) < 0)) throw new Error('seed counts must be ≥ 0');
   return args;
 }
 
@@ -240,6 +252,32 @@ async function runRestoreSeeds(args: CliArgs, count: number): Promise<[number, n
   return [passed, failed];
 }
 
+/** The fill seeds (node/run-fill-seed.ts): one line per failure, one of totals; returns [passed, failed]. */
+async function runFillSeeds(args: CliArgs, count: number): Promise<[number, number]> {
+  if (count === 0) return [0, 0];
+  let passed = 0;
+  let failed = 0;
+  const totals = { acked: 0, refused: 0, resumed: 0 };
+  let usedAtAlarmMax = 0;
+  const t0 = performance.now();
+  for (let s = args.start; s < args.start + count; s++) {
+    const r = await runFillSeed({ seed: s, ...(args.fillFaults === true ? { faults: true } : {}), ...(args.verbose ? { trace: (line: string) => console.log(line) } : {}) });
+    if (r.ok) passed++;
+    else {
+      failed++;
+      console.log(`fill seed ${r.seed} FAILED: ${r.error} — replay: npm run sim -- --seeds 0 --fill-seeds 1 --start ${r.seed}${args.fillFaults === true ? ' --fill-faults' : ''} --verbose`);
+    }
+    for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.stats[k];
+    usedAtAlarmMax = Math.max(usedAtAlarmMax, r.stats.usedAtAlarm);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(
+    `disk fills: ${count} seeds in ${seconds.toFixed(1)} s; ${totals.acked} large writes acked, ${totals.refused} refused with NOSPACE, ` +
+      `${totals.resumed} after the recovery; at most ${(usedAtAlarmMax / 2 ** 20).toFixed(1)} of ${fillDiskBytes / 2 ** 20} MiB used when NOSPACE rose`,
+  );
+  return [passed, failed];
+}
+
 /**
  * The witness seeds: the core seeds' scenarios on two data voters and a witness (even seeds) or four and a
  * witness (odd seeds), with the same checkers plus the witness's own; returns [passed, failed].
@@ -336,6 +374,9 @@ async function main(): Promise<void> {
   const [restorePassed, restoreFailed] = await runRestoreSeeds(args, args.restoreSeeds ?? Math.floor(args.seeds / 50));
   passed += restorePassed;
   failed += restoreFailed;
+  const [fillPassed, fillFailed] = await runFillSeeds(args, args.fillSeeds ?? 0);
+  passed += fillPassed;
+  failed += fillFailed;
   console.log(`${passed} passed, ${failed} failed`);
   process.exitCode = failed > 0 ? 1 : 0;
 }

@@ -12,6 +12,9 @@
  * - `failOp(op, n)`: make operation n fail with EIO (a dying disk) without crashing; returning an errno code
  *   instead of true fails it with that code (ENOSPC: a full disk).
  * - `beforeSync`: a hook awaited inside every datasync/sync (tests gate syncs to observe group commit).
+ * - `space`: a disk of a capacity (issue 32): a write or truncate that would grow the files past what is free
+ *   fails with ENOSPC, as a real file system's would, and freeBytes() answers as statfs does. The bytes of
+ *   other files on the same disk (the backend's, received snapshots) count against it through `otherBytes`.
  *
  * Operations counted (crash points): mkdirp, open(create), write, datasync, sync, truncate, rename, unlink,
  * syncDir. Reads, listing and close are not: a crash between them equals a crash after the previous count.
@@ -37,6 +40,7 @@ export interface SimFsOptions {
   crashAfterOp?: number;
   failOp?: (op: string, n: number) => boolean | string;
   beforeSync?: () => Promise<void>;
+  space?: { capacityBytes: number; otherBytes(): number; onFull?(path: string): void };
 }
 
 export type TearMode = 'none' | 'prefix' | 'sectors';
@@ -153,6 +157,35 @@ export class SimFs implements FsPort {
     return { release: async () => void this.#locks.delete(dir) };
   }
 
+  /** Bytes the files hold now (each file once, however many names it has). */
+  usedBytes(): number {
+    const seen = new Set<Inode>();
+    let n = 0;
+    for (const d of this.#dirs.values()) {
+      for (const inode of d.current.values()) {
+        if (seen.has(inode)) continue;
+        seen.add(inode);
+        n += inode.data.length;
+      }
+    }
+    return n;
+  }
+
+  /** statfs: unknown (undefined) on a disk without a capacity. */
+  async freeBytes(_dir: string): Promise<number | undefined> {
+    const space = this.options.space;
+    return space === undefined ? undefined : space.capacityBytes - this.usedBytes() - space.otherBytes();
+  }
+
+  /** ENOSPC when growing the files by `bytes` would not fit the disk's capacity. */
+  claim(path: string, bytes: number): void {
+    const space = this.options.space;
+    if (space === undefined || bytes <= 0) return;
+    if (this.usedBytes() + space.otherBytes() + bytes <= space.capacityBytes) return;
+    space.onFull?.(path);
+    throw errno('ENOSPC', `no space left on device: ${path} (simulated)`);
+  }
+
   noteWrite(inode: Inode, position: number, bytes: Uint8Array): void {
     this.#lastWrite = { inode, position, bytes };
   }
@@ -236,12 +269,21 @@ class SimFile implements FilePort {
     this.#check();
     const bytes = new Uint8Array(length); // a copy: callers reuse their buffers (Buffer#slice would alias)
     bytes.set(data.subarray(0, length));
+    this.#fs.claim(this.path, position + length - this.#inode.data.length);
     this.#fs.step(`write ${this.path} @${position} +${length}`, () => {
       const inode = this.#inode;
-      if (position + length > inode.data.length) {
-        const grown = new Uint8Array(position + length);
-        grown.set(inode.data);
-        inode.data = grown;
+      const end = position + length;
+      if (end > inode.data.length) {
+        // Grown in place while its buffer has room, else into one twice its size: appending records one by one
+        // copied the whole file each time (the fill seeds' 64 KiB values made that most of their time). The
+        // buffer past a file's length is never written (truncate allocates anew), so it reads as zeros.
+        const data = inode.data;
+        if (data.byteOffset === 0 && end <= data.buffer.byteLength) inode.data = new Uint8Array(data.buffer, 0, end);
+        else {
+          const grown = new Uint8Array(Math.max(end, 2 * data.length));
+          grown.set(data);
+          inode.data = grown.subarray(0, end);
+        }
       }
       inode.data.set(bytes, position);
       this.#fs.noteWrite(inode, position, bytes);
@@ -268,6 +310,7 @@ class SimFile implements FilePort {
   }
   async truncate(length: number): Promise<void> {
     this.#check();
+    this.#fs.claim(this.path, length - this.#inode.data.length);
     this.#fs.step(`truncate ${this.path} ${length}`, () => {
       const next = new Uint8Array(length);
       next.set(this.#inode.data.subarray(0, length));

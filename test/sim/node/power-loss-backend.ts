@@ -10,6 +10,19 @@ import { MemoryBackend } from '../../../src/mvcc/memory-backend.js';
 
 type Unsynced = { ops: BatchOp[] } | 'clear';
 
+/** A record's overhead in LevelDB's log and tables (sequence, lengths, block trailers), roughly. */
+const recordOverheadBytes = 24;
+
+/** LevelDB compacts at most 25 tables (kExpandedCompactionByteSizeLimit; 1 MiB tables here) per step. */
+const compactionStepBytesMax = 25 * 1024 * 1024;
+
+/** The bytes a batch adds to LevelDB's files: every put and every delete (a tombstone) is appended. */
+function batchDiskBytes(ops: BatchOp[]): number {
+  let n = 0;
+  for (const op of ops) n += op.key.length + (op.type === 'put' ? op.value.length : 0) + recordOverheadBytes;
+  return n;
+}
+
 export class PowerLossBackend implements Backend {
   #live = new MemoryBackend();
   /** The contents as of the last synced write. */
@@ -17,8 +30,20 @@ export class PowerLossBackend implements Backend {
   #unsynced: Unsynced[] = [];
   /** Batches lost to power losses so far. */
   lostBatches = 0;
+  /**
+   * The bytes LevelDB's files take on the disk (issue 32): each batch appends, and only a defragment (a full
+   * compaction) brings them back to what is live. A disk of a capacity counts them (server-node.ts).
+   */
+  diskBytes = 0;
+  /** Whether the disk has room for `bytes` more (absent: no capacity); a write without room fails with ENOSPC. */
+  room: ((bytes: number) => boolean) | undefined;
 
   write(ops: BatchOp[], options?: WriteOptions): Promise<void> {
+    const bytes = batchDiskBytes(ops);
+    if (this.room !== undefined && !this.room(bytes)) {
+      return Promise.reject(Object.assign(new Error('IO error: ENOSPC: no space left on device (simulated backend)'), { code: 'ENOSPC' }));
+    }
+    this.diskBytes += bytes;
     // Recorded as the live backend applies it (synchronously, inside write), in call order.
     const done = this.#live.write(ops, options);
     this.#unsynced.push({ ops: ops.map((op) => (op.type === 'put' ? { ...op, key: op.key.slice(), value: op.value.slice() } : { ...op, key: op.key.slice() })) });
@@ -27,6 +52,7 @@ export class PowerLossBackend implements Backend {
   }
 
   clear(): Promise<void> {
+    this.diskBytes = 0;
     const done = this.#live.clear();
     this.#unsynced.push('clear');
     return done;
@@ -70,8 +96,13 @@ export class PowerLossBackend implements Backend {
     return this.#live.sizeBytes();
   }
 
-  defragment(): Promise<void> {
-    return this.#live.defragment();
+  async defragment(): Promise<void> {
+    // A full compaction writes the live data anew, one step of at most compactionStepBytesMax at a time, each
+    // step's output before it deletes that step's inputs.
+    const live = await this.#live.sizeBytes();
+    if (this.room !== undefined && !this.room(Math.min(live, compactionStepBytesMax))) throw Object.assign(new Error('IO error: ENOSPC: no space left on device (simulated defragment)'), { code: 'ENOSPC' });
+    await this.#live.defragment();
+    this.diskBytes = await this.#live.sizeBytes();
   }
 
   async close(): Promise<void> {

@@ -24,7 +24,10 @@ import { fromMvccError } from '../../../src/node/errors.js';
 import { electionTicksOf, type EtcdServer } from '../../../src/node/etcd-server.js';
 import { buildDataMember } from '../../../src/main/member-factory.js';
 import type { RaftDriver } from '../../../src/node/driver/raft-driver.js';
-import { silentLogger } from '../../../src/config/log.js';
+import { createLogger, silentLogger } from '../../../src/config/log.js';
+import type { Scheduler } from '../../../src/base/scheduler.js';
+import { DiskRoom } from '../../../src/node/request/disk-room.js';
+import { diskReserveBytes, startMemberDiskWatch } from '../../../src/main/disk-watch.js';
 import { ServerState, type StateOptions } from '../../../src/node/apply/server-state.js';
 import type { TestFault } from '../../../src/config/test-faults.js';
 import { Wal } from '../../../src/wal/wal.js';
@@ -46,6 +49,8 @@ export interface NodeDisk {
    * backup), or nothing at all (a member added later, which learns everything from the leader).
    */
   bootstrapped: boolean;
+  /** The disk watch's record that NOSPACE is the disk's (production: member/nospace-disk), kept across crashes. */
+  noSpaceMarker: boolean;
 }
 
 export interface NodeTuning {
@@ -63,6 +68,17 @@ export interface NodeTuning {
   walPreallocate: boolean;
   /** Auth seeds: the members' auth made deterministic, with short token TTLs (sim-auth.ts). */
   auth?: boolean;
+  /**
+   * Fill seeds (run-fill-seed.ts): each member's disk holds this many bytes — WAL segments, the backend's files
+   * and received snapshots — and a write past it fails with ENOSPC; the production disk watch and the write
+   * path's room count run against it (issue 32). Absent: a disk without a capacity, and no disk watch.
+   */
+  diskCapacityBytes?: number;
+  /**
+   * The disk watch sees the reserve as free space too, as if it kept a reserve of 0 (the check that a fill seed
+   * can fail: run-fill-seed.ts).
+   */
+  diskReserveIgnored?: boolean;
   faults: Set<TestFault>;
 }
 
@@ -102,7 +118,7 @@ const walTuning = { segmentBytes: 256 * 1024, preallocate: false, recycleSegment
 
 export class ServerNode {
   readonly member: Member;
-  readonly disk: NodeDisk = { fs: new SimFs(), backend: new PowerLossBackend(), received: new Map(), bootstrapped: false };
+  readonly disk: NodeDisk = { fs: new SimFs(), backend: new PowerLossBackend(), received: new Map(), bootstrapped: false, noSpaceMarker: false };
   readonly #env: NodeEnv;
   readonly #rng: Prng;
   /** Member ids this node picks as a leader answering MemberAdd (its own stream: other draws do not shift them). */
@@ -115,6 +131,8 @@ export class ServerNode {
   up = false;
   /** Complete records of its WAL were damaged at its last crash (wal-damage.ts): its next start must be refused. */
   walDamage: WalDamage | undefined;
+  /** Writes that met a full disk (ENOSPC) on this member's WAL or backend (a fill seed fails on the first). */
+  readonly enospc: string[] = [];
   /** Lost for good (its start was refused): never restarted; the operator replaces it (replace-member.ts). */
   lost = false;
 
@@ -158,6 +176,7 @@ export class ServerNode {
     const scheduler = env.loop.scheduler(owner);
     const disk = this.disk;
     disk.fs.options.beforeSync = () => env.loop.sleep(env.syncDelayMs(this), owner);
+    const diskRoom = t.diskCapacityBytes !== undefined ? this.#withCapacity(t.diskCapacityBytes, owner) : undefined;
     const backend = guarded(disk.backend, owner);
     const stateOptions: StateOptions = { quotaBackendBytes: 0, minLeaseTtlSeconds: Math.ceil((3 * t.electionMs) / 2 / 1000) };
     let state = await ServerState.load(backend, stateOptions);
@@ -234,6 +253,7 @@ export class ServerNode {
       }),
     }, {
       raft: node,
+      ...(diskRoom !== undefined ? { diskRoom } : {}),
       memberId: this.id,
       clusterId: env.clusterId,
       name: this.member.name,
@@ -254,7 +274,58 @@ export class ServerNode {
     this.server = member.server;
     this.driver = member.driver;
     member.start(this.#observed(member.server));
+    if (diskRoom !== undefined) await this.#startDiskWatch(member.server, diskRoom, scheduler);
+    if (!owner.alive) return;
     env.trace(`n${this.id} serving (incarnation ${this.incarnation}, applied ${applied}, log ${walState.snapshot.index}+${walState.entries.length})`);
+  }
+
+  /** The disk of a capacity: the WAL's files, the backend's and received snapshots share it (the crash image keeps none). */
+  #withCapacity(capacityBytes: number, owner: SimOwner): DiskRoom {
+    const disk = this.disk;
+    const full = (what: string): void => {
+      if (!owner.alive) return;
+      this.enospc.push(what);
+      this.#env.trace(`n${this.id} ENOSPC: ${what}`);
+    };
+    const otherBytes = (): number => {
+      let n = disk.backend.diskBytes;
+      for (const got of disk.received.values()) for (const c of got.chunks) n += c.length;
+      return n;
+    };
+    disk.fs.options.space = { capacityBytes, otherBytes, onFull: (path) => full(path) };
+    disk.backend.room = (bytes) => {
+      if (disk.fs.usedBytes() + otherBytes() + bytes <= capacityBytes) return true;
+      full(`backend (+${bytes} bytes)`);
+      return false;
+    };
+    return new DiskRoom();
+  }
+
+  /** The production disk watch (main/disk-watch.ts) on the simulated disk, polled on the member's Raft tick. */
+  async #startDiskWatch(server: EtcdServer, room: DiskRoom, scheduler: Scheduler): Promise<void> {
+    const env = this.#env;
+    const disk = this.disk;
+    const logger = createLogger({
+      level: 'info',
+      now: () => String(env.loop.nowMs),
+      sink: (line) => env.trace(`n${this.id} ${line.trim()}`),
+      sinkSync: () => {},
+    });
+    await startMemberDiskWatch(this.id, server, room, {
+      dirs: [walDir],
+      freeBytes: async (dir) => {
+        const free = await disk.fs.freeBytes(dir);
+        return free !== undefined && env.tuning.diskReserveIgnored === true ? free + diskReserveBytes(server.state.store.dbSizeBytes()) : free;
+      },
+      marker: { present: async () => disk.noSpaceMarker, set: async (raised) => void (disk.noSpaceMarker = raised) },
+      advice: 'delete keys, compact, defragment',
+      logger,
+      alarmSignal: () => {
+        const ac = new AbortController();
+        scheduler.after(env.tuning.electionMs * 5, () => ac.abort(new Error('request timed out')));
+        return ac.signal;
+      },
+    });
   }
 
   /** The driver's view of the application, reporting each applied index's store revision to the checker. */
