@@ -54,6 +54,11 @@ export const grpcMessageBytesMax = requestBytesMax + grpcOverheadBytes;
  * whose requests are a few bytes; a bigger one is refused RESOURCE_EXHAUSTED before it takes memory.
  */
 export const witnessGrpcRequestBytesMax = 64 * 1024;
+/**
+ * How often a witness asks a data member for the member list: it skips the normal entries that change peer
+ * URLs (main/witness-factory.ts), so it learns them this way.
+ */
+export const witnessMembersRefreshMs = 10_000;
 /** Raft: bytes of entries in one MsgApp (etcd: MaxSizePerMsg 1 MiB). */
 export const raftMsgBytesMax = 1024 * 1024;
 /**

@@ -182,7 +182,6 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     });
     const { server, metrics, network: { transport } } = member;
     const peerUrl = member.network.peerUrls[0]!;
-    snapshotData.timings = { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) };
     const grpcMetrics = instrumentMember(metrics.registry, backend);
     // Both doors a join comes through (the client port's Join service, the peer port's RPCs) refuse joins
     // while the token is public.
@@ -198,7 +197,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
           return { ok: false, ...describePeerError(error) };
         }
       },
-      snapshotSink: snapshotData,
+      snapshotSink: snapshotData.receiver({ fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) }),
       authorizePeer: (from) => (server.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
     // A cluster version applied before a crash that came before its record was written.

@@ -22,7 +22,7 @@ import { Wal } from '../wal/index.js';
 import { probeConsistentIndex } from './backend-probe.js';
 import { checkListeners } from './listeners-free.js';
 import { withRegisteredUrls } from './registered-urls.js';
-import { backendBehindSnapshotError } from './ways-out.js';
+import { backendBehindSnapshotError, waysOutOfDamage } from './ways-out.js';
 import { refusalOf, unchangedNote } from './start-refusals.js';
 import { SnapshotDataDir } from '../storage/snapshot-data.js';
 import type { SnapshotMeta } from '../raft/types.js';
@@ -38,7 +38,7 @@ export async function checkRestart(o: MemberOptions, identity: Identity): Promis
     const { snapshot } = await Wal.check(walDir, { appliedIndex: consistentIndex ?? 0 });
     if (consistentIndex !== undefined) await refuseBackendBehindSnapshot(memberDir, walDir, identity.memberId, consistentIndex, snapshot);
   } catch (error) {
-    throw refusalOf(error, memberDir, identity);
+    throw refusalOf(error, { memberDir, waysOut: waysOutOfDamage(identity.memberId) });
   }
   const { options } = withRegisteredUrls(o, identity.urls, undefined);
   await checkListeners(options, unchangedNote);

@@ -8,6 +8,7 @@
  */
 import { hex } from '../base/hex.js';
 import type { Scheduler, TimerHandle } from '../base/scheduler.js';
+import { witnessMembersRefreshMs } from '../base/limits.js';
 import { decodeConfChange } from '../raft/conf.js';
 import type { RawNode } from '../raft/raw-node.js';
 import { EntryType, type Entry, type Snapshot } from '../raft/types.js';
@@ -15,9 +16,6 @@ import type { Logger } from '../config/log.js';
 import type { PeerCall } from '../node/peer-rpc.js';
 import { RaftDriver, type DriverLog, type DriverTransport } from '../node/driver/raft-driver.js';
 import { decodeConfChangeContext } from '../node/driver/raft-request.js';
-
-/** How often a witness asks a data member for the member list (peer URLs changed by normal entries it skips). */
-export const witnessMembersRefreshMs = 10_000;
 
 /** A witness's log: the driver's, plus moving its start (a snapshot record without data, then the segments behind it). */
 export interface WitnessLog extends DriverLog {

@@ -9,6 +9,7 @@ import { walDirOf } from '../storage/wal-dir.js';
 import { Wal } from '../wal/index.js';
 import { checkListeners } from './listeners-free.js';
 import { refusalOf, unchangedNote } from './start-refusals.js';
+import { witnessWaysOutOfDamage } from './ways-out.js';
 
 /**
  * A witness's restart, checked the same way (issue 32, item 5): it has no backend, so only the lock, the log
@@ -22,7 +23,7 @@ export async function checkWitnessRestart(o: MemberOptions, identity: Identity):
     await Wal.check(walDir, { appliedIndex: 0, lockOnly: true });
     await Wal.check(walDir, { appliedIndex: 0 });
   } catch (error) {
-    throw refusalOf(error, memberDir, identity);
+    throw refusalOf(error, { memberDir, waysOut: witnessWaysOutOfDamage(identity.memberId) });
   }
   await checkListeners(o, unchangedNote);
 }

@@ -39,8 +39,6 @@ export interface SnapshotDataTimings {
 
 export class SnapshotDataDir implements SnapshotSink {
   readonly dir: string;
-  /** Set by the member once its metrics exist (the directory is opened before them). */
-  timings: SnapshotDataTimings | undefined;
   /** Receives in progress get temp files of their own: a leader may send the same snapshot again while the first send is still arriving. */
   #receives = 0;
 
@@ -58,7 +56,20 @@ export class SnapshotDataDir implements SnapshotSink {
     return join(this.dir, snapshotDataName(meta));
   }
 
-  async open(message: Message): Promise<{ write(chunk: Uint8Array): Promise<void>; commit(): Promise<void>; abort(): Promise<void> }> {
+  /** Receive a snapshot untimed (restore tools, tests). */
+  open(message: Message): ReturnType<SnapshotSink['open']> {
+    return this.#receive(message, undefined);
+  }
+
+  /**
+   * The sink the peer transport writes received snapshots into, timing each (etcd_snap_db_*). A sink of its
+   * own, built once the member's metrics exist: the directory is opened (and restored from) before them.
+   */
+  receiver(timings: SnapshotDataTimings): SnapshotSink {
+    return { open: (message) => this.#receive(message, timings) };
+  }
+
+  async #receive(message: Message, timings: SnapshotDataTimings | undefined): ReturnType<SnapshotSink['open']> {
     const startMs = performance.now();
     const meta = message.snapshot!.meta;
     const final = this.#path(meta);
@@ -73,9 +84,9 @@ export class SnapshotDataDir implements SnapshotSink {
         checker.end();
         const syncMs = performance.now();
         await file.sync();
-        this.timings?.fsyncSeconds((performance.now() - syncMs) / 1000);
+        timings?.fsyncSeconds((performance.now() - syncMs) / 1000);
         await file.commit();
-        this.timings?.saveSeconds((performance.now() - startMs) / 1000);
+        timings?.saveSeconds((performance.now() - startMs) / 1000);
       },
       abort: () => file.abort(),
     };

@@ -58,17 +58,22 @@ describe('SnapshotDataDir', () => {
       await snaps.init();
       const fsyncs: number[] = [];
       const saves: number[] = [];
-      snaps.timings = { fsyncSeconds: (s) => fsyncs.push(s), saveSeconds: (s) => saves.push(s) };
-      const a = await snaps.open(message);
+      const timed = snaps.receiver({ fsyncSeconds: (s) => fsyncs.push(s), saveSeconds: (s) => saves.push(s) });
+      const a = await timed.open(message);
       for (const part of stream(0xaa, 5)) await a.write(part);
       await a.commit();
       expect(fsyncs).toHaveLength(1);
       expect(saves).toHaveLength(1);
       expect(saves[0]!).toBeGreaterThanOrEqual(fsyncs[0]!);
-      const broken = await snaps.open(message);
+      const broken = await timed.open(message);
       await broken.write(stream(0xbb, 5)[0]!);
       await expect(broken.commit()).rejects.toThrow(/truncated/);
       await broken.abort();
+      expect([fsyncs.length, saves.length]).toEqual([1, 1]);
+      // The directory's own untimed receive reports nothing.
+      const untimed = await snaps.open(message);
+      for (const part of stream(0xcc, 5)) await untimed.write(part);
+      await untimed.commit();
       expect([fsyncs.length, saves.length]).toEqual([1, 1]);
     } finally {
       removeDir(dir);

@@ -12,8 +12,11 @@ import type { RaftDriver } from '../driver/raft-driver.js';
 import type { ReadIndexBatcher } from '../request/read-index.js';
 import type { ServerState } from '../apply/server-state.js';
 
+/** What leadership takes from the server's parts: time, the election timeout, the leader-change counter, the log. */
+export type LeadershipParts = Pick<EtcdServerParts, 'scheduler' | 'electionMs' | 'metrics' | 'logger'>;
+
 export interface LeadershipHost {
-  parts: EtcdServerParts;
+  parts: LeadershipParts;
   reads: ReadIndexBatcher;
   /** Built before the server; its soft and hard state start from the restored node's. */
   readonly driver: RaftDriver;

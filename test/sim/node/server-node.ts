@@ -28,7 +28,8 @@ import { createLogger, silentLogger } from '../../../src/config/log.js';
 import type { Scheduler } from '../../../src/base/scheduler.js';
 import { DiskRoom } from '../../../src/node/request/disk-room.js';
 import { diskReserveBytes, startMemberDiskWatch } from '../../../src/main/disk-watch.js';
-import { ServerState, type StateOptions } from '../../../src/node/apply/server-state.js';
+import type { StateOptions } from '../../../src/node/apply/server-state.js';
+import { catchUpFromSnapshot, loadStateAndLog, type StorageDisk } from '../../../src/main/storage-open.js';
 import type { TestFault } from '../../../src/config/test-faults.js';
 import { Wal } from '../../../src/wal/wal.js';
 import { restoreInto, type ImportExtras } from '../../../src/backup/import.js';
@@ -179,16 +180,39 @@ export class ServerNode {
     const diskRoom = t.diskCapacityBytes !== undefined ? this.#withCapacity(t.diskCapacityBytes, owner) : undefined;
     const backend = guarded(disk.backend, owner);
     const stateOptions: StateOptions = { quotaBackendBytes: 0, minLeaseTtlSeconds: Math.ceil((3 * t.electionMs) / 2 / 1000) };
-    let state = await ServerState.load(backend, stateOptions);
-    const { wal, state: walState } = await Wal.open(walDir, {
-      fs: disk.fs,
-      profile: 'ssd',
-      tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs, ...(t.walPreallocate ? { preallocate: true, recycleSegmentsMax: 2 } : {}) },
-      timer: scheduler,
-      appliedIndex: state.store.consistentIndex,
-      onFatal: (error) => owner.alive && env.onFatal(this, error),
-    });
+    // Received snapshot data stays on the disk until the backend holding it is durable (as <data-dir>/member/snap).
+    const snapshotData = {
+      source: async (meta: SnapshotMeta) => {
+        const got = disk.received.get(snapKey(meta));
+        return got === undefined ? undefined : () => iterate(got.chunks);
+      },
+      removeThrough: async (index: number) => {
+        if (!owner.alive) return;
+        for (const [key, got] of disk.received) if (got.index <= index) disk.received.delete(key);
+      },
+      removeAll: async () => disk.received.clear(),
+    };
+    // Opened as the CLI's member opens its data directory (src/main/storage-open.ts), on the simulated disk.
+    const storageDisk: StorageDisk = {
+      backend,
+      stateOptions,
+      logger: silentLogger(),
+      openWal: (appliedIndex) => Wal.open(walDir, {
+        fs: disk.fs,
+        profile: 'ssd',
+        tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs, ...(t.walPreallocate ? { preallocate: true, recycleSegmentsMax: 2 } : {}) },
+        timer: scheduler,
+        appliedIndex,
+        onFatal: (error) => owner.alive && env.onFatal(this, error),
+      }),
+      snapshotData,
+      behindSnapshot: () => new Error(`n${this.id}: backend behind the log's snapshot and its data gone`),
+    };
+    const opened = await loadStateAndLog(storageDisk);
+    const { wal, walState } = opened;
+    const { state, applied } = await catchUpFromSnapshot(storageDisk, opened);
     if (!disk.bootstrapped) {
+      // A new cluster's log (main/member.ts's static bootstrap); nothing to catch up from on an empty disk.
       const entries = bootstrapEntries(env.members, env.witnessIds);
       const hardState = { term: 1, vote: 0n, commit: entries.length };
       await wal.save({ hardState, entries });
@@ -196,15 +220,6 @@ export class ServerNode {
       walState.hardState = hardState;
       walState.entries = entries;
     }
-    if (walState.snapshot.index > state.store.consistentIndex) {
-      // A crash before a received snapshot's restore finished: its data is still kept (main/member.ts does the same).
-      const got = disk.received.get(snapKey(walState.snapshot));
-      if (got === undefined) throw new Error(`n${this.id}: backend behind the log's snapshot and its data gone`);
-      state = await ServerState.restore(backend, () => iterate(got.chunks), stateOptions);
-      await state.store.flushDurable();
-    }
-    disk.received.clear();
-    const applied = Math.max(state.store.consistentIndex, walState.snapshot.index);
     const config: RaftConfig = {
       id: this.id,
       electionTicks: electionTicksOf(t.electionMs, t.heartbeatMs),
@@ -228,16 +243,7 @@ export class ServerNode {
         stateOptions,
         applied,
         snapshotIndex: walState.snapshot.index,
-        snapshotData: {
-          source: async (meta: SnapshotMeta) => {
-            const got = disk.received.get(snapKey(meta));
-            return got === undefined ? undefined : () => iterate(got.chunks);
-          },
-          removeThrough: async (index: number) => {
-            if (!owner.alive) return;
-            for (const [key, got] of disk.received) if (got.index <= index) disk.received.delete(key);
-          },
-        },
+        snapshotData,
       },
       network: () => ({
         peerUrls: this.member.peerUrls,
