@@ -20,7 +20,7 @@ describe('index checkpoint across kill -9', () => {
     for (let i = 0; i < 320; i += 8) {
       await Promise.all(Array.from({ length: 8 }, (_, j) => c.put(`big/${String(i + j).padStart(4, '0')}`).value(big)));
     }
-    await waitFor('a live checkpoint', async () => (first.output.some((l) => l.includes('"wrote a key index checkpoint"')) ? true : undefined), 15_000);
+    await waitFor('a live checkpoint', async () => (first.output.some((l) => l.includes('"wrote a key index checkpoint"')) ? true : undefined), 30_000);
     expect(existsSync(join(first.dataDir, 'member', 'index.ckpt'))).toBe(true);
     // Load that keeps going until the kill: every put acknowledged before it must survive.
     const acked: string[] = [];
@@ -36,7 +36,7 @@ describe('index checkpoint across kill -9', () => {
         }
       }
     });
-    await waitFor('some tail writes', async () => (acked.length >= 400 ? true : undefined), 15_000);
+    await waitFor('some tail writes', async () => (acked.length >= 400 ? true : undefined), 30_000);
     await first.kill('SIGKILL');
     stop = true;
     await Promise.all(writers);
@@ -49,5 +49,5 @@ describe('index checkpoint across kill -9', () => {
     expect(acked.filter((k) => !have.has(k))).toEqual([]);
     expect(await d.getAll().prefix('big/').count()).toBe(320);
     await second.kill('SIGKILL');
-  }, 60_000);
+  }, 120_000);
 });
