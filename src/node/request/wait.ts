@@ -6,12 +6,20 @@
  * Deadlines share one timer (issue 34): a timer per request cost a setTimeout and a clearTimeout on every
  * put. Waiters sit in a list ordered by deadline (one timeout for all proposals, so a new one almost always
  * goes at the end); the one timer is armed for the earliest deadline and, when it fires, expires every waiter
- * that is due and re-arms for the next. A settled waiter stays in the list until it reaches the head, where it
- * is dropped without firing; the list is trimmed from the head on every register, so it stays about as long
- * as the pending requests.
+ * that is due and re-arms for the next.
+ *
+ * The timer is never canceled when a waiter settles, not even the last one: with one client, each put would
+ * otherwise arm and cancel a timer (the registry empties after every put). It lapses instead: it fires once at
+ * the deadline it was armed for, finds nothing due, and re-arms for the next waiter if there is one. Every
+ * later registration has a later deadline than the armed one, so the steady state is one timer firing once per
+ * timeout, whatever the rate of puts. It runs in the background (unref): a waiter's caller, not its deadline,
+ * keeps the process alive. A settled waiter leaves the list as soon as it is at the head (answers come back
+ * mostly in proposal order), so the list stays about as long as the pending requests.
  *
  * Worked example (timeouts 100 ms): a registered at 0, b at 10, c at 20: list [a@100, b@110, c@120], timer at
- * 100. b settles at 50 (marked, stays). At 100 a expires; head b is settled and dropped; timer re-armed at 120.
+ * 100. b settles at 50 (marked, stays: a is ahead of it). At 100 a expires; head b is settled and dropped;
+ * timer re-armed at 120. Had a settled at 60 instead, a and b would both have left the list then, and the
+ * timer, still armed at 100, would have fired, found c not due and re-armed at 120.
  */
 import { assert } from '../../base/assert.js';
 import type { Scheduler, TimerHandle } from '../../base/scheduler.js';
@@ -45,6 +53,11 @@ export class WaitRegistry<T> {
 
   get size(): number {
     return this.#waiters.size;
+  }
+
+  /** Entries of the deadline list, settled ones not yet dropped included: about `size` (tests watch it). */
+  get listed(): number {
+    return this.#deadlines.length - this.#head;
   }
 
   get full(): boolean {
@@ -82,6 +95,7 @@ export class WaitRegistry<T> {
 
   failAll(error: unknown): void {
     for (const id of [...this.#waiters.keys()]) this.fail(id, error);
+    this.#disarm();
   }
 
   #take(id: bigint): Waiter<T> | undefined {
@@ -89,7 +103,8 @@ export class WaitRegistry<T> {
     if (w === undefined) return undefined;
     this.#waiters.delete(id);
     w.settled = true;
-    if (this.#waiters.size === 0) this.#clear();
+    if (this.#waiters.size === 0) this.#empty();
+    else if (this.#deadlines[this.#head] === w) this.#trimHead();
     return w;
   }
 
@@ -117,16 +132,21 @@ export class WaitRegistry<T> {
     this.#timerMs = deadlineMs;
     // At least 1 ms: Node's timers run on the loop's millisecond clock and may fire a fraction of a
     // millisecond before performance.now() reaches the deadline; then this re-arms, never spins.
-    this.#timer = this.#scheduler.after(Math.max(1, deadlineMs - this.#scheduler.nowMs()), () => this.#expire());
+    const delayMs = Math.max(1, deadlineMs - this.#scheduler.nowMs());
+    this.#timer = this.#scheduler.after(delayMs, () => this.#expire(), { background: true });
   }
 
-  /** Nothing is waiting: no timer, an empty list. */
-  #clear(): void {
+  /** Nothing is waiting: an empty list; the timer, if armed, lapses (see the top of the file). */
+  #empty(): void {
+    this.#deadlines = [];
+    this.#head = 0;
+  }
+
+  /** The registry is done (the member stops): no timer either. */
+  #disarm(): void {
     this.#timer?.cancel();
     this.#timer = undefined;
     this.#timerMs = Infinity;
-    this.#deadlines = [];
-    this.#head = 0;
   }
 
   #expire(): void {
@@ -146,6 +166,5 @@ export class WaitRegistry<T> {
     this.#trimHead();
     const next = this.#deadlines[this.#head];
     if (next !== undefined) this.#arm(next.deadlineMs);
-    else this.#clear();
   }
 }

@@ -7,15 +7,17 @@ import type { Scheduler } from '../../../src/base/scheduler.js';
 import { WaitRegistry } from '../../../src/node/request/wait.js';
 
 /** A manual clock with a timer queue; `armed` counts timers not yet fired or canceled. */
-function manualScheduler(): Scheduler & { advance(ms: number): void; armed(): number } {
+function manualScheduler(): Scheduler & { advance(ms: number): void; armed(): number; arms(): number } {
   let now = 0;
   let seq = 0;
+  let arms = 0;
   const timers = new Map<number, { at: number; fn: () => void }>();
   const none = { cancel: () => {} };
   return {
     nowMs: () => now,
     wallMs: () => now,
     after(ms, fn) {
+      arms++;
       const id = seq++;
       timers.set(id, { at: now + ms, fn });
       return { cancel: () => void timers.delete(id) };
@@ -34,6 +36,7 @@ function manualScheduler(): Scheduler & { advance(ms: number): void; armed(): nu
       now = until;
     },
     armed: () => timers.size,
+    arms: () => arms,
   };
 }
 
@@ -95,20 +98,64 @@ describe('the wait registry', () => {
     expect(s.armed()).toBe(0);
   });
 
-  it('arms no timer once nothing waits, and re-arms for the next registration', async () => {
+  it('lets the timer lapse once nothing waits, and re-arms at its firing only for a waiter', async () => {
     const s = manualScheduler();
     const reg = new WaitRegistry<string>(16, s);
     const log: string[] = [];
     watch(reg, s, log, 1n, 100);
     reg.trigger(1n, 'ok');
     await flush();
-    expect(s.armed()).toBe(0);
-    s.advance(500);
+    expect(s.armed()).toBe(1); // not canceled: it lapses
+    s.advance(100);
+    expect(s.armed()).toBe(0); // fired at 100, nothing waits: not re-armed
+    s.advance(400);
     watch(reg, s, log, 2n, 100);
     expect(s.armed()).toBe(1);
     s.advance(100);
     await flush();
     expect(log).toEqual(['1 ok @0', 'timeout 2 @600']);
+    expect(s.armed()).toBe(0);
+  });
+
+  it('arms one timer per timeout, not per request, for one client', async () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(16, s);
+    const log: string[] = [];
+    // One client: each put is registered and answered before the next; 1,000 puts a second for 10 s.
+    for (let id = 1n; id <= 10_000n; id++) {
+      watch(reg, s, log, id, 1000);
+      reg.trigger(id, 'ok');
+      expect(reg.listed).toBe(0);
+      s.advance(1);
+    }
+    await flush();
+    expect(log.filter((l) => l.includes('timeout'))).toEqual([]);
+    // Armed at 0 for 1000; it fires with nothing waiting, the next put arms it for 2000, and so on: 10 arms
+    // where a timer per put (or an arm and a cancel per put) made 10,000.
+    expect(s.arms()).toBe(10);
+  });
+
+  it('drops a settled waiter from the list once it is at the head', () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(16, s);
+    const log: string[] = [];
+    for (const id of [1n, 2n, 3n, 4n]) watch(reg, s, log, id, 100);
+    reg.trigger(2n, 'ok'); // behind 1: stays listed
+    expect(reg.listed).toBe(4);
+    reg.trigger(1n, 'ok'); // the head: 1 and 2 leave
+    expect(reg.listed).toBe(2);
+    reg.trigger(3n, 'ok');
+    expect(reg.listed).toBe(1);
+    expect(reg.size).toBe(1);
+  });
+
+  it('arms no timer after failAll (a stopped member keeps nothing armed)', () => {
+    const s = manualScheduler();
+    const reg = new WaitRegistry<string>(16, s);
+    const log: string[] = [];
+    watch(reg, s, log, 1n, 100);
+    reg.failAll(new Error('stopped'));
+    expect(s.armed()).toBe(0);
   });
 
   it('times out nothing that was answered under a steady stream, with one timer armed', async () => {
