@@ -22,7 +22,7 @@ import { BboltReader, type BucketStats } from '../../src/bbolt/index.js';
 import { importRevisions } from '../../src/backup/import.js';
 import type { RevisionRecord } from '../../src/backup/revision-record.js';
 import type { LeaseRecord } from '../../src/mvcc/lease-codec.js';
-import { freePort, runCli, startServer, type ServerProcess } from '../e2e/harness.js';
+import { freePort, runCli, startServer, waitFor, type ServerProcess } from '../e2e/harness.js';
 import { etcdctl, startEtcd } from './etcd-ref.js';
 
 export interface ScaleShape {
@@ -301,6 +301,12 @@ export async function runScale(shape: ScaleShape, dir: string, log: (line: strin
     } finally {
       c.close();
     }
+    // The member's own entries at its first term (its attributes, the cluster version) change the snapshot's
+    // meta bucket; on a fast machine they could land between the two saves below. Wait for both first.
+    const settled = member;
+    await waitFor('the member published and set the cluster version', async () =>
+      ['"published member attributes', '"cluster version set'].every((line) => settled.output.some((l) => l.includes(line))),
+    );
     step('start, compact, live writes');
     expected = await dumpScale(member.clientUrl, marks);
     step('dump the source member');
@@ -366,7 +372,7 @@ export function scaleChecks(r: ScaleReport, shape: ScaleShape): ScaleCheck[] {
   return [
     { what: 'etcdctl and etcetera snapshot status agree on our Maintenance.Snapshot', ok: same(r.ours.maintenance.etcdctl, r.ours.maintenance.etcetera) },
     { what: 'etcdctl and etcetera snapshot status agree on `etcetera snapshot save`', ok: same(r.ours.cli.etcdctl, r.ours.cli.etcetera) },
-    { what: 'both of our snapshots hold the same buckets, keys and values (hash, revision, key count)', ok: same({ ...r.ours.cli.etcdctl, totalSize: 0 }, { ...r.ours.maintenance.etcdctl, totalSize: 0 }) },
+    { what: 'both of our snapshots hold the same buckets, keys and values (hash, revision, key count)', ok: same({ ...r.ours.cli.etcdctl, totalSize: 0 }, { ...r.ours.maintenance.etcdctl, totalSize: 0 }), detail: `cli ${JSON.stringify(r.ours.cli.etcdctl)} maintenance ${JSON.stringify(r.ours.maintenance.etcdctl)}` },
     { what: "etcdctl and etcetera snapshot status agree on etcd's snapshot", ok: same(r.etcds.status.etcdctl, r.etcds.status.etcetera) },
     { what: 'the snapshot revision is the revision served', ok: String(r.ours.maintenance.etcdctl.revision) === e.revision && String(r.etcds.status.etcdctl.revision) === e.revision },
     // Not vacuous: the dump holds what the data set was built to hold.
