@@ -1,6 +1,6 @@
 // A separate process for test/e2e/auth-lockout.test.ts: <calls> parallel anonymous callers of the JSON gateway on
 // 127.0.0.1:<port>, each from <localAddress> (a source of its own), each sending its next request as soon as
-// the last is answered, for <ms> (calls then unanswered are dropped). <kind> is `authenticate` (wrong root passwords) or `useradd` (UserAdd
+// the last is answered, for <ms> or until SIGTERM (calls then unanswered are dropped). <kind> is `authenticate` (wrong root passwords) or `useradd` (UserAdd
 // without a token). It prints `flooding` once every caller has sent its first request, and at the end one JSON
 // line: the number of calls and of each answer. Plain JavaScript, so the flood costs the test's own event
 // loop nothing and needs no TypeScript loader.
@@ -13,12 +13,16 @@ let sent = 0;
 let started = 0;
 const answers = {};
 const deadline = performance.now() + ms;
-// At the deadline, calls still held are dropped (not counted): the flood ends on time.
+// At the deadline, or on SIGTERM (the test is done with it: flood-process.ts finish()), calls still held are
+// dropped (not counted) and the flood ends at once.
 let stopped = false;
-setTimeout(() => {
+const stop = () => {
   stopped = true;
+  clearTimeout(deadlineTimer); // or it would hold the process until the deadline
   agent.destroy();
-}, ms);
+};
+const deadlineTimer = setTimeout(stop, ms);
+process.once('SIGTERM', stop);
 
 function call(n) {
   const body = JSON.stringify(kind === 'useradd' ? { name: `mallory-${n}`, password: `pw-${n}` } : { name: 'root', password: `wrong-${n}` });

@@ -14,8 +14,8 @@
 import { hashSync, verifySync } from '@node-rs/bcrypt';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
-import { floodProcess } from './flood-process.js';
-import { startServer, waitFor, type ServerProcess } from './harness.js';
+import { floodProcess, type Flood, type FloodResult } from './flood-process.js';
+import { sleep, startServer, waitFor, type ServerProcess } from './harness.js';
 import { releaseAfterAll } from './release-after-all.js';
 import { rawService, type RawService } from './raw-grpc.js';
 
@@ -29,6 +29,20 @@ const attackMs = 15_000;
 const userAdders = 100;
 const userAddMs = 10_000;
 const usersForLogin = 20;
+/**
+ * A flood lasts its time above (at least), and until the logins it is there to disturb are done: a loaded
+ * machine once took 10.9 s for the UserAdd case's 40 logins, and a flood ended by the clock then measured
+ * logins made without it. This is the ceiling: logins slower than that fail the test.
+ */
+const floodMsMax = 40_000;
+
+/** Let `flood` run until `minMs` after `startMs`, then end it and take its report. */
+async function finishFlood(flood: Flood, startMs: number, minMs: number): Promise<FloodResult> {
+  const leftMs = minMs - (performance.now() - startMs);
+  if (leftMs > 0) await sleep(leftMs);
+  flood.finish();
+  return flood.done;
+}
 
 /** One bcrypt comparison at etcd's default cost, on this machine, now (median of 5). */
 function bcryptMs(): number {
@@ -86,7 +100,7 @@ describe('password login beside unauthenticated floods (issue 31)', () => {
     const boundMs = 2 * bcryptMs() + 1000;
     const bcryptRuns = 'etcetera_auth_password_checks_total{answer="bcrypt"}';
     const bcryptBefore = await metric(sp, bcryptRuns);
-    const attack = floodProcess('auth-lockout-caller.mjs', [sp.clientPort, attackMs, attackers, '127.0.0.2', 'authenticate']);
+    const attack = floodProcess('auth-lockout-caller.mjs', [sp.clientPort, floodMsMax, attackers, '127.0.0.2', 'authenticate']);
     const attackStart = performance.now();
     try {
       await attack.started;
@@ -104,20 +118,22 @@ describe('password login beside unauthenticated floods (issue 31)', () => {
         }
       }
       const loginsEndMs = performance.now() - attackStart;
-      const result = await attack.done;
+      const underAttack = !attack.ended();
+      const result = await finishFlood(attack, attackStart, attackMs);
       const bcryptDuring = (await metric(sp, bcryptRuns)) - bcryptBefore;
       console.log('lockout:', JSON.stringify({
         boundMs: Math.round(boundMs), loginsEndMs: Math.round(loginsEndMs), bcryptDuring,
         fresh: logins.filter((l) => l.fresh).map((l) => Math.round(l.ms)), known: logins.filter((l) => !l.fresh).map((l) => Math.round(l.ms)),
         attack: result,
       }));
-      expect(loginsEndMs).toBeLessThan(attackMs); // every login happened under the attack
+      expect(underAttack).toBe(true); // every login happened under the attack
       expect(logins.filter((l) => !l.ok)).toEqual([]);
       expect(logins.filter((l) => l.ms > boundMs)).toEqual([]);
       // The attack was real and was answered as etcd would: wrong passwords, and refusals past its queue.
       expect(Object.keys(result.answers).sort()).toEqual([authFailed, tooManyRequests]);
       expect(result.calls).toBeGreaterThan(attackers);
-      // Its address got about one bcrypt run per backoff: 4 free, then 250 ms doubling to 8 s: ~11 in 15 s.
+      // Its address got about one bcrypt run per backoff: 4 free, then 250 ms doubling to 8 s: ~11 in 15 s, ~13
+      // in the longest attack (floodMsMax).
       expect(result.answers[authFailed]).toBeLessThanOrEqual(16);
       expect(bcryptDuring).toBeLessThanOrEqual(16 + 5);
     } finally {
@@ -127,7 +143,7 @@ describe('password login beside unauthenticated floods (issue 31)', () => {
 
   it(`hashes nothing for ${userAdders} anonymous UserAdd callers, answers them etcd's "user name is empty", and logins meanwhile succeed`, async () => {
     const hashesBefore = await metric(sp, 'etcetera_auth_password_hashes_total');
-    const flood = floodProcess('auth-lockout-caller.mjs', [sp.clientPort, userAddMs, userAdders, '127.0.0.3', 'useradd']);
+    const flood = floodProcess('auth-lockout-caller.mjs', [sp.clientPort, floodMsMax, userAdders, '127.0.0.3', 'useradd']);
     const floodStart = performance.now();
     try {
       await flood.started;
@@ -138,11 +154,12 @@ describe('password login beside unauthenticated floods (issue 31)', () => {
         logins.push(await login(auth, 'root', 'rootpw-5'));
       }
       const loginsEndMs = performance.now() - floodStart;
-      const result = await flood.done;
+      const underFlood = !flood.ended();
+      const result = await finishFlood(flood, floodStart, userAddMs);
       const hashed = (await metric(sp, 'etcetera_auth_password_hashes_total')) - hashesBefore;
       const ok = logins.filter((l) => l.ok).length;
       console.log('useradd flood:', JSON.stringify({ loginsEndMs: Math.round(loginsEndMs), ok, of: logins.length, hashed, maxMs: Math.round(Math.max(...logins.map((l) => l.ms))), flood: result }));
-      expect(loginsEndMs).toBeLessThan(userAddMs);
+      expect(underFlood).toBe(true); // every login happened under the flood
       expect(ok / logins.length).toBeGreaterThanOrEqual(0.95);
       expect(hashed).toBe(0);
       expect(Object.keys(result.answers)).toEqual([userEmpty]);

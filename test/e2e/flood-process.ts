@@ -11,7 +11,18 @@ export interface FloodResult {
   answers: Record<string, number>;
 }
 
-export function floodProcess(script: string, args: Array<string | number>): { started: Promise<void>; done: Promise<FloodResult>; stop(): void } {
+export interface Flood {
+  started: Promise<void>;
+  done: Promise<FloodResult>;
+  /** Whether the flood has ended (its time ran out, or it was finished or stopped). */
+  ended(): boolean;
+  /** Ends the flood now and lets it report (scripts that handle SIGTERM: auth-lockout-caller.mjs). */
+  finish(): void;
+  /** Kills it without a report. */
+  stop(): void;
+}
+
+export function floodProcess(script: string, args: Array<string | number>): Flood {
   const p = spawn(process.execPath, [join(import.meta.dirname, script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   let started: () => void = () => {};
@@ -28,5 +39,11 @@ export function floodProcess(script: string, args: Array<string | number>): { st
       resolve(JSON.parse(out.trim().split('\n').at(-1)!) as FloodResult);
     });
   });
-  return { started: startedP, done, stop: () => void p.kill('SIGKILL') };
+  return {
+    started: startedP,
+    done,
+    ended: () => p.exitCode !== null || p.signalCode !== null,
+    finish: () => void p.kill('SIGTERM'),
+    stop: () => void p.kill('SIGKILL'),
+  };
 }
