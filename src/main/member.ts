@@ -197,7 +197,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
           return { ok: false, ...describePeerError(error) };
         }
       },
-      snapshotSink: snapshotData.receiver({ fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) }),
+      // A snapshot is admitted chunk by chunk only while its restore fits above the disk's reserve (disk-room.ts).
+      snapshotSink: snapshotData.receiver(
+        { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) },
+        () => diskRoom.receiveSnapshot(server.state.store.dbSizeBytes()),
+      ),
       authorizePeer: (from) => (server.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
     // A cluster version applied before a crash that came before its record was written.
