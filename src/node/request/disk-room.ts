@@ -15,6 +15,8 @@
 export const diskBytesPerRequestByte = 3;
 /** A request's own overhead on disk (record headers, revision keys, index), whatever its size. */
 export const diskBytesPerRequest = 512;
+import { snapshotRefusalsAtOnceMax } from '../../base/limits.js';
+
 /** Estimated bytes written after which free space is read again. */
 export const diskRecheckBytes = 1024 * 1024;
 /**
@@ -57,6 +59,10 @@ export class DiskRoom {
    * a look that clears it and the leader's next send.
    */
   #snapshotNeed = 0;
+  /** The backend the refused snapshot would have replaced (its bytes count as freed in #snapshotNeed). */
+  #snapshotReplaced = 0;
+  /** Sends of the leader still to refuse at their first chunk after a refusal (snapshotRefusalsAtOnceMax). */
+  #refuseAtOnce = 0;
 
   /** Connects the watch that reads the disk (the server exists before the watch). */
   attach(host: DiskRoomHost): void {
@@ -96,6 +102,7 @@ export class DiskRoom {
   applied(bytes: number): void {
     // Entries applied: this member is not stuck behind a snapshot it refused (a new leader may send it the log).
     this.#snapshotNeed = 0;
+    this.#refuseAtOnce = 0;
     this.#applied += bytes * diskBytesPerRequestByte;
     if (this.#applied < diskRecheckBytes) return;
     this.#applied = 0;
@@ -137,8 +144,17 @@ export class DiskRoom {
    * file's chunks count as admitted bytes until a look sees them). A refusal asks for a look, which raises
    * NOSPACE; the receiver answers the leader with an error and the leader sends again later, while the
    * follower stays behind and alive (issue 32: a follower of a full cluster met ENOSPC restoring its snapshot).
+   * The leader's next snapshotRefusalsAtOnceMax sends are refused at their first chunk, unless a look finds
+   * room for the refused one by then: each full try would write a third of the free space for nothing.
    */
   receiveSnapshot(replacedBytes: number): SnapshotAdmission {
+    // Refused a moment ago, and the disk has no more room for it since (a recovery would free some): refused
+    // again before a byte is written, until the count runs out.
+    const roomSinceRefusal = this.#free === undefined ? Infinity : this.#free - this.#admitted - this.#reserve + replacedBytes - this.#snapshotReplaced;
+    if (this.#refuseAtOnce > 0 && roomSinceRefusal < this.#snapshotNeed) {
+      this.#refuseAtOnce--;
+      return { admit: () => false, received: () => {} };
+    }
     let received = 0;
     return {
       admit: (bytes) => {
@@ -150,7 +166,9 @@ export class DiskRoom {
         // The file's bytes so far are on the disk (seen by a look, or counted in #admitted); the restore's 2·S is to come.
         const restoreBytes = (snapshotRestoreBytesPerByte - 1) * received;
         if (this.#free - this.#admitted - bytes - restoreBytes + replacedBytes < this.#reserve) {
-          this.#snapshotNeed = Math.max(this.#snapshotNeed, snapshotRestoreBytesPerByte * received - replacedBytes);
+          this.#snapshotNeed = snapshotRestoreBytesPerByte * received - replacedBytes;
+          this.#snapshotReplaced = replacedBytes;
+          this.#refuseAtOnce = snapshotRefusalsAtOnceMax;
           this.#host?.recheck();
           return false;
         }
@@ -161,6 +179,7 @@ export class DiskRoom {
       },
       received: () => {
         this.#snapshotNeed = 0;
+        this.#refuseAtOnce = 0;
       },
     };
   }

@@ -4,6 +4,7 @@
  * look that started before some admissions does not forget them.
  */
 import { describe, expect, it } from 'vitest';
+import { snapshotRefusalsAtOnceMax } from '../../../src/base/limits.js';
 import { diskBytesPerRequest, diskBytesPerRequestByte, diskRecheckBytes, DiskRoom, snapshotRestoreBytesPerByte } from '../../../src/node/request/disk-room.js';
 
 const MiB = 1024 * 1024;
@@ -128,6 +129,20 @@ describe('disk room', () => {
       room.observed(200 * MiB, 4 * MiB, room.mark());
       expect(receive(room, 0, MiB, 23 * MiB).refused).toBe(false);
       expect(room.takeRefused()).toBe(0);
+    });
+
+    it('refuses the leader\'s next sends at their first chunk after a refusal, until the count runs out or a look finds room', async () => {
+      const { room } = setup();
+      room.observed(42 * MiB, 4 * MiB, room.mark());
+      expect(receive(room, 0, MiB, 23 * MiB).bytes).toBe(12 * MiB);
+      for (let i = 0; i < snapshotRefusalsAtOnceMax; i++) expect(receive(room, 0, MiB, 23 * MiB)).toEqual({ bytes: 0, refused: true });
+      // The count ran out: the next send is received as far as it fits again.
+      room.observed(42 * MiB, 4 * MiB, room.mark()); // the look the refusal asked for (the partial file is gone)
+      expect(receive(room, 0, MiB, 23 * MiB).bytes).toBe(12 * MiB);
+      expect(receive(room, 0, MiB, 23 * MiB).bytes).toBe(0);
+      // A look that finds room for what was refused (a recovery freed space) ends the refusals at once.
+      room.observed(42 * MiB + snapshotRestoreBytesPerByte * 13 * MiB, 4 * MiB, room.mark());
+      expect(receive(room, 0, MiB, 23 * MiB).refused).toBe(false);
     });
 
     it('drops a refused snapshot\'s need once entries are applied (a new leader sends the log instead)', () => {

@@ -403,11 +403,16 @@ export class ServerNode {
   receiveSnapshot(meta: SnapshotMeta, chunks: Uint8Array[]): boolean {
     const admission = this.#env.tuning.snapshotRoomIgnored === true ? undefined : this.#room?.receiveSnapshot(this.server?.state.store.dbSizeBytes() ?? 0);
     if (admission !== undefined) {
+      let written = 0;
       for (const c of chunks) {
-        if (admission.admit(c.length)) continue;
+        if (admission.admit(c.length)) {
+          written += c.length;
+          continue;
+        }
         this.snapshotsRefused++;
         this.lastRefusedSnapshotIndex = meta.index;
-        this.#env.trace(`n${this.id} refuses snapshot ${meta.term}/${meta.index} (${chunks.reduce((n, x) => n + x.length, 0)} bytes): no room to restore it above the reserve`);
+        const total = chunks.reduce((n, x) => n + x.length, 0);
+        this.#env.trace(`n${this.id} refuses snapshot ${meta.term}/${meta.index} after ${written} of ${total} bytes: no room to restore it above the reserve`);
         return false;
       }
       admission.received();
