@@ -140,8 +140,8 @@ export class DiskRoom {
 
   /**
    * A snapshot from the leader, replacing a backend of `replacedBytes` (freed by the restore's clear): each
-   * chunk is admitted only while free − 3·received + replaced stays above the reserve (free as of now: the
-   * file's chunks count as admitted bytes until a look sees them). A refusal asks for a look, which raises
+   * chunk is admitted only while free − received − max(0, 2·received − replaced) stays above the reserve
+   * (free as of now: the file's chunks count as admitted bytes until a look sees them). A refusal asks for a look, which raises
    * NOSPACE; the receiver answers the leader with an error and the leader sends again later, while the
    * follower stays behind and alive (issue 32: a follower of a full cluster met ENOSPC restoring its snapshot).
    * The leader's next snapshotRefusalsAtOnceMax sends are refused at their first chunk, unless a look finds
@@ -150,7 +150,7 @@ export class DiskRoom {
   receiveSnapshot(replacedBytes: number): SnapshotAdmission {
     // Refused a moment ago, and the disk has no more room for it since (a recovery would free some): refused
     // again before a byte is written, until the count runs out.
-    const roomSinceRefusal = this.#free === undefined ? Infinity : this.#free - this.#admitted - this.#reserve + replacedBytes - this.#snapshotReplaced;
+    const roomSinceRefusal = this.#free === undefined ? Infinity : this.#free - this.#admitted - this.#reserve + Math.max(0, replacedBytes - this.#snapshotReplaced);
     if (this.#refuseAtOnce > 0 && roomSinceRefusal < this.#snapshotNeed) {
       this.#refuseAtOnce--;
       return { admit: () => false, received: () => {} };
@@ -163,10 +163,12 @@ export class DiskRoom {
           if (this.#forgotten) this.#host?.recheck();
           return true;
         }
-        // The file's bytes so far are on the disk (seen by a look, or counted in #admitted); the restore's 2·S is to come.
-        const restoreBytes = (snapshotRestoreBytesPerByte - 1) * received;
-        if (this.#free - this.#admitted - bytes - restoreBytes + replacedBytes < this.#reserve) {
-          this.#snapshotNeed = snapshotRestoreBytesPerByte * received - replacedBytes;
+        // The file's bytes so far are on the disk (seen by a look, or counted in #admitted); the restore's 2·S
+        // is to come, less the backend it replaces, but never less than nothing: the file is written before the
+        // old backend goes (a large old backend once made the need come out below the file's own size).
+        const restoreBytes = Math.max(0, (snapshotRestoreBytesPerByte - 1) * received - replacedBytes);
+        if (this.#free - this.#admitted - bytes - restoreBytes < this.#reserve) {
+          this.#snapshotNeed = received + restoreBytes;
           this.#snapshotReplaced = replacedBytes;
           this.#refuseAtOnce = snapshotRefusalsAtOnceMax;
           this.#host?.recheck();

@@ -115,6 +115,13 @@ describe('disk room', () => {
       expect(receive(room, 10 * MiB, MiB, 14 * MiB).refused).toBe(false);
     });
 
+    it('never counts the replaced backend below the file itself: the file lands before the old backend goes', () => {
+      const { room } = setup();
+      room.observed(20 * MiB, 4 * MiB, room.mark());
+      // 3 × 23 − 100 would be negative; the file alone needs 23 MiB > 16.
+      expect(receive(room, 100 * MiB, MiB, 23 * MiB)).toEqual({ bytes: 16 * MiB, refused: true });
+    });
+
     it('refuses the chunk past the room (seed 2 of --fill-faults: 23 MB with 42 MB free), asks for a look, and keeps NOSPACE needed until one arrives', () => {
       const { room, rechecks } = setup();
       room.observed(42 * MiB, 4 * MiB, room.mark());
