@@ -133,6 +133,13 @@ export const snapshotChunkBytes = 1024 * 1024;
  * this the socket is paused until the writes catch up, so a receive holds a few chunks, never the snapshot.
  */
 export const snapshotReceiveQueuedBytesMax = 8 * snapshotChunkBytes;
+/**
+ * After a snapshot from the leader was refused for room on the disk (node/request/disk-room.ts), this many of
+ * the leader's next sends are refused at their first chunk before one is received in full again: the leader
+ * resends after each heartbeat, and each full try wrote up to a third of the free space before its refusal
+ * (≈ 10 s between full tries at the default 100 ms heartbeat; issue 32, --fill-faults seed 2).
+ */
+export const snapshotRefusalsAtOnceMax = 100;
 
 assert(peerHandshakeFrameBytesMax >= 1024 && peerHandshakeFrameBytesMax * 64 <= peerFrameBytesMax, 'handshake frames are small, data frames large');
 assert(peerFrameBytesMax >= 2 * Math.max(peerBatchBytesMax, snapshotChunkBytes, requestBytesMax), 'peer frame limit too small');

@@ -9,7 +9,10 @@
  * under a temp name, then fsynced and renamed (wal/atomic-file.ts). Never used wrongly: a start refuses it
  * while the backend is behind its cut or a compaction passed it (mvcc/index-checkpoint-load.ts); a snapshot
  * from the leader that replaces the backend first calls invalidate(), which stops a write in progress and
- * removes the file. Never fatal: it is a cache, and a failed write is logged and the start scans.
+ * removes the file. A cache: a failed write is logged and the start scans. On a full disk (ENOSPC, EDQUOT) the
+ * write is skipped and its partial temp file removed, and none is begun while the disk is short (NOSPACE
+ * raised: the reserve is for recovery); but EIO is the disk failing, and the member stops (onFatal), as the
+ * log's fail-stop does: a write the disk lost here may be one it loses elsewhere (issue 32).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { indexCheckpointCheckIntervalMs, indexCheckpointSavingFactor, indexCheckpointScanBytesMin } from '../base/limits.js';
@@ -18,7 +21,17 @@ import { IndexCheckpointError } from '../mvcc/index-checkpoint.js';
 import type { KvStore } from '../mvcc/kv-store.js';
 import { indexCheckpointPath, removeIndexCheckpoint } from '../storage/index-checkpoint-file.js';
 import { createAtomicFile, type AtomicFile } from '../wal/atomic-file.js';
-import { NodeFsPort } from '../wal/fs-port.js';
+import { NodeFsPort, type FsPort } from '../wal/fs-port.js';
+
+/** Errors of a full disk: the checkpoint is skipped (a cache), never fatal. */
+const fullDiskCodes: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT']);
+/** Errors of a failing disk: the member stops. */
+const failedDiskCodes: ReadonlySet<string> = new Set(['EIO']);
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
 
 export interface KeeperView {
   /** What a start would scan now without a checkpoint made now. */
@@ -37,12 +50,17 @@ export interface KeeperOptions {
   log: Logger;
   /** Default indexCheckpointCheckIntervalMs. */
   intervalMs?: number;
+  /** The member's stop sequence: a write that met EIO (the disk failing). Absent: logged only. */
+  onFatal?(error: unknown): void;
+  /** Default: the real file system (tests give a simulated one that fails on demand). */
+  fs?: FsPort;
 }
 
 export class IndexCheckpointKeeper {
   readonly #o: KeeperOptions;
-  readonly #fs = new NodeFsPort();
+  readonly #fs: FsPort;
   #store: (() => KvStore) | undefined;
+  #diskShort: (() => boolean) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
   /** Raised by invalidate() and stop(): a write begun under an older epoch is dropped, never renamed. */
@@ -55,8 +73,12 @@ export class IndexCheckpointKeeper {
   #compactAtCut = -1;
   #writes = 0;
 
+  /** Checkpoints skipped for a full disk (tests, the log). */
+  skippedFull = 0;
+
   constructor(o: KeeperOptions) {
     this.#o = o;
+    this.#fs = o.fs ?? new NodeFsPort();
   }
 
   /** Checkpoints written so far (tests, the log). */
@@ -64,8 +86,10 @@ export class IndexCheckpointKeeper {
     return this.#writes;
   }
 
-  start(store: () => KvStore): void {
+  /** `diskShort`: whether the disk is short (this member's NOSPACE is up); no checkpoint is begun meanwhile. */
+  start(store: () => KvStore, diskShort?: () => boolean): void {
     this.#store = store;
+    this.#diskShort = diskShort;
     this.#timer = setInterval(() => void this.check(), this.#o.intervalMs ?? indexCheckpointCheckIntervalMs);
     this.#timer.unref();
   }
@@ -89,7 +113,7 @@ export class IndexCheckpointKeeper {
   /** One look: writes a checkpoint when decide() says so and none is being written. */
   check(): Promise<void> | undefined {
     if (this.#store === undefined || this.#writing !== undefined) return undefined;
-    if (!decide(this.view())) return undefined;
+    if (this.#diskShort?.() === true || !decide(this.view())) return undefined;
     const writing = this.#write().finally(() => {
       this.#writing = undefined;
     });
@@ -121,7 +145,14 @@ export class IndexCheckpointKeeper {
       await file.commit();
     } catch (error) {
       await file?.abort();
-      if (error instanceof IndexCheckpointError) {
+      const code = codeOf(error);
+      if (code !== undefined && failedDiskCodes.has(code)) {
+        this.#o.log.error('writing the key index checkpoint failed with an I/O error; the disk is failing, stopping', { error: String(error) });
+        this.#o.onFatal?.(error);
+      } else if (code !== undefined && fullDiskCodes.has(code)) {
+        this.skippedFull++;
+        this.#o.log.warn('no room for a key index checkpoint; skipped (a start after a crash scans more)', { error: String(error) });
+      } else if (error instanceof IndexCheckpointError) {
         this.#o.log.info('key index checkpoint dropped; the next check starts a new one', { reason: error.message });
       } else {
         this.#o.log.warn('could not write a key index checkpoint; a start after a crash scans more', { error: String(error) });

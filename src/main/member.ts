@@ -144,7 +144,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     // Counts the disk's room on the write path; the disk watch, started below, keeps it current.
     const diskRoom = new DiskRoom();
     // Built before the server, which calls it before a snapshot from the leader replaces the backend; started after.
-    const keeper = new IndexCheckpointKeeper({ memberDir, log });
+    const keeper = new IndexCheckpointKeeper({ memberDir, log, onFatal: (error) => stop.fatal(error) });
     const member = await buildDataMember({
       scheduler: realScheduler,
       disk: { wal, backend, state, stateOptions, snapshotData, applied, snapshotIndex: walState.snapshot.index },
@@ -197,7 +197,11 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
           return { ok: false, ...describePeerError(error) };
         }
       },
-      snapshotSink: snapshotData.receiver({ fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) }),
+      // A snapshot is admitted chunk by chunk only while its restore fits above the disk's reserve (disk-room.ts).
+      snapshotSink: snapshotData.receiver(
+        { fsyncSeconds: (s) => metrics.snapDbFsyncSeconds.observe(s), saveSeconds: (s) => metrics.snapDbSaveSeconds.observe(s) },
+        () => diskRoom.receiveSnapshot(server.state.store.dbSizeBytes()),
+      ),
       authorizePeer: (from) => (server.state.membership.isRemoved(from) ? { code: 'removed', reason: 'the member was removed from the cluster' } : undefined),
     });
     // A cluster version applied before a crash that came before its record was written.
@@ -205,7 +209,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
     member.start();
     stop.add('handover', () => server.handOver());
     stop.add('server', () => server.stop());
-    keeper.start(() => server.state.store);
+    keeper.start(() => server.state.store, () => server.state.alarms.list().some((a) => a.alarm === 'NOSPACE' && a.memberId === identity.memberId));
     stop.add('checkpoint', async () => {
       await keeper.stop();
       await saveIndexCheckpoint(memberDir, server.state.store, log);

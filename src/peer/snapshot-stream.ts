@@ -90,7 +90,9 @@ export function receiveSnapshot(conn: FramedConnection, from: NodeId, idleTimeou
       if (failed) return;
       failed = true;
       clearTimeout(timer);
-      void writes.then(() => target?.abort()).catch(() => {});
+      // After the sink's queued work, failed or not: a write the sink refused (no room on the disk) must not
+      // leave its partial file behind for every retry of the leader to add another.
+      void writes.catch(() => {}).then(() => target?.abort()).catch(() => {});
       reject(err);
     };
     conn.onClose((err) => abort(err ?? new Error('snapshot connection closed before the snapshot was complete')));

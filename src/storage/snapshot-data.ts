@@ -37,6 +37,22 @@ export interface SnapshotDataTimings {
   saveSeconds(seconds: number): void;
 }
 
+/** Judges a received snapshot chunk by chunk (the member's disk room, node/request/disk-room.ts, above this layer). */
+export interface SnapshotAdmission {
+  /** Whether the next chunk of `bytes` may be written. */
+  admit(bytes: number): boolean;
+  /** The snapshot arrived whole. */
+  received(): void;
+}
+
+/** A snapshot from the leader refused for room on the disk (NOSPACE): the follower stays behind, alive. */
+export class SnapshotRefusedError extends Error {
+  constructor(meta: Pick<SnapshotMeta, 'term' | 'index'>) {
+    super(`NOSPACE: no room to restore snapshot ${meta.term}/${meta.index} (its file and LevelDB's restore need 3× its size above the disk's reserve); the leader will send it again`);
+    this.name = 'SnapshotRefusedError';
+  }
+}
+
 export class SnapshotDataDir implements SnapshotSink {
   readonly dir: string;
   /** Receives in progress get temp files of their own: a leader may send the same snapshot again while the first send is still arriving. */
@@ -65,11 +81,16 @@ export class SnapshotDataDir implements SnapshotSink {
    * The sink the peer transport writes received snapshots into, timing each (etcd_snap_db_*). A sink of its
    * own, built once the member's metrics exist: the directory is opened (and restored from) before them.
    */
-  receiver(timings: SnapshotDataTimings): SnapshotSink {
-    return { open: (message) => this.#receive(message, timings) };
+  receiver(timings: SnapshotDataTimings, admission?: () => SnapshotAdmission): SnapshotSink {
+    return { open: (message) => this.#receive(message, timings, admission?.()) };
   }
 
-  async #receive(message: Message, timings: SnapshotDataTimings | undefined): ReturnType<SnapshotSink['open']> {
+  /**
+   * `admission` (the disk's room, node/request/disk-room.ts) judges each chunk before it is written: a
+   * snapshot whose restore would not fit above the disk's reserve is refused (the partial file deleted, the
+   * leader's stream failed; it sends again later) rather than meeting ENOSPC in the log or the backend.
+   */
+  async #receive(message: Message, timings: SnapshotDataTimings | undefined, admission?: SnapshotAdmission): ReturnType<SnapshotSink['open']> {
     const startMs = performance.now();
     const meta = message.snapshot!.meta;
     const final = this.#path(meta);
@@ -77,6 +98,7 @@ export class SnapshotDataDir implements SnapshotSink {
     const checker = new StateStreamDecoder();
     return {
       write: async (chunk) => {
+        if (admission !== undefined && !admission.admit(chunk.length)) throw new SnapshotRefusedError(meta);
         checker.check(chunk);
         await file.write(chunk);
       },
@@ -86,6 +108,7 @@ export class SnapshotDataDir implements SnapshotSink {
         await file.sync();
         timings?.fsyncSeconds((performance.now() - syncMs) / 1000);
         await file.commit();
+        admission?.received();
         timings?.saveSeconds((performance.now() - startMs) / 1000);
       },
       abort: () => file.abort(),

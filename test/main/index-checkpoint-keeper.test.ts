@@ -14,6 +14,7 @@ import { KvStore } from '../../src/mvcc/kv-store.js';
 import { MemoryBackend } from '../../src/mvcc/memory-backend.js';
 import { indexCheckpointPath } from '../../src/storage/index-checkpoint-file.js';
 import { putReq } from '../mvcc/helpers.js';
+import { SimFs } from '../wal/sim-fs.js';
 
 const MiB = 1024 * 1024;
 const dirs: string[] = [];
@@ -105,5 +106,56 @@ describe('index checkpoint keeper', () => {
     expect(existsSync(`${indexCheckpointPath(dir)}.live.tmp`)).toBe(false);
     expect(keeper.writes).toBe(1);
     await keeper.stop();
+  });
+
+  describe('a disk that fills or fails while it writes (issue 32)', () => {
+    /** A keeper on a simulated disk whose `n`th write fails with `code` (EIO when true). */
+    async function failing(code: string | true, n = 3) {
+      let writes = 0;
+      const fs = new SimFs({ failOp: (op) => (op.startsWith('write ') && ++writes === n ? code : false) });
+      await fs.mkdirp('/member');
+      const fatal: unknown[] = [];
+      const keeper = new IndexCheckpointKeeper({ memberDir: '/member', log: silentLogger(), intervalMs: 3_600_000, fs, onFatal: (e) => fatal.push(e) });
+      const { store } = await storeWith(17 * MiB);
+      return { fs, keeper, store, fatal };
+    }
+
+    it('ENOSPC: the write is skipped, its partial temp file removed, and the member goes on', async () => {
+      const { fs, keeper, store, fatal } = await failing('ENOSPC');
+      keeper.start(() => store);
+      await keeper.check();
+      expect(keeper.skippedFull).toBe(1);
+      expect(keeper.writes).toBe(0);
+      expect(await fs.list('/member')).toEqual([]);
+      expect(fatal).toEqual([]);
+      // The disk has room again: the next check writes it.
+      await keeper.check();
+      expect(keeper.writes).toBe(1);
+      expect(await fs.list('/member')).toEqual(['index.ckpt']);
+      await keeper.stop();
+    });
+
+    it('EIO: the disk is failing, the member stops (onFatal), the temp file removed', async () => {
+      const { fs, keeper, store, fatal } = await failing(true);
+      keeper.start(() => store);
+      await keeper.check();
+      expect(fatal).toHaveLength(1);
+      expect(String(fatal[0])).toMatch(/EIO/);
+      expect(keeper.skippedFull).toBe(0);
+      expect(keeper.writes).toBe(0);
+      expect(await fs.list('/member')).toEqual([]);
+      await keeper.stop();
+    });
+
+    it('begins no checkpoint while the disk is short (NOSPACE up): the reserve is for recovery', async () => {
+      const { keeper, store } = await failing('ENOSPC', 1_000_000);
+      let short = true;
+      keeper.start(() => store, () => short);
+      expect(keeper.check()).toBeUndefined();
+      short = false;
+      await keeper.check();
+      expect(keeper.writes).toBe(1);
+      await keeper.stop();
+    });
   });
 });

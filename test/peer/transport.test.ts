@@ -221,6 +221,35 @@ describe('peer transport between three members', () => {
     expect(statuses).toEqual([false]);
   });
 
+  it('a sink that refuses a chunk (no room on the disk) fails the send and has its partial file aborted', async () => {
+    const statuses: boolean[] = [];
+    const a = await node(1n, { onSnapshotStatus: (_id, ok) => statuses.push(ok), limits: { snapshotChunkBytes: 64 * 1024 } });
+    const events: string[] = [];
+    const b = await node(2n, {
+      onSnapshot: () => {},
+      snapshotSink: {
+        open: async () => ({
+          write: async () => {
+            events.push('write');
+            if (events.length >= 2) throw new Error('NOSPACE: no room to restore snapshot 1/1');
+          },
+          commit: async () => void events.push('commit'),
+          abort: async () => void events.push('abort'),
+        }),
+      },
+    });
+    a.transport.addPeer(2n, [b.url]);
+    const snap: Message = { ...heartbeat(1n, 2n, 0), type: 'MsgSnap', snapshot: { meta: { index: 1, term: 1, confState: { voters: [1n], learners: [] } }, data: new Uint8Array(0) } };
+    async function* store(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < 64; i++) yield new Uint8Array(64 * 1024);
+    }
+    await expect(a.transport.sendSnapshot(snap, store())).rejects.toThrow();
+    expect(statuses).toEqual([false]);
+    await waitFor(() => events.includes('abort'), 'the partial receive aborted');
+    expect(events).not.toContain('commit');
+    expect(b.received).toEqual([]);
+  });
+
   it('close() ends a snapshot being sent and waits for it: the source (the store) is not read afterwards', async () => {
     const a = await node(1n, { limits: { snapshotChunkBytes: 64 * 1024 } });
     const b = await node(2n, { onSnapshot: () => {} });

@@ -80,8 +80,9 @@
  * test/sim/node/run-fill-seed.ts: 1–3 members on simulated disks of 64 MiB (ENOSPC when full) with the
  * production disk watch; writers of 64 KiB values fill them; NOSPACE must rise before any ENOSPC reaches a WAL
  * or backend, no member may exit, no acked write be lost, and del + compact + defrag + disarm must let writes
- * resume (issue 32). --fill-faults adds seeded slow disks and lossy links (not yet passing: a lagging follower
- * is sent a snapshot its disk has no room for).
+ * resume (issue 32). --fill-faults adds seeded slow disks and lossy links: a lagging follower is sent snapshots
+ * of the full store, admitted only when its disk has room to restore them (3·S above the reserve); one that
+ * never has room stays behind with NOSPACE up, alive, until the recovery shrinks the leader's data.
  *
  * Output: one line per failing seed with the command replaying it, a line of totals per kind, then exactly
  * `N passed, M failed` over both kinds (exit status 1 if M > 0). Flags: --nodes k (initial voters), --verbose

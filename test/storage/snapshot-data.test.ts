@@ -127,4 +127,34 @@ describe('SnapshotDataDir', () => {
       removeDir(dir);
     }
   });
+
+  it('refuses a snapshot its disk has no room to restore, chunk by chunk: nothing lands, the partial file goes (issue 32)', async () => {
+    const dir = tempDir('snapdata');
+    try {
+      const snaps = new SnapshotDataDir(dir);
+      await snaps.init();
+      const timings = { fsyncSeconds: () => {}, saveSeconds: () => {} };
+      let admitted = 0;
+      let received = 0;
+      // Room for two chunks of five.
+      const sink = snaps.receiver(timings, () => ({ admit: () => ++admitted <= 2, received: () => void received++ }));
+      const parts = stream(0xaa, 5);
+      const target = await sink.open(message);
+      await target.write(parts[0]!);
+      await target.write(parts[1]!);
+      await expect(target.write(parts[2]!)).rejects.toThrow(/NOSPACE: no room to restore snapshot 3\/42/);
+      await target.abort(); // as the transport does when a write fails
+      expect(readdirSync(dir)).toEqual([]);
+      expect(received).toBe(0);
+      // With room, the same snapshot lands and the room is told it arrived whole.
+      const roomy = snaps.receiver(timings, () => ({ admit: () => true, received: () => void received++ }));
+      const again = await roomy.open(message);
+      for (const part of parts) await again.write(part);
+      await again.commit();
+      expect(existsSync(`${dir}/${snapshotDataName(meta)}`)).toBe(true);
+      expect(received).toBe(1);
+    } finally {
+      removeDir(dir);
+    }
+  });
 });

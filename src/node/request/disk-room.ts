@@ -15,8 +15,23 @@
 export const diskBytesPerRequestByte = 3;
 /** A request's own overhead on disk (record headers, revision keys, index), whatever its size. */
 export const diskBytesPerRequest = 512;
+import { snapshotRefusalsAtOnceMax } from '../../base/limits.js';
+
 /** Estimated bytes written after which free space is read again. */
 export const diskRecheckBytes = 1024 * 1024;
+/**
+ * Disk bytes a snapshot from the leader needs at peak per byte of it: its received file (S) and LevelDB's
+ * restore of it (2·S: measured on tmpfs by scripts/measure-restore-peak.ts), before the file is deleted.
+ */
+export const snapshotRestoreBytesPerByte = 3;
+
+/** One snapshot from the leader as it arrives (DiskRoom.receiveSnapshot). */
+export interface SnapshotAdmission {
+  /** Whether the next chunk of `bytes` may be written: its restore still fits above the reserve; counts it when it does. */
+  admit(bytes: number): boolean;
+  /** The snapshot arrived whole: an earlier refusal's need is dropped. */
+  received(): void;
+}
 
 export interface DiskRoomHost {
   /** Reads free space now (statfs) and calls observed(); may raise NOSPACE. One at a time. */
@@ -38,6 +53,16 @@ export class DiskRoom {
   #forgotten = false;
   /** Estimated disk bytes of entries applied since the last look asked for by applied(). */
   #applied = 0;
+  /**
+   * The room the last refused snapshot needs (0 when none or once one arrived): kept across looks, so the
+   * NOSPACE it raised stays up while the follower cannot take its leader's data, rather than flapping between
+   * a look that clears it and the leader's next send.
+   */
+  #snapshotNeed = 0;
+  /** The backend the refused snapshot would have replaced (its bytes count as freed in #snapshotNeed). */
+  #snapshotReplaced = 0;
+  /** Sends of the leader still to refuse at their first chunk after a refusal (snapshotRefusalsAtOnceMax). */
+  #refuseAtOnce = 0;
 
   /** Connects the watch that reads the disk (the server exists before the watch). */
   attach(host: DiskRoomHost): void {
@@ -54,7 +79,7 @@ export class DiskRoom {
    * the last look (0 when none), so that a refusal here always ends as an alarm an operator can see.
    */
   takeRefused(): number {
-    const r = this.#refused;
+    const r = Math.max(this.#refused, this.#snapshotNeed);
     this.#refused = 0;
     return r;
   }
@@ -75,6 +100,9 @@ export class DiskRoom {
    * is raised through Raft in time and protects it as the leader's protects the leader (issue 32).
    */
   applied(bytes: number): void {
+    // Entries applied: this member is not stuck behind a snapshot it refused (a new leader may send it the log).
+    this.#snapshotNeed = 0;
+    this.#refuseAtOnce = 0;
     this.#applied += bytes * diskBytesPerRequestByte;
     if (this.#applied < diskRecheckBytes) return;
     this.#applied = 0;
@@ -108,5 +136,53 @@ export class DiskRoom {
     this.#admittedTotal += cost;
     if (this.#admitted >= diskRecheckBytes) this.#host?.recheck();
     return true;
+  }
+
+  /**
+   * A snapshot from the leader, replacing a backend of `replacedBytes` (freed by the restore's clear): each
+   * chunk is admitted only while free − received − max(0, 2·received − replaced) stays above the reserve
+   * (free as of now: the file's chunks count as admitted bytes until a look sees them). A refusal asks for a look, which raises
+   * NOSPACE; the receiver answers the leader with an error and the leader sends again later, while the
+   * follower stays behind and alive (issue 32: a follower of a full cluster met ENOSPC restoring its snapshot).
+   * The leader's next snapshotRefusalsAtOnceMax sends are refused at their first chunk, unless a look finds
+   * room for the refused one by then: each full try would write a third of the free space for nothing.
+   */
+  receiveSnapshot(replacedBytes: number): SnapshotAdmission {
+    // Refused a moment ago, and the disk has no more room for it since (a recovery would free some): refused
+    // again before a byte is written, until the count runs out.
+    const roomSinceRefusal = this.#free === undefined ? Infinity : this.#free - this.#admitted - this.#reserve + Math.max(0, replacedBytes - this.#snapshotReplaced);
+    if (this.#refuseAtOnce > 0 && roomSinceRefusal < this.#snapshotNeed) {
+      this.#refuseAtOnce--;
+      return { admit: () => false, received: () => {} };
+    }
+    let received = 0;
+    return {
+      admit: (bytes) => {
+        received += bytes;
+        if (this.#free === undefined) {
+          if (this.#forgotten) this.#host?.recheck();
+          return true;
+        }
+        // The file's bytes so far are on the disk (seen by a look, or counted in #admitted); the restore's 2·S
+        // is to come, less the backend it replaces, but never less than nothing: the file is written before the
+        // old backend goes (a large old backend once made the need come out below the file's own size).
+        const restoreBytes = Math.max(0, (snapshotRestoreBytesPerByte - 1) * received - replacedBytes);
+        if (this.#free - this.#admitted - bytes - restoreBytes < this.#reserve) {
+          this.#snapshotNeed = received + restoreBytes;
+          this.#snapshotReplaced = replacedBytes;
+          this.#refuseAtOnce = snapshotRefusalsAtOnceMax;
+          this.#host?.recheck();
+          return false;
+        }
+        this.#admitted += bytes;
+        this.#admittedTotal += bytes;
+        if (this.#admitted >= diskRecheckBytes) this.#host?.recheck();
+        return true;
+      },
+      received: () => {
+        this.#snapshotNeed = 0;
+        this.#refuseAtOnce = 0;
+      },
+    };
   }
 }

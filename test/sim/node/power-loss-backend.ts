@@ -37,13 +37,24 @@ export class PowerLossBackend implements Backend {
   diskBytes = 0;
   /** Whether the disk has room for `bytes` more (absent: no capacity); a write without room fails with ENOSPC. */
   room: ((bytes: number) => boolean) | undefined;
+  /**
+   * A restore is under way (writes since a clear, until a synced write makes them durable): LevelDB holds
+   * what it restores twice at peak, 2·S for a snapshot of S (measured on tmpfs by
+   * scripts/measure-restore-peak.ts), and gives the second copy back once it is durable.
+   */
+  #restoring = false;
+  /** The second copy of a restore's writes (counted in diskBytes until the restore is durable). */
+  #restoreCopyBytes = 0;
 
   write(ops: BatchOp[], options?: WriteOptions): Promise<void> {
     const bytes = batchDiskBytes(ops);
-    if (this.room !== undefined && !this.room(bytes)) {
+    const copy = this.#restoring ? bytes : 0;
+    if (this.room !== undefined && !this.room(bytes + copy)) {
       return Promise.reject(Object.assign(new Error('IO error: ENOSPC: no space left on device (simulated backend)'), { code: 'ENOSPC' }));
     }
-    this.diskBytes += bytes;
+    this.diskBytes += bytes + copy;
+    this.#restoreCopyBytes += copy;
+    if (options?.sync === true) this.#restored();
     // Recorded as the live backend applies it (synchronously, inside write), in call order.
     const done = this.#live.write(ops, options);
     this.#unsynced.push({ ops: ops.map((op) => (op.type === 'put' ? { ...op, key: op.key.slice(), value: op.value.slice() } : { ...op, key: op.key.slice() })) });
@@ -53,9 +64,18 @@ export class PowerLossBackend implements Backend {
 
   clear(): Promise<void> {
     this.diskBytes = 0;
+    this.#restoreCopyBytes = 0;
+    this.#restoring = true;
     const done = this.#live.clear();
     this.#unsynced.push('clear');
     return done;
+  }
+
+  /** The restore is durable: LevelDB's second copy of it is gone. */
+  #restored(): void {
+    this.diskBytes -= this.#restoreCopyBytes;
+    this.#restoreCopyBytes = 0;
+    this.#restoring = false;
   }
 
   #sync(): void {
@@ -70,6 +90,7 @@ export class PowerLossBackend implements Backend {
     this.#unsynced = kept;
     this.#sync();
     this.#live = this.#synced.clone();
+    this.#restored(); // reopened, LevelDB replays its log into a table and deletes the log
   }
 
   get unsyncedBatches(): number {
@@ -102,6 +123,7 @@ export class PowerLossBackend implements Backend {
     const live = await this.#live.sizeBytes();
     if (this.room !== undefined && !this.room(Math.min(live, compactionStepBytesMax))) throw Object.assign(new Error('IO error: ENOSPC: no space left on device (simulated defragment)'), { code: 'ENOSPC' });
     await this.#live.defragment();
+    this.#restored();
     this.diskBytes = await this.#live.sizeBytes();
   }
 

@@ -309,7 +309,8 @@ export class ServerCluster {
       this.loop.at(this.#delayMs(), () => {
         if (to.incarnation !== incarnation || to.driver === undefined) return;
         this.trace(`n${to.id} receives snapshot ${meta.term}/${meta.index} from n${from.id}`);
-        if (to instanceof ServerNode) to.receiveSnapshot(meta, chunks);
+        // A refusal (no room on the follower's disk) fails the leader's send, as the production sink's error does.
+        if (to instanceof ServerNode && !to.receiveSnapshot(meta, chunks)) return void (owner.alive && from.driver?.reportSnapshot(m.to, false));
         to.driver.step([m]);
       });
     }

@@ -80,6 +80,8 @@ export interface NodeTuning {
    * can fail: run-fill-seed.ts).
    */
   diskReserveIgnored?: boolean;
+  /** A received snapshot is kept without asking the disk's room (the check that a fill seed can fail). */
+  snapshotRoomIgnored?: boolean;
   faults: Set<TestFault>;
 }
 
@@ -136,6 +138,11 @@ export class ServerNode {
   readonly enospc: string[] = [];
   /** Lost for good (its start was refused): never restarted; the operator replaces it (replace-member.ts). */
   lost = false;
+  /** Snapshots from a leader this member refused for room on its disk (NOSPACE), and the index of the last. */
+  snapshotsRefused = 0;
+  lastRefusedSnapshotIndex = 0;
+  /** This incarnation's count of the disk's room (a disk of a capacity only). */
+  #room: DiskRoom | undefined;
 
   constructor(member: Member, env: NodeEnv, rng: Prng) {
     this.member = member;
@@ -177,7 +184,7 @@ export class ServerNode {
     const scheduler = env.loop.scheduler(owner);
     const disk = this.disk;
     disk.fs.options.beforeSync = () => env.loop.sleep(env.syncDelayMs(this), owner);
-    const diskRoom = t.diskCapacityBytes !== undefined ? this.#withCapacity(t.diskCapacityBytes, owner) : undefined;
+    const diskRoom = (this.#room = t.diskCapacityBytes !== undefined ? this.#withCapacity(t.diskCapacityBytes, owner) : undefined);
     const backend = guarded(disk.backend, owner);
     const stateOptions: StateOptions = { quotaBackendBytes: 0, minLeaseTtlSeconds: Math.ceil((3 * t.electionMs) / 2 / 1000) };
     // Received snapshot data stays on the disk until the backend holding it is durable (as <data-dir>/member/snap).
@@ -388,9 +395,30 @@ export class ServerNode {
     if (unsynced > 0) this.disk.backend.powerLoss(loss.int(unsynced + 1));
   }
 
-  /** A snapshot's data arrives before its message, as the transport's snapshot sink stores it. */
-  receiveSnapshot(meta: SnapshotMeta, chunks: Uint8Array[]): void {
+  /**
+   * A snapshot's data arrives before its message, as the transport's snapshot sink stores it: on a disk of a
+   * capacity each chunk is admitted by the production rule first (DiskRoom.receiveSnapshot, as
+   * storage/snapshot-data.ts's receiver does); false when refused (nothing is kept, the leader sends again).
+   */
+  receiveSnapshot(meta: SnapshotMeta, chunks: Uint8Array[]): boolean {
+    const admission = this.#env.tuning.snapshotRoomIgnored === true ? undefined : this.#room?.receiveSnapshot(this.server?.state.store.dbSizeBytes() ?? 0);
+    if (admission !== undefined) {
+      let written = 0;
+      for (const c of chunks) {
+        if (admission.admit(c.length)) {
+          written += c.length;
+          continue;
+        }
+        this.snapshotsRefused++;
+        this.lastRefusedSnapshotIndex = meta.index;
+        const total = chunks.reduce((n, x) => n + x.length, 0);
+        this.#env.trace(`n${this.id} refuses snapshot ${meta.term}/${meta.index} after ${written} of ${total} bytes: no room to restore it above the reserve`);
+        return false;
+      }
+      admission.received();
+    }
     this.disk.received.set(snapKey(meta), { index: meta.index, chunks });
+    return true;
   }
 
   /** Serve a peer RPC the way the transport's onRequest does (MvccErrors become etcd's errors). */
