@@ -9,7 +9,7 @@
  *   etcetera_snapshot_last_size_bytes
  */
 import { parseCron } from '../config/cron.js';
-import { saveSnapshotFile, type SnapshotExporter } from '../etcd-db/export.js';
+import type { SnapshotExporter } from '../etcd-db/export.js';
 import { SnapshotScheduler } from './snapshot-scheduler.js';
 import type { Logger } from '../config/log.js';
 import type { ScheduledSnapshots } from '../config/member-options.js';
@@ -44,6 +44,8 @@ export function startScheduledSnapshots(input: ScheduledSnapshotsInput): Snapsho
       clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
     },
     takeSnapshot: async (path) => {
+      // The etcd file writer (etcd-db, bbolt) loads at the first snapshot, hours after the start (issue 34).
+      const { saveSnapshotFile } = await import('../etcd-db/export.js');
       await saveSnapshotFile(input.store, path, { serverVersion: input.serverVersion });
     },
     dir: options.dir,

@@ -19,7 +19,7 @@ import type { Entry, HardState } from '../raft/types.js';
 import { NodeFsPort } from '../wal/fs-port.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from '../node/server-api.js';
-import { askCluster, type AskOptions } from '../join/join-client.js';
+import type { AskOptions } from '../join/join-client.js';
 import { peerTlsOf } from './member-etcd-options.js';
 import type { MemberOptions } from '../config/member-options.js';
 import { urlsOf } from './registered-urls.js';
@@ -41,6 +41,12 @@ export interface Bootstrapped {
   /** A restart's --token replaces the public one the member held: written once the start's checks pass (adoptToken). */
   adoptToken?: true;
 }
+
+/**
+ * The join protocol's client loads only when this start asks the cluster (a join, a failed join's removal):
+ * a restarted member or a new cluster never runs it (issue 34).
+ */
+const askCluster: typeof import('../join/join-client.js').askCluster = async (...args) => (await import('../join/join-client.js')).askCluster(...args);
 
 export function askOptions(o: MemberOptions, token: string): AskOptions {
   return {

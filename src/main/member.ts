@@ -25,8 +25,6 @@ import { withAutoTls } from '../tls/auto-tls.js';
 import { grpcOptionsOf, initialCheckHost, instrumentMember } from './member-etcd-options.js';
 import { registerMemberMetrics } from '../metrics/member-metrics.js';
 import { initialCorruptCheck } from '../node/corruption/initial-corrupt-check.js';
-import { startScheduledSnapshots } from '../backup/scheduled-snapshots.js';
-import { createOffsiteUploads } from '../backup/offsite-snapshots.js';
 import { saveIndexCheckpoint } from '../storage/index-checkpoint-file.js';
 import type { EtcdServer } from '../node/etcd-server.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
@@ -215,9 +213,10 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       await saveIndexCheckpoint(memberDir, server.state.store, log);
     });
 
-    // Built before /status, which reports it; it loads the S3 client only at its first upload.
+    // Built before /status, which reports it; it loads the S3 client only at its first upload. Its modules
+    // (and the snapshot reader they check files with) load only when configured (issue 34).
     const offsite = o.etcdS3 !== undefined && o.scheduledSnapshots !== undefined
-      ? createOffsiteUploads({ s3: o.etcdS3, nodeName: o.name, retention: o.scheduledSnapshots.retention, registry: metrics.registry, logger: log })
+      ? (await import('../backup/offsite-snapshots.js')).createOffsiteUploads({ s3: o.etcdS3, nodeName: o.name, retention: o.scheduledSnapshots.retention, registry: metrics.registry, logger: log })
       : undefined;
     const statusRoute = createJsonHandler('/status', () => memberStatus(server, { name: o.name, storageProfile: wal.profile, wear, ...(offsite !== undefined ? { offsite } : {}) }));
     const grpc: GrpcServerHandle = await startGrpcServer({
@@ -260,6 +259,7 @@ async function runMember(o: MemberOptions, identity: Identity, token: string, fr
       stop.add('metrics', () => metricsHttp.close());
     }
     if (o.scheduledSnapshots !== undefined) {
+      const { startScheduledSnapshots } = await import('../backup/scheduled-snapshots.js');
       const scheduledSnapshots = startScheduledSnapshots({
         options: o.scheduledSnapshots, nodeName: o.name, store: timedExporter({ exportSnapshot: () => server.state.store.exportSnapshot() }, metrics.backendSnapshotSeconds, () => performance.now()),
         serverVersion: etcdVersion, registry: metrics.registry, logger: log, ...(offsite !== undefined ? { offsite } : {}),

@@ -10,7 +10,6 @@ import type { Snapshot } from '../raft/types.js';
 import { Wal } from '../wal/wal.js';
 import type { Member } from '../node/server-api.js';
 import type { Identity } from '../storage/identity.js';
-import { resetToSingleMember } from '../backup/cluster-reset.js';
 import { directoryBytes } from './dir-bytes.js';
 import { openIndexCheckpoint, removeIndexCheckpoint } from '../storage/index-checkpoint-file.js';
 import { noFsyncPort } from './member-etcd-options.js';
@@ -87,6 +86,8 @@ export async function openMemberStorage(o: MemberOptions, identity: Identity, fr
   const { wal, walState } = opened;
   if (!fresh && o.forceNewCluster === true) {
     const self: Member = { id: identity.memberId, name: o.name, peerUrls: o.initialAdvertisePeerUrls, clientUrls: o.advertiseClientUrls, isLearner: false };
+    // Loaded only for --force-new-cluster (issue 34: a member at rest never runs it).
+    const { resetToSingleMember } = await import('../backup/cluster-reset.js');
     Object.assign(walState, await resetToSingleMember(wal, walState, self, log));
   }
   if (fresh && o.forceNewCluster === true) log.warn('--force-new-cluster on a new data directory: nothing to reset');

@@ -10,12 +10,14 @@ import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SnapshotSource } from '../api-types.js';
-import { writeEtcdSnapshot, type SnapshotExporter } from '../../etcd-db/export.js';
+import type { SnapshotExporter } from '../../etcd-db/export.js';
 
 const readChunkBytes = 256 * 1024;
 
 export async function maintenanceSnapshot(store: SnapshotExporter, tempDir: string, serverVersion: string): Promise<SnapshotSource> {
   const path = join(tempDir, `maintenance-${randomBytes(6).toString('hex')}.db.tmp`);
+  // The etcd file writer (etcd-db, bbolt) loads at the first snapshot: a member at rest never runs it (issue 34).
+  const { writeEtcdSnapshot } = await import('../../etcd-db/export.js');
   const exported = await store.exportSnapshot();
   let dbBytes: number;
   try {
