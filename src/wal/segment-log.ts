@@ -257,13 +257,22 @@ export class SegmentLog {
     if (previous !== undefined) await previous.close();
   }
 
-  /** One write of a whole batch at the end of the active segment. */
-  async write(bytes: Uint8Array, maxIndex: number): Promise<void> {
+  /**
+   * One write of a whole batch at the end of the active segment. Undefined when it was written at once on the
+   * loop's thread (inline, the common case): no promise to create and await per batch (issue 34); otherwise
+   * resolves once written through the thread pool.
+   */
+  write(bytes: Uint8Array, maxIndex: number): Promise<void> | undefined {
     const active = this.#active;
     assert(active !== undefined, 'no active segment');
-    if (this.#writesNow(active, bytes.length)) active.writeNow!(bytes, bytes.length, this.#pos);
-    else await active.write(bytes, bytes.length, this.#pos);
-    this.#pos += bytes.length;
+    if (!this.#writesNow(active, bytes.length)) return active.write(bytes, bytes.length, this.#pos).then(() => this.#written(bytes.length, maxIndex));
+    active.writeNow!(bytes, bytes.length, this.#pos);
+    this.#written(bytes.length, maxIndex);
+    return undefined;
+  }
+
+  #written(length: number, maxIndex: number): void {
+    this.#pos += length;
     // Prepare the next segment only once this one is half full: zero-filling a fresh 64 MiB file is 16k page
     // writes on the thread pool, which a member that just started (or a short-lived one) should not pay
     // while it serves; half a segment of log leaves plenty of time to finish before rotation.

@@ -87,17 +87,30 @@ export class Wal {
   readonly #queue: SaveQueue;
   #encoding!: BatchEncoding;
   #inFlight: PendingSave[] = [];
-  #draining: Promise<void> | undefined;
+  /**
+   * The drain loop runs (#drain). A flag, not the promise's presence: #drain can finish before it returns
+   * (an inline write that throws awaits nothing), and `#draining ??= #drain()` would then keep a settled
+   * promise that close() awaits forever.
+   */
+  #drainRunning = false;
+  /** The running drain's promise (close waits on it); stale while #drainRunning is false. */
+  #draining: Promise<void> = Promise.resolve();
   #failure: WalFatalError | undefined;
   #closed = false;
   #batchSeq = 0;
+  /** Records and bytes of the batch being written, counted once it is synced. */
+  #batchRecords = 0;
+  #batchBytes = 0;
   /** The step in progress, named in the WalFatalError if it fails. */
   #operation = 'write';
   #releaseChain: Promise<unknown> = Promise.resolve();
   // What the caller has handed us (validation), what is encoded (#encoding), what is durable.
   #accepted = new SaveValidator({ last: 0, snapshotIndex: 0, commit: 0, term: 0 });
   #saveSeq = 0;
-  /** The promise of the newest queued save: what a deferred save waits for. */
+  /**
+   * The promise of the newest queued save, as returned to its caller: what a deferred save waits for. Not a
+   * caught copy per save (issue 34: a promise per put); a deferred save attaches both handlers itself.
+   */
   #tail: Promise<void> = Promise.resolve();
   #durableSnapshot: SnapshotMeta = emptySnapshotMeta();
   readonly #syncSeconds = new Histogram(syncSecondsBounds);
@@ -231,7 +244,7 @@ export class Wal {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    while (this.#draining) await this.#draining;
+    while (this.#drainRunning) await this.#draining;
     await this.#releaseChain;
     await this.#segments.close().catch(() => undefined);
     await this.#lock.release();
@@ -245,21 +258,28 @@ export class Wal {
     const deferrable = request.sync === false && (request.entries?.length ?? 0) === 0 && !request.snapshotMeta && !ready;
     if (deferrable) {
       if (request.hardState) this.#encoding.defer(request.hardState, seq);
-      return this.#tail.then(() => {
-        if (this.#failure) throw this.#failure;
-      });
+      // A failed save failed the log first (#fail), so either way the answer is the log's failure.
+      return this.#tail.then(
+        () => {
+          if (this.#failure) throw this.#failure;
+        },
+        (err: unknown) => {
+          throw this.#failure ?? err;
+        },
+      );
     }
     const saved = new Promise<void>((resolve, reject) => {
       const bound = bytesBound(request);
       const units = Math.max(1, request.entries?.length ?? 0);
       this.#queue.push({ request, seq, bytesBound: bound, units, ready, resolve, reject });
-      this.#draining ??= this.#drain();
+      if (!this.#drainRunning) this.#draining = this.#drain();
     });
-    this.#tail = saved.catch(() => undefined);
+    this.#tail = saved;
     return saved;
   }
 
   async #drain(): Promise<void> {
+    this.#drainRunning = true;
     try {
       while (this.#queue.length > 0 && !this.#failure) {
         const head = this.#queue.head!;
@@ -273,7 +293,13 @@ export class Wal {
         // A failure while we waited (a snapshot file, a segment being prepared) ends the log: write nothing.
         if (this.#failure || this.#queue.length === 0) break;
         this.#inFlight = this.#queue.takeBatch();
-        await this.#writeBatch(this.#inFlight);
+        // Only what waits on I/O is awaited (issue 34): an inline write is done when #writeBatch returns.
+        const written = this.#writeBatch(this.#inFlight);
+        if (written !== undefined) await written;
+        this.#operation = 'fdatasync';
+        const start = performance.now();
+        await this.#segments.datasync();
+        this.#batchSynced(start);
         this.#queue.batchDurable();
         for (const s of this.#inFlight) {
           if (s.request.snapshotMeta) this.#durableSnapshot = s.request.snapshotMeta;
@@ -284,33 +310,42 @@ export class Wal {
     } catch (err) {
       this.#fail(this.#operation, err);
     } finally {
-      this.#draining = undefined;
+      this.#drainRunning = false;
     }
   }
 
-  /** Encodes, writes and syncs one batch. */
-  async #writeBatch(batch: PendingSave[]): Promise<void> {
+  /**
+   * Encodes and writes one batch, rotating first when it does not fit; undefined when all of it was done at
+   * once (no rotation, an inline write), else resolves once written. The sync is the caller's.
+   */
+  #writeBatch(batch: PendingSave[]): Promise<void> | undefined {
     assert(batch.length > 0, 'empty batch');
     let bound = 0;
     for (const s of batch) bound += s.bytesBound;
-    const rotate = this.#segments.needsRotation(bound);
     this.#operation = 'segment rotation';
-    if (rotate) await this.#segments.rotate(this.#encoding.writtenLast + 1);
-    const { bytes, records, maxIndex } = this.#encoding.encode(batch, { batchSeq: this.#batchSeq, salt: this.#segments.salt, rotated: rotate });
+    if (!this.#segments.needsRotation(bound)) return this.#encodeAndWrite(batch, false);
+    return this.#segments.rotate(this.#encoding.writtenLast + 1).then(() => this.#encodeAndWrite(batch, true));
+  }
+
+  #encodeAndWrite(batch: PendingSave[], rotated: boolean): Promise<void> | undefined {
+    const { bytes, records, maxIndex } = this.#encoding.encode(batch, { batchSeq: this.#batchSeq, salt: this.#segments.salt, rotated });
+    this.#batchRecords = records;
+    this.#batchBytes = bytes.length;
     this.#operation = 'write';
-    await this.#segments.write(bytes, maxIndex);
-    this.#operation = 'fdatasync';
-    const start = performance.now();
-    await this.#segments.datasync();
-    this.#syncSeconds.observe((performance.now() - start) / 1000);
+    return this.#segments.write(bytes, maxIndex);
+  }
+
+  /** Counts the batch just written and synced (its sync started at `startMs`). */
+  #batchSynced(startMs: number): void {
+    this.#syncSeconds.observe((performance.now() - startMs) / 1000);
     this.#batchSeq = (this.#batchSeq + 1) >>> 0;
     const c = this.#counters;
     c.syncs++;
     c.batches++;
-    c.records += records;
-    c.saves += batch.length;
-    c.bytesWritten += bytes.length;
-    this.#recordsPerBatch.observe(records);
+    c.records += this.#batchRecords;
+    c.saves += this.#inFlight.length;
+    c.bytesWritten += this.#batchBytes;
+    this.#recordsPerBatch.observe(this.#batchRecords);
   }
 
   #fail(operation: string, cause: unknown): void {

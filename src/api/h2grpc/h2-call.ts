@@ -15,6 +15,7 @@ import * as tls from 'node:tls';
 import { FrameError, MessageReader, frameMessage } from './message-frames.js';
 import { HeaderMetadata, encodeStatusMessage } from './call-headers.js';
 import type { PingPolicy } from './ping-policy.js';
+import type { CallDeadline, CallDeadlines } from './call-deadlines.js';
 
 /** gRPC status codes used here (the numbers are the specification's). */
 export const code = { ok: 0, cancelled: 1, unknown: 2, deadlineExceeded: 4, permissionDenied: 7, resourceExhausted: 8, unimplemented: 12, internal: 13, unavailable: 14 } as const;
@@ -50,7 +51,7 @@ export class H2Call extends EventEmitter {
   #headersSent = false;
   #finished = false;
   #awaitingDrain = false;
-  #deadline: NodeJS.Timeout | undefined;
+  #deadline: CallDeadline | undefined;
   /** The connection's client ping floor, told when we send (what we send may make a client ping). */
   readonly #pingPolicy: PingPolicy | undefined;
 
@@ -64,13 +65,13 @@ export class H2Call extends EventEmitter {
     stream.once('close', () => this.#onClose());
   }
 
-  /** Fails the call DEADLINE_EXCEEDED after `ms` unless it finished first. */
-  setDeadline(ms: number): void {
-    this.#deadline = setTimeout(() => {
+  /** Fails the call DEADLINE_EXCEEDED after `ms` unless it finished first (the server's one deadline list). */
+  setDeadline(deadlines: CallDeadlines, ms: number): void {
+    this.#deadline = deadlines.add(ms, () => {
       this.#deadline = undefined;
       this.#sendStatus({ code: code.deadlineExceeded, details: 'Deadline exceeded' });
       this.#cancel();
-    }, ms);
+    });
   }
 
   /** Unary and server-streaming requests: exactly one message, then the client's half-close. */
@@ -251,7 +252,7 @@ export class H2Call extends EventEmitter {
 
   #finish(): void {
     this.#finished = true;
-    if (this.#deadline !== undefined) clearTimeout(this.#deadline);
+    this.#deadline?.cancel();
     this.#deadline = undefined;
   }
 

@@ -18,6 +18,9 @@ import { H2Call, code } from './h2-call.js';
 import { encodeStatusMessage, timeoutMs } from './call-headers.js';
 import { keepSessionAlive } from './keepalive.js';
 import { PingPolicy } from './ping-policy.js';
+import { CallDeadlines } from './call-deadlines.js';
+import type { Scheduler } from '../../base/scheduler.js';
+import { realScheduler } from '../../node/driver/real-scheduler.js';
 
 export interface H2GrpcServerOptions {
   /** Largest request message accepted (grpc.max_receive_message_length); larger: RESOURCE_EXHAUSTED. */
@@ -30,6 +33,8 @@ export interface H2GrpcServerOptions {
   keepAliveTimeoutMs?: number;
   /** The client ping floor (etcd --grpc-keepalive-min-time, ping-policy.ts); 0 or absent: not enforced. */
   keepAliveMinTimeMs?: number;
+  /** Time and the one deadline timer (tests pass a manual one); Node's by default. */
+  scheduler?: Scheduler;
 }
 
 type Kind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
@@ -42,7 +47,7 @@ interface Method {
   handler: (...args: any[]) => void;
 }
 
-const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs', 'keepAliveMinTimeMs']);
+const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs', 'keepAliveMinTimeMs', 'scheduler']);
 
 function kindOf(def: MethodDefinition<unknown, unknown>): Kind {
   if (def.requestStream) return def.responseStream ? 'bidi' : 'clientStream';
@@ -55,6 +60,8 @@ export class H2GrpcServer {
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   readonly #pingPolicies = new WeakMap<http2.Http2Session, PingPolicy>();
   readonly #messageBytesMax: number;
+  /** Every call's grpc-timeout, on one timer (call-deadlines.ts). */
+  readonly #deadlines: CallDeadlines;
   #closing = false;
 
   constructor(options: H2GrpcServerOptions) {
@@ -63,6 +70,7 @@ export class H2GrpcServer {
     }
     if (!(options.messageBytesMax > 0)) throw new TypeError('H2GrpcServer: messageBytesMax must be positive');
     this.#messageBytesMax = options.messageBytesMax;
+    this.#deadlines = new CallDeadlines(options.scheduler ?? realScheduler);
     const streamsMax = options.concurrentStreamsMax;
     this.#http2 = http2.createServer({
       // grpc-js' choices: messages are limited per call, not by nghttp2's session memory or header block size.
@@ -152,7 +160,7 @@ export class H2GrpcServer {
     const deadlineMs = timeoutMs(headers['grpc-timeout']);
     if (deadlineMs !== undefined) {
       if (Number.isNaN(deadlineMs)) return void call.sendStatus({ code: code.internal, details: `Invalid grpc-timeout value "${String(headers['grpc-timeout'])}"` });
-      call.setDeadline(deadlineMs);
+      call.setDeadline(this.#deadlines, deadlineMs);
     }
     const handler = method.handler;
     switch (method.kind) {

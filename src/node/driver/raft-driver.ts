@@ -348,15 +348,24 @@ export class RaftDriver {
       }
     }
     this.#persistTail = saved;
-    saved.then(() => {
-      if (this.#stopped) return;
+    // One then with both handlers, a throw in the first caught in it (issue 34: a .catch per Ready was a
+    // second promise per put, twice per put at one client).
+    saved.then(() => this.#persisted(rd), this.#fatal);
+    return saved;
+  }
+
+  /** A Ready's writes are durable: its held-back messages leave, the core and the application hear it. */
+  #persisted(rd: Ready): void {
+    if (this.#stopped) return;
+    try {
       if (rd.messagesAfterPersist.length > 0) this.#transport.send(rd.messagesAfterPersist);
       this.#node.onPersisted(rd.persistedUpTo);
       this.#reportedStable = this.#node.stableIndex;
       this.#app.onStable(this.#reportedStable);
       this.#drainNow();
-    }).catch(this.#fatal);
-    return saved;
+    } catch (err) {
+      this.#fatal(err);
+    }
   }
 
   #enqueueApply(work: { entries: Entry[] } | { snapshot: Snapshot; durable: Promise<void> }): void {
