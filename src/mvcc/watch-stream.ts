@@ -24,7 +24,8 @@ import {
 } from './watch-types.js';
 
 /** A watcher belongs to one stream (its `stream`); the hub keeps it in the synced or unsynced group (watch-group.ts). */
-export type WatcherState = 'synced' | 'unsynced' | 'closed';
+/** pending: created on its stream, not yet registered with the hub (its created response is being sent). */
+export type WatcherState = 'pending' | 'synced' | 'unsynced' | 'closed';
 
 export interface Watcher {
   readonly id: number;
@@ -139,11 +140,14 @@ export class WatchStream {
       noPut: req.filters.includes(WatchFilterType.NoPut),
       noDelete: req.filters.includes(WatchFilterType.NoDelete),
       minRevision: req.startRevision,
-      state: 'unsynced',
+      state: 'pending',
       progressDue: true,
     };
     this.#watchers.set(id, w);
     this.deliver(watchResponse({ watchId: id, revision, created: true }));
+    // The send may have closed the stream (the client went away; fuzz case 2286275534): the watcher left with
+    // it, and registering it now would leave it in the hub for good.
+    if (w.state === 'closed') return;
     this.#host.register(w);
   }
 

@@ -49,6 +49,31 @@ describe.each(['fake', 'kv'] as const)('on the %s store', (k) => {
   });
 
   describe('watch create', () => {
+    it('survives a stream closed while its created response is sent (the client went away): fuzz case 2286275534', async () => {
+      // The transport's send closes the stream re-entrantly, before the watcher is registered with the hub.
+      for (const startRevision of [0, 1, 5]) {
+        const store = await openTestStore(kind);
+        const hub = new WatchHub(store, {});
+        store.put('a', '1');
+        let closeOnSend = true;
+        const stream = hub.openStream(() => {
+          if (closeOnSend) {
+            closeOnSend = false;
+            stream.close();
+          }
+          return true;
+        });
+        expect(() => stream.create(req('a', { startRevision }))).not.toThrow();
+        expect(stream.closed).toBe(true);
+        expect(hub.unsyncedCount).toBe(0);
+        // The hub holds nothing of it: a later write notifies nobody, and a new stream works.
+        store.put('a', '2');
+        const t = transport();
+        hub.openStream(t.send).create(req('a', { startRevision: 1 }));
+        expect(eventsOf(t.responses)).toEqual(['0@2 PUT a=1', '0@3 PUT a=2']);
+      }
+    });
+
     it('answers created=true with auto ids 0, 1, … and the current revision', async () => {
       const { store, t, stream } = await setup();
       store.put('a', '1');
