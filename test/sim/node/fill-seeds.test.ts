@@ -50,8 +50,9 @@ describe('disk fills (production node, simulated disk of a capacity)', () => {
       behind.push(r.stats.behind);
     }
     expect(behind[1]).toBeGreaterThan(0);
-    // Without the admission the same seeds fail: the check can fail.
-    for (const seed of [1, 2, 51]) expect((await runFillSeed({ seed, faults: true, snapshotRoomIgnored: true })).error).toMatch(/ENOSPC/);
+    // Without the admission seeds 1 and 51 meet ENOSPC restoring a snapshot: the check can fail. (Seed 2 did
+    // too until the WAL's fewer promises per save changed its schedule; with the admission it still stays behind.)
+    for (const seed of [1, 51]) expect((await runFillSeed({ seed, faults: true, snapshotRoomIgnored: true })).error).toMatch(/ENOSPC/);
   }, 180_000);
 
   it('replays exactly: the same seed gives the same trace', async () => {
