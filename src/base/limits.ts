@@ -17,6 +17,12 @@ export const indexCheckpointScanBytesMin = 16 * 1024 * 1024;
 export const indexCheckpointSavingFactor = 2;
 /** etcd: warnApplyDuration. An apply that takes longer counts in etcd_server_slow_apply_total and is logged. */
 export const slowApplyMs = 100;
+/**
+ * Deadlines on one timer (base/lapsing-deadlines.ts): the list is compacted once more finished entries than
+ * this are listed and they outnumber the live ones, and its dropped prefix once longer than this and most of
+ * the array. Small enough to bound memory, large enough that compaction is rare per entry.
+ */
+export const deadlinesFinishedListedMin = 64;
 /** etcd: --max-txn-ops default 128. */
 export const txnOpsMax = 128;
 /** etcd: maxGapBetweenApplyAndCommitIndex; past it, "etcdserver: too many requests". */

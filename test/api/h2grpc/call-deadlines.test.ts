@@ -4,42 +4,8 @@
  * fires, the timer is not re-armed per call, and finished calls do not pile up behind a long-lived one.
  */
 import { describe, expect, it } from 'vitest';
-import type { Scheduler } from '../../../src/base/scheduler.js';
 import { CallDeadlines } from '../../../src/api/h2grpc/call-deadlines.js';
-
-/** A manual clock with a timer queue; `armed` counts timers not yet fired or canceled, `arms` every arm. */
-function manualScheduler(): Scheduler & { advance(ms: number): void; armed(): number; arms(): number } {
-  let now = 0;
-  let seq = 0;
-  let arms = 0;
-  const timers = new Map<number, { at: number; fn: () => void }>();
-  const none = { cancel: () => {} };
-  return {
-    nowMs: () => now,
-    wallMs: () => now,
-    after(ms, fn) {
-      arms++;
-      const id = seq++;
-      timers.set(id, { at: now + ms, fn });
-      return { cancel: () => void timers.delete(id) };
-    },
-    every: () => none,
-    soon: (fn) => queueMicrotask(fn),
-    advance(ms) {
-      const until = now + ms;
-      for (;;) {
-        const due = [...timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
-        if (due === undefined) break;
-        timers.delete(due[0]);
-        now = due[1].at;
-        due[1].fn();
-      }
-      now = until;
-    },
-    armed: () => timers.size,
-    arms: () => arms,
-  };
-}
+import { manualScheduler } from '../../manual-scheduler.js';
 
 describe('CallDeadlines', () => {
   it('expires calls at their deadlines, in deadline order, whatever order they came in', () => {

@@ -3,42 +3,9 @@
  * at their time and in order, settled waiters never fire, and the one timer is all that is ever armed.
  */
 import { describe, expect, it } from 'vitest';
-import type { Scheduler } from '../../../src/base/scheduler.js';
 import { WaitRegistry } from '../../../src/node/request/wait.js';
-
-/** A manual clock with a timer queue; `armed` counts timers not yet fired or canceled. */
-function manualScheduler(): Scheduler & { advance(ms: number): void; armed(): number; arms(): number } {
-  let now = 0;
-  let seq = 0;
-  let arms = 0;
-  const timers = new Map<number, { at: number; fn: () => void }>();
-  const none = { cancel: () => {} };
-  return {
-    nowMs: () => now,
-    wallMs: () => now,
-    after(ms, fn) {
-      arms++;
-      const id = seq++;
-      timers.set(id, { at: now + ms, fn });
-      return { cancel: () => void timers.delete(id) };
-    },
-    every: () => none,
-    soon: (fn) => queueMicrotask(fn),
-    advance(ms) {
-      const until = now + ms;
-      for (;;) {
-        const due = [...timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
-        if (due === undefined) break;
-        timers.delete(due[0]);
-        now = due[1].at;
-        due[1].fn();
-      }
-      now = until;
-    },
-    armed: () => timers.size,
-    arms: () => arms,
-  };
-}
+import { manualScheduler } from '../../manual-scheduler.js';
+import { settle } from '../../settle.js';
 
 /** Registers `id` and records, in order, when and how it settles. */
 function watch(reg: WaitRegistry<string>, s: { nowMs(): number }, log: string[], id: bigint, timeoutMs: number): void {
@@ -47,8 +14,6 @@ function watch(reg: WaitRegistry<string>, s: { nowMs(): number }, log: string[],
     (e: Error) => log.push(`${e.message} @${s.nowMs()}`),
   );
 }
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('the wait registry', () => {
   it('fires each deadline at its time, in order, with one timer armed', async () => {
@@ -61,16 +26,16 @@ describe('the wait registry', () => {
     watch(reg, s, log, 3n, 50); // earlier than both: the timer is re-armed for it
     expect(s.armed()).toBe(1);
     s.advance(49);
-    await flush();
+    await settle();
     expect(log).toEqual([]);
     s.advance(1);
-    await flush();
+    await settle();
     expect(log).toEqual(['timeout 3 @60']);
     s.advance(40);
-    await flush();
+    await settle();
     expect(log).toEqual(['timeout 3 @60', 'timeout 1 @100']);
     s.advance(10);
-    await flush();
+    await settle();
     expect(log).toEqual(['timeout 3 @60', 'timeout 1 @100', 'timeout 2 @110']);
     expect(reg.size).toBe(0);
     expect(s.armed()).toBe(0);
@@ -82,18 +47,18 @@ describe('the wait registry', () => {
     const log: string[] = [];
     for (const id of [1n, 2n, 3n, 4n]) watch(reg, s, log, id, 100);
     reg.trigger(1n, 'applied');
-    await flush();
+    await settle();
     s.advance(30);
     reg.fail(3n, new Error('canceled 3'));
     reg.trigger(2n, 'late');
-    await flush();
+    await settle();
     s.advance(70);
-    await flush();
+    await settle();
     expect(log).toEqual(['1 applied @0', 'canceled 3 @30', '2 late @30', 'timeout 4 @100']);
     // A trigger after the timeout, and a second trigger, find nobody.
     reg.trigger(4n, 'too late');
     reg.trigger(1n, 'again');
-    await flush();
+    await settle();
     expect(log).toHaveLength(4);
     expect(s.armed()).toBe(0);
   });
@@ -104,7 +69,7 @@ describe('the wait registry', () => {
     const log: string[] = [];
     watch(reg, s, log, 1n, 100);
     reg.trigger(1n, 'ok');
-    await flush();
+    await settle();
     expect(s.armed()).toBe(1); // not canceled: it lapses
     s.advance(100);
     expect(s.armed()).toBe(0); // fired at 100, nothing waits: not re-armed
@@ -112,7 +77,7 @@ describe('the wait registry', () => {
     watch(reg, s, log, 2n, 100);
     expect(s.armed()).toBe(1);
     s.advance(100);
-    await flush();
+    await settle();
     expect(log).toEqual(['1 ok @0', 'timeout 2 @600']);
     expect(s.armed()).toBe(0);
   });
@@ -128,7 +93,7 @@ describe('the wait registry', () => {
       expect(reg.listed).toBe(0);
       s.advance(1);
     }
-    await flush();
+    await settle();
     expect(log.filter((l) => l.includes('timeout'))).toEqual([]);
     // Armed at 0 for 1000; it fires with nothing waiting, the next put arms it for 2000, and so on: 10 arms
     // where a timer per put (or an arm and a cancel per put) made 10,000.
@@ -172,7 +137,7 @@ describe('the wait registry', () => {
     }
     expect(reg.size).toBe(4);
     expect(s.armed()).toBe(1);
-    await flush();
+    await settle();
     expect(log.filter((l) => l.includes('timeout'))).toEqual([]);
   });
 
