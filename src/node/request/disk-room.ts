@@ -121,20 +121,15 @@ export class DiskRoom {
 
   /** Whether a write of `bytes` (keys and values) fits above the reserve; counts it when it does. */
   admit(bytes: number): boolean {
-    if (this.#free === undefined) {
-      // Nothing seen yet: admitted (the watch looks at once when it starts); after forget(), a look asked for.
-      if (this.#forgotten) this.#host?.recheck();
-      return true;
-    }
+    const free = this.#seenFree();
+    if (free === undefined) return true;
     const cost = bytes * diskBytesPerRequestByte + diskBytesPerRequest;
-    if (this.#free - this.#admitted - cost < this.#reserve) {
+    if (free - this.#admitted - cost < this.#reserve) {
       this.#refused = Math.max(this.#refused, cost);
       this.#host?.recheck();
       return false;
     }
-    this.#admitted += cost;
-    this.#admittedTotal += cost;
-    if (this.#admitted >= diskRecheckBytes) this.#host?.recheck();
+    this.#count(cost);
     return true;
   }
 
@@ -159,24 +154,20 @@ export class DiskRoom {
     return {
       admit: (bytes) => {
         received += bytes;
-        if (this.#free === undefined) {
-          if (this.#forgotten) this.#host?.recheck();
-          return true;
-        }
+        const free = this.#seenFree();
+        if (free === undefined) return true;
         // The file's bytes so far are on the disk (seen by a look, or counted in #admitted); the restore's 2·S
         // is to come, less the backend it replaces, but never less than nothing: the file is written before the
         // old backend goes (a large old backend once made the need come out below the file's own size).
         const restoreBytes = Math.max(0, (snapshotRestoreBytesPerByte - 1) * received - replacedBytes);
-        if (this.#free - this.#admitted - bytes - restoreBytes < this.#reserve) {
+        if (free - this.#admitted - bytes - restoreBytes < this.#reserve) {
           this.#snapshotNeed = received + restoreBytes;
           this.#snapshotReplaced = replacedBytes;
           this.#refuseAtOnce = snapshotRefusalsAtOnceMax;
           this.#host?.recheck();
           return false;
         }
-        this.#admitted += bytes;
-        this.#admittedTotal += bytes;
-        if (this.#admitted >= diskRecheckBytes) this.#host?.recheck();
+        this.#count(bytes);
         return true;
       },
       received: () => {
@@ -184,5 +175,21 @@ export class DiskRoom {
         this.#refuseAtOnce = 0;
       },
     };
+  }
+
+  /**
+   * Free bytes at the last look, or undefined when there is none: nothing seen yet (admitted: the watch looks
+   * at once when it starts) or the look was forgotten (admitted, and a fresh look asked for).
+   */
+  #seenFree(): number | undefined {
+    if (this.#free === undefined && this.#forgotten) this.#host?.recheck();
+    return this.#free;
+  }
+
+  /** Admitted `bytes` of estimated disk writes: a look once diskRecheckBytes of them piled up since the last. */
+  #count(bytes: number): void {
+    this.#admitted += bytes;
+    this.#admittedTotal += bytes;
+    if (this.#admitted >= diskRecheckBytes) this.#host?.recheck();
   }
 }
