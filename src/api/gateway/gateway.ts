@@ -8,7 +8,7 @@
  * (400 for InvalidArgument/OutOfRange, 404 NotFound, 412 FailedPrecondition, 503 Unavailable, ...); inside a
  * stream, a last line `{"error": {"grpc_code", "http_code", "message", "http_status"}}`.
  */
-import * as http from 'node:http';
+import type * as http from 'node:http';
 import type { MethodDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { Status } from '../grpc-status.js';
 import type protobuf from 'protobufjs';
@@ -20,35 +20,7 @@ import { JsonObjectSplitter } from './json-stream.js';
 import { BodyCutError, readBody } from './request-body.js';
 import { readingGatewayBody } from './client-errors.js';
 import { isGatewayPath, routeOf } from './routes.js';
-
-/** runtime.HTTPStatusFromCode of grpc-gateway v1. */
-const httpStatusOf: Record<number, number> = {
-  [Status.OK]: 200,
-  [Status.CANCELLED]: 408,
-  [Status.UNKNOWN]: 500,
-  [Status.INVALID_ARGUMENT]: 400,
-  [Status.DEADLINE_EXCEEDED]: 504,
-  [Status.NOT_FOUND]: 404,
-  [Status.ALREADY_EXISTS]: 409,
-  [Status.PERMISSION_DENIED]: 403,
-  [Status.UNAUTHENTICATED]: 401,
-  [Status.RESOURCE_EXHAUSTED]: 429,
-  [Status.FAILED_PRECONDITION]: 412,
-  [Status.ABORTED]: 409,
-  [Status.OUT_OF_RANGE]: 400,
-  [Status.UNIMPLEMENTED]: 501,
-  [Status.INTERNAL]: 500,
-  [Status.UNAVAILABLE]: 503,
-  [Status.DATA_LOSS]: 500,
-};
-
-/** What etcd's HTTP handler chain adds to gateway answers (its default --cors is "*"). */
-const corsHeaders = {
-  'access-control-allow-headers': 'accept, content-type, authorization',
-  'access-control-allow-methods': 'POST, GET, OPTIONS, PUT, DELETE',
-  'access-control-allow-origin': '*',
-};
-const jsonHeaders = { ...corsHeaders, 'content-type': 'application/json', 'grpc-metadata-content-type': 'application/grpc' };
+import { answerStatus, corsHeaders, jsonHeaders } from './gateway-answers.js';
 
 type Method = MethodDefinition<Wire | Buffer, Wire | Buffer>;
 
@@ -84,10 +56,6 @@ export function createGateway(services: ReadonlyMap<string, UntypedServiceImplem
 
 function plain(res: http.ServerResponse, status: number, body: string): void {
   res.writeHead(status, { ...corsHeaders, 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }).end(body);
-}
-
-function errorBody(s: CallStatus): string {
-  return JSON.stringify({ error: s.details, message: s.details, code: s.code });
 }
 
 /** One HTTP request/response carrying one gRPC call. */
@@ -189,14 +157,7 @@ class Exchange {
       res.end();
       return;
     }
-    const httpStatus = httpStatusOf[status.code] ?? 500;
-    if (!res.headersSent) {
-      const body = errorBody(status);
-      res.writeHead(httpStatus, { ...jsonHeaders, 'content-length': Buffer.byteLength(body) }).end(body);
-      return;
-    }
-    const chunk = { grpc_code: status.code, http_code: httpStatus, message: status.details, http_status: http.STATUS_CODES[httpStatus] };
-    res.end(`${JSON.stringify({ error: chunk })}\n`);
+    answerStatus(res, status);
   }
 
   /** A request that cannot be served: a bad one is answered 400, a cut one ends with its connection. */

@@ -16,8 +16,7 @@ import type { Duplex } from 'node:stream';
 import type { TlsFiles } from '../../config/tls-files.js';
 import { handOver } from '../http2/authority-fix.js';
 import { routeConnection } from './client-port.js';
-import type { GatewayHandler } from '../gateway/gateway.js';
-import { isGatewayPath } from '../gateway/routes.js';
+import { lazyGateway } from '../gateway/lazy-gateway.js';
 import { answerClientError } from '../gateway/client-errors.js';
 import { grpcMessageBytesMax, grpcOverheadBytes } from '../../base/limits.js';
 import type { EtcdApi } from '../../node/server-api.js';
@@ -147,30 +146,6 @@ async function listen(
   });
   logListenerErrors(server, options.logger, `client listener ${url.host}`);
   return server;
-}
-
-/**
- * The JSON gateway, loaded on its first request (issue 34): a member whose clients all speak gRPC never
- * evaluates the gateway's modules (JSON codec, streams, routes' handlers), which a member at rest held in
- * source, code and shapes. The request waits for the import; its body stays buffered in the paused stream.
- */
-function lazyGateway(services: ReadonlyMap<string, UntypedServiceImplementation>, logger: Logger | undefined): GatewayHandler {
-  let loaded: GatewayHandler | undefined;
-  let loading: Promise<GatewayHandler> | undefined;
-  return (req, res) => {
-    if (loaded !== undefined) return loaded(req, res);
-    if (!isGatewayPath(new URL(req.url ?? '/', 'http://x').pathname)) return false;
-    loading ??= import('../gateway/gateway.js').then(({ createGateway }) => (loaded = createGateway(services)));
-    loading.then(
-      (handler) => void handler(req, res),
-      (error: unknown) => {
-        logger?.error('could not load the JSON gateway', { error: error instanceof Error ? error.message : String(error) });
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end('500 internal server error\n');
-      },
-    );
-    return true;
-  };
 }
 
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServerHandle> {
