@@ -10,7 +10,7 @@
  *   config → metrics → tls     flags and options, the Prometheus registry, TLS policy
  *   peer                       the member-to-member Raft transport (etcd's rafthttp): knows nothing of the member
  *   storage                    a member's files: LevelDB backend, identity, --wal-dir, received snapshots, members bucket
- *   etcd-db                    etcd's bolt-file format: its schema and buckets, the snapshot export (etcd's schema)
+ *   etcd-db                    etcd's bolt-file format: its schema and buckets, the snapshot export and reading (etcd's schema)
  *   node                       the replicated member (etcd's etcdserver): the server only
  *   join                       the join protocol: a new member asks the cluster to add it (--server, --token)
  *   api                        gRPC services, gateway, Lock/Election, embedded client (api/v3rpc)

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { compressedSuffix, partialSuffix } from './snapshot-dir.js';
-import { restoreSnapshotFile } from './etcd-db-file.js';
+import { restoreSnapshotFile } from './snapshot-restore.js';
 import type { Logger } from '../config/log.js';
 import type { S3Options } from '../config/s3-options.js';
 import { walDirInsideMember } from '../storage/wal-dir.js';

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { serviceDefinition, type Wire } from '../api/grpc/proto.js';
 import type { Progress } from './progress.js';
-import { hasHashTrailer, verifySnapshotHash } from './etcd-db-file.js';
+import { hasHashTrailer, verifySnapshotHash } from '../etcd-db/etcd-db-file.js';
 import { RestoreError } from './import.js';
 import { createAtomicFile } from '../wal/atomic-file.js';
 import { NodeFsPort } from '../wal/fs-port.js';

@@ -27,6 +27,7 @@ import { Wal, type SaveRequest } from '../wal/wal.js';
 import type { Member } from '../node/api-types.js';
 import { utf8 } from '../base/bytes.js';
 import { metaKeys } from '../etcd-db/schema.js';
+import { RestoreError } from '../etcd-db/etcd-db-file.js';
 import { recordToEntry, type RevisionRecord } from './revision-record.js';
 
 /** Directories only this user may enter, as etcd's fileutil.PrivateDirMode. */
@@ -67,9 +68,8 @@ export interface ImportResult {
   leases: number;
 }
 
-export class RestoreError extends Error {
-  override name = 'RestoreError';
-}
+
+export { RestoreError };
 
 export async function importRevisions(
   dataDir: string,

@@ -8,7 +8,7 @@ import { createGunzip } from 'node:zlib';
 import type { Logger } from '../config/log.js';
 import type { S3Options } from '../config/s3-options.js';
 import type { Registry } from '../metrics/metrics.js';
-import { verifySnapshotHash } from './etcd-db-file.js';
+import { verifySnapshotHash } from '../etcd-db/etcd-db-file.js';
 import { RestoreError } from './import.js';
 import { OffsiteUploads } from './offsite-uploads.js';
 import { compressedSuffix } from './snapshot-dir.js';

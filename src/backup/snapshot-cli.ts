@@ -19,7 +19,8 @@ import { fetchSnapshot, type EndpointTls, type EndpointUser } from './fetch-snap
 import { RestoreError, type ImportResult, type RestoreCluster } from './import.js';
 import { humanBytes, Progress, type ProgressOutput } from './progress.js';
 import { textTable } from '../base/text-table.js';
-import { restoreSnapshotFile, snapshotStatus } from './etcd-db-file.js';
+import { snapshotStatus } from '../etcd-db/etcd-db-file.js';
+import { restoreSnapshotFile } from './snapshot-restore.js';
 import { migrateFromKine } from './kine-migrate.js';
 import { S3Error } from './s3-store.js';
 import { s3BoolFlags, s3FlagOf, s3OptionsOf, S3OptionError, type S3Options } from '../config/s3-options.js';

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { utf8, fromUtf8 } from '../../src/base/bytes.js';
 import { importRevisions, RestoreError, type RestoreCluster } from '../../src/backup/import.js';
 import type { RevisionRecord } from '../../src/backup/revision-record.js';
-import { restoreSnapshotFile } from '../../src/backup/etcd-db-file.js';
+import { restoreSnapshotFile } from '../../src/backup/snapshot-restore.js';
 import { saveSnapshotFile } from '../../src/etcd-db/export.js';
 import { humanBytes, Progress } from '../../src/backup/progress.js';
 import { LevelBackend } from '../../src/storage/level-backend.js';

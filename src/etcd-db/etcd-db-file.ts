@@ -1,7 +1,8 @@
 /**
- * Reading an etcd snapshot file (ours or one etcd/etcdctl wrote): the SHA-256 trailer check
- * (`etcdctl snapshot restore`'s), `snapshot status` (etcdctl 3.4's fields and hash), and `snapshot restore`
- * into a fresh data directory through importRevisions. Everything streams from the file.
+ * Reading an etcd snapshot file (ours or one etcd/etcdctl wrote; export.ts writes one): the SHA-256 trailer
+ * check (`etcdctl snapshot restore`'s), `snapshot status` (etcdctl 3.4's fields and hash), and its contents as
+ * a restore takes them (backup/snapshot-restore.ts imports them into a data directory). Everything streams
+ * from the file.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -11,13 +12,16 @@ import { BboltReader } from '../bbolt/reader.js';
 import { decodeLeaseRecord, type LeaseRecord } from '../mvcc/lease-codec.js';
 import { Crc32c } from '../mvcc/kv-codec.js';
 import { bytesToRevision } from '../mvcc/revision.js';
-import { bucketNames, metaKeys } from '../etcd-db/schema.js';
-import { importRevisions, RestoreError, type ImportExtras, type ImportResult } from './import.js';
-import { entryToRecord, type RevisionRecord } from './revision-record.js';
-import { snapshotBuckets } from '../etcd-db/buckets.js';
 import type { BatchOp } from '../mvcc/backend.js';
+import { snapshotBuckets } from './buckets.js';
+import { bucketNames, metaKeys } from './schema.js';
 
 const sha256Bytes = 32;
+
+/** A snapshot file (or source) that cannot be restored: the operator's error, answered without a stack. */
+export class RestoreError extends Error {
+  override name = 'RestoreError';
+}
 
 /** etcdctl's rule: a saved snapshot is pages (a multiple of 512 bytes) followed by their SHA-256. */
 export function hasHashTrailer(sizeBytes: number): boolean {
@@ -83,15 +87,19 @@ function revisionOfKey(key: Uint8Array): number {
   }
 }
 
-export interface RestoreOptions extends Omit<ImportExtras, 'leases' | 'compactRevision' | 'raw'> {
-  /** Restore a file without the SHA-256 trailer (etcdctl's --skip-hash-check; e.g. a copied member/snap/db). */
-  skipHashCheck?: boolean;
+/** A snapshot file's contents, as a restore takes them (one open reader: read before `use` resolves). */
+export interface SnapshotContents {
+  /** The key bucket's entries: revision → KeyValue, in revision order. */
+  keyEntries: AsyncIterable<[Uint8Array, Uint8Array]>;
+  leases: Iterable<LeaseRecord> | AsyncIterable<LeaseRecord>;
+  /** The compaction the meta bucket records (scheduled or finished, the later). */
+  compactRevision: number;
+  /** Buckets with a restore hook (buckets.ts), as our backend's puts. */
+  raw: AsyncIterable<BatchOp & { type: 'put' }>;
 }
 
-/** `etcdctl snapshot restore FILE --data-dir D ...` for ours or etcd's files. */
-export async function restoreSnapshotFile(path: string, dataDir: string, options: RestoreOptions): Promise<ImportResult> {
-  const hashed = await verifySnapshotHash(path);
-  if (!hashed && options.skipHashCheck !== true) throw new RestoreError('snapshot missing hash but --skip-hash-check=false');
+/** Opens an etcd snapshot file (ours or etcd's) for `use`, and closes it once `use` settles. */
+export async function readSnapshotFile<T>(path: string, use: (contents: SnapshotContents) => Promise<T>): Promise<T> {
   const reader = await BboltReader.open(path);
   try {
     const header = async (name: string): Promise<Uint8Array | undefined> => reader.bucketHeader(utf8(name));
@@ -100,22 +108,9 @@ export async function restoreSnapshotFile(path: string, dataDir: string, options
     const leaseBucket = await header(bucketNames.lease);
     const leases = leaseBucket === undefined ? [] : leasesOf(reader, leaseBucket);
     const compactRevision = await compactRevisionOf(reader, await header(bucketNames.meta));
-    const raw = restoredBuckets(reader);
-    return await importRevisions(dataDir, records(reader, keyBucket), { ...options, leases, compactRevision, raw });
+    return await use({ keyEntries: reader.entries(keyBucket), leases, compactRevision, raw: restoredBuckets(reader) });
   } finally {
     await reader.close();
-  }
-}
-
-async function* records(reader: BboltReader, header: Uint8Array): AsyncIterable<RevisionRecord> {
-  for await (const [k, v] of reader.entries(header)) {
-    let r: RevisionRecord;
-    try {
-      r = entryToRecord(k, v);
-    } catch (err) {
-      throw new RestoreError(`the key bucket holds an entry that is not a revision and a KeyValue: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    yield r;
   }
 }
 
@@ -136,7 +131,7 @@ async function compactRevisionOf(reader: BboltReader, meta: Uint8Array | undefin
   return Math.max(scheduled, finished);
 }
 
-/** Buckets with a restore hook (snapshot-buckets.ts), carried into our backend as they translate. */
+/** Buckets with a restore hook (buckets.ts), carried into our backend as they translate. */
 async function* restoredBuckets(reader: BboltReader): AsyncIterable<BatchOp & { type: 'put' }> {
   for (const b of snapshotBuckets) {
     if (b.restore === undefined) continue;
