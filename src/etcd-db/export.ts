@@ -1,5 +1,5 @@
 /**
- * Our backend → an etcd snapshot file: a bbolt database with etcd's buckets (snapshot-buckets.ts), streamed
+ * Our backend → an etcd snapshot file: a bbolt database with etcd's buckets (buckets.ts), streamed
  * from one consistent backend view, bucket by bucket, key by key (bounded memory), optionally followed by
  * the SHA-256 of the database bytes, which is how `etcdctl snapshot save` leaves a file and what
  * `etcdctl snapshot restore` checks.

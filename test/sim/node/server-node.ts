@@ -17,11 +17,9 @@ import { MvccError } from '../../../src/mvcc/types.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
 import { EntryType, type Message, type RaftConfig, type SnapshotMeta } from '../../../src/raft/types.js';
 import { decodeRequest } from '../../../src/node/driver/raft-request.js';
-import type { PeerResults } from '../../../src/node/peer-rpc.js';
 import type { Member } from '../../../src/node/server-api.js';
-import { bootstrapEntries } from '../../../src/node/membership/new-cluster.js';
 import { fromMvccError } from '../../../src/node/errors.js';
-import { electionTicksOf, type EtcdServer } from '../../../src/node/etcd-server.js';
+import type { EtcdServer } from '../../../src/node/etcd-server.js';
 import { buildDataMember } from '../../../src/main/member-factory.js';
 import type { RaftDriver } from '../../../src/node/driver/raft-driver.js';
 import { createLogger, silentLogger } from '../../../src/config/log.js';
@@ -39,6 +37,7 @@ import { SimOwner, type SimLoop } from './sim-loop.js';
 import { PowerLossBackend } from './power-loss-backend.js';
 import type { WalDamage } from './wal-damage.js';
 import { simAuthOptions } from './sim-auth.js';
+import { beginIncarnation, bootstrapOnce, simPeerLinks, simRaftConfig, simWalOptions, walDir, walTuning } from './node-start.js';
 
 export interface NodeDisk {
   fs: SimFs;
@@ -116,8 +115,6 @@ export interface NodeEnv {
   trace(line: string): void;
 }
 
-export const walDir = '/member/wal';
-const walTuning = { segmentBytes: 256 * 1024, preallocate: false, recycleSegmentsMax: 0 };
 
 export class ServerNode {
   readonly member: Member;
@@ -178,12 +175,8 @@ export class ServerNode {
   async start(): Promise<void> {
     const env = this.#env;
     const t = env.tuning;
-    const owner = (this.owner = new SimOwner());
-    this.incarnation++;
-    this.up = true;
-    const scheduler = env.loop.scheduler(owner);
     const disk = this.disk;
-    disk.fs.options.beforeSync = () => env.loop.sleep(env.syncDelayMs(this), owner);
+    const { owner, scheduler } = beginIncarnation(this, env.loop, disk.fs, () => env.syncDelayMs(this));
     const diskRoom = (this.#room = t.diskCapacityBytes !== undefined ? this.#withCapacity(t.diskCapacityBytes, owner) : undefined);
     const backend = guarded(disk.backend, owner);
     const stateOptions: StateOptions = { quotaBackendBytes: 0, minLeaseTtlSeconds: Math.ceil((3 * t.electionMs) / 2 / 1000) };
@@ -204,41 +197,20 @@ export class ServerNode {
       backend,
       stateOptions,
       logger: silentLogger(),
-      openWal: (appliedIndex) => Wal.open(walDir, {
-        fs: disk.fs,
-        profile: 'ssd',
-        tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs, ...(t.walPreallocate ? { preallocate: true, recycleSegmentsMax: 2 } : {}) },
-        timer: scheduler,
-        appliedIndex,
-        onFatal: (error) => owner.alive && env.onFatal(this, error),
-      }),
+      openWal: (appliedIndex) => {
+        const options = simWalOptions(disk.fs, scheduler, owner, t, (error) => env.onFatal(this, error));
+        if (t.walPreallocate) options.tuning = { ...options.tuning, preallocate: true, recycleSegmentsMax: 2 };
+        return Wal.open(walDir, { ...options, appliedIndex });
+      },
       snapshotData,
       behindSnapshot: () => new Error(`n${this.id}: backend behind the log's snapshot and its data gone`),
     };
     const opened = await loadStateAndLog(storageDisk);
     const { wal, walState } = opened;
     const { state, applied } = await catchUpFromSnapshot(storageDisk, opened);
-    if (!disk.bootstrapped) {
-      // A new cluster's log (main/member.ts's static bootstrap); nothing to catch up from on an empty disk.
-      const entries = bootstrapEntries(env.members, env.witnessIds);
-      const hardState = { term: 1, vote: 0n, commit: entries.length };
-      await wal.save({ hardState, entries });
-      disk.bootstrapped = true;
-      walState.hardState = hardState;
-      walState.entries = entries;
-    }
-    const config: RaftConfig = {
-      id: this.id,
-      electionTicks: electionTicksOf(t.electionMs, t.heartbeatMs),
-      heartbeatTicks: 1,
-      preVote: t.preVote,
-      checkQuorum: true,
-      applyUnstable: true,
-      maxMsgBytes: t.maxMsgBytes,
-      maxInflightMsgs: t.maxInflightMsgs,
-      maxUncommittedBytes: 1 << 30,
-      rng: this.#rng.fork(),
-    };
+    // Nothing to catch up from on an empty disk: the new cluster's log is written after.
+    await bootstrapOnce(disk, wal, walState, env.members, env.witnessIds);
+    const config: RaftConfig = { ...simRaftConfig(this.id, t, this.#rng), applyUnstable: true };
     const node = new RawNode(config, { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied });
     if (walState.snapshot.index > 0) node.compact({ meta: walState.snapshot, data: new Uint8Array(0) }, 0);
     const member = await buildDataMember({
@@ -253,12 +225,9 @@ export class ServerNode {
         snapshotData,
       },
       network: () => ({
+        ...simPeerLinks(this, owner, env),
         peerUrls: this.member.peerUrls,
-        send: (messages) => void (owner.alive && env.send(this, messages)),
         sendSnapshot: (message, chunks) => env.sendSnapshot(this, message, chunks),
-        request: (url, method, payload) => env.peerRequest(this, url, method, payload) as Promise<PeerResults[typeof method]>,
-        // The simulated network reaches every member by its URL: there is no dial list to keep.
-        syncPeers: () => {},
         tellRemoved: async (url, id) => {
           await env.peerRequest(this, url, 'removed', { id });
           return true;

@@ -9,18 +9,16 @@
  */
 import { Prng } from '../../../src/base/prng.js';
 import { RawNode } from '../../../src/raft/raw-node.js';
-import type { Message, RaftConfig } from '../../../src/raft/types.js';
+import type { Message } from '../../../src/raft/types.js';
 import type { Member } from '../../../src/node/server-api.js';
-import type { PeerResults } from '../../../src/node/peer-rpc.js';
-import { bootstrapEntries } from '../../../src/node/membership/new-cluster.js';
-import { electionTicksOf } from '../../../src/node/etcd-server.js';
 import type { RaftDriver } from '../../../src/node/driver/raft-driver.js';
 import { buildWitnessMember } from '../../../src/main/witness-factory.js';
 import { silentLogger } from '../../../src/config/log.js';
 import { Wal } from '../../../src/wal/wal.js';
 import { SimFs } from '../../wal/sim-fs.js';
 import { SimOwner, type SimLoop } from './sim-loop.js';
-import { walDir, type NodeTuning } from './server-node.js';
+import type { NodeTuning } from './server-node.js';
+import { beginIncarnation, bootstrapOnce, simPeerLinks, simRaftConfig, simWalOptions, walDir } from './node-start.js';
 
 /** What a witness needs from the simulated cluster around it. */
 export interface WitnessEnv {
@@ -34,8 +32,6 @@ export interface WitnessEnv {
   onFatal(node: WitnessNode, error: unknown): void;
   trace(line: string): void;
 }
-
-const walTuning = { segmentBytes: 256 * 1024, preallocate: false, recycleSegmentsMax: 0 };
 
 export class WitnessNode {
   readonly member: Member;
@@ -70,40 +66,12 @@ export class WitnessNode {
   async start(): Promise<void> {
     const env = this.#env;
     const t = env.tuning;
-    const owner = (this.owner = new SimOwner());
-    this.incarnation++;
-    this.up = true;
-    const scheduler = env.loop.scheduler(owner);
     const disk = this.disk;
-    disk.fs.options.beforeSync = () => env.loop.sleep(env.syncDelayMs(), owner);
-    const { wal, state: walState } = await Wal.open(walDir, {
-      fs: disk.fs,
-      profile: 'ssd',
-      tuning: { ...walTuning, commitDelayMs: t.walCommitDelayMs },
-      timer: scheduler,
-      onFatal: (error) => owner.alive && env.onFatal(this, error),
-    });
-    if (!disk.bootstrapped) {
-      const entries = bootstrapEntries(env.members, env.witnessIds);
-      const hardState = { term: 1, vote: 0n, commit: entries.length };
-      await wal.save({ hardState, entries });
-      disk.bootstrapped = true;
-      walState.hardState = hardState;
-      walState.entries = entries;
-    }
+    const { owner, scheduler } = beginIncarnation(this, env.loop, disk.fs, () => env.syncDelayMs());
+    const { wal, state: walState } = await Wal.open(walDir, simWalOptions(disk.fs, scheduler, owner, t, (error) => env.onFatal(this, error)));
+    await bootstrapOnce(disk, wal, walState, env.members, env.witnessIds);
     this.entriesMax = Math.max(this.entriesMax, walState.entries.length);
-    const config: RaftConfig = {
-      id: this.id,
-      electionTicks: electionTicksOf(t.electionMs, t.heartbeatMs),
-      heartbeatTicks: 1,
-      preVote: t.preVote,
-      checkQuorum: true,
-      maxMsgBytes: t.maxMsgBytes,
-      maxInflightMsgs: t.maxInflightMsgs,
-      maxUncommittedBytes: 1 << 30,
-      rng: this.#rng.fork(),
-    };
-    const raft = new RawNode(config, { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied: walState.snapshot.index });
+    const raft = new RawNode(simRaftConfig(this.id, t, this.#rng), { hardState: walState.hardState, snapshot: walState.snapshot, entries: walState.entries, applied: walState.snapshot.index });
     const member = await buildWitnessMember({
       scheduler,
       wal: {
@@ -114,12 +82,7 @@ export class WitnessNode {
         },
         releaseTo: (index) => wal.releaseTo(index),
       },
-      network: () => ({
-        send: (messages) => void (owner.alive && env.send(this, messages)),
-        request: (url, method, payload) => env.peerRequest(this, url, method, payload) as Promise<PeerResults[typeof method]>,
-        // The simulated network reaches every member by its URL: there is no dial list to keep.
-        syncPeers: () => {},
-      }),
+      network: () => simPeerLinks(this, owner, env),
     }, {
       raft,
       memberId: this.id,
