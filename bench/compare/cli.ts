@@ -8,6 +8,7 @@
  *                      memory-kube, memory-cluster, memory-cgroup, witness)
  *   --low-end          every server capped at half a core and 512 MiB, every fsync delayed 20 ms (SD card)
  *   --reps N           runs per system (default 2)
+ *   --clients a,b      the puts scenarios' client counts (default 1,16,256; `--clients 1` for latency runs)
  *   --system s         only etcd or only etcetera (harness work, profiling)
  *   --cpu-prof         etcetera members run under node --cpu-prof; the top frames are printed at the end
  *   --trace-fsyncs     every member under strace (no delay), to report the leader's fsyncs per put
@@ -37,6 +38,7 @@ const { values: args } = parseArgs({
     scenario: { type: 'string' },
     'low-end': { type: 'boolean', default: false },
     reps: { type: 'string', default: '2' },
+    clients: { type: 'string' },
     system: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
     'trace-fsyncs': { type: 'boolean', default: false },
@@ -68,6 +70,7 @@ function modeName(): string {
   if (args.quick) parts.push('quick');
   if (args.scenario) parts.push(args.scenario.replace(/,/g, '+'));
   if (args.system) parts.push(args.system);
+  if (args.clients) parts.push(`${args.clients.replace(/,/g, '+')}c`);
   if (args['trace-fsyncs']) parts.push('traced');
   return parts.join('-');
 }
@@ -77,6 +80,8 @@ async function main(): Promise<void> {
   const systems = pickSystems();
   checkPrerequisites(systems);
   const reps = Number(args.reps);
+  const clients = args.clients?.split(',').map(Number);
+  if (clients?.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--clients is a list of positive integers');
   const machine = describeMachine();
   const mode = modeName();
   const profDir = args['cpu-prof'] ? mkdtempSync(join(tmpdir(), 'etcbench-prof-')) : undefined;
@@ -98,7 +103,7 @@ async function main(): Promise<void> {
     for (let rep = 0; rep < reps; rep++) {
       for (const system of systems) {
         const ctx: RunContext = {
-          system, quick: args.quick, lowEnd: args['low-end'], log: (l) => console.log(l),
+          system, quick: args.quick, lowEnd: args['low-end'], clients, log: (l) => console.log(l),
           clusterDefaults: system === 'etcetera' && profDir ? { ...defaults, cpuProfDir: profDir } : defaults,
         };
         const t0 = performance.now();

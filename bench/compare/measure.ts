@@ -70,6 +70,8 @@ export interface RunContext {
   lowEnd: boolean;
   /** Extra cluster options the mode adds (low-end caps and SD-card fsync latency, CPU profiling). */
   clusterDefaults: Partial<ClusterOptions>;
+  /** The puts scenarios' client counts when --clients narrows them (1-client latency runs). */
+  clients?: number[];
   log: (line: string) => void;
 }
 

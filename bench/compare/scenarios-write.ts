@@ -84,12 +84,13 @@ async function putsRun(ctx: RunContext, cluster: Cluster, clients: number, prefi
 }
 
 function putsScenario(name: string, title: string, prefix: string, extra: Partial<ClusterOptions>): Scenario {
-  const clientCounts = [1, 16, 256];
+  const defaultClientCounts = [1, 16, 256];
   return {
     name,
     title,
-    seconds: (quick) => 2 * (4 + clientCounts.length * (quick ? 1.5 : 6)),
+    seconds: (quick) => 2 * (4 + defaultClientCounts.length * (quick ? 1.5 : 6)),
     async run(ctx) {
+      const clientCounts = ctx.clients ?? defaultClientCounts;
       const out: Measure[] = [];
       for (const size of [1, 3] as const) {
         await withCluster(ctx, { size, ...extra }, async (cluster) => {
