@@ -82,6 +82,15 @@ export const joinChallengeTtlMs = 30_000;
  */
 export const walFirstSegmentBytes = 1024 * 1024;
 export const walSegmentBytesMin = 1024 * 1024;
+/**
+ * `--storage-profile auto` keeps calibrating while it runs (wal/profile-calibration.ts): it watches the
+ * fdatasyncs of small batches only (a big batch's longer sync says nothing about the device's latency), in
+ * windows of this many syncs, and switches profile once that many consecutive windows' medians classify
+ * away from it (one odd window, a busy minute, never switches).
+ */
+export const walCalibrationBatchBytesMax = 16 * 1024;
+export const walCalibrationWindowSyncs = 256;
+export const walCalibrationWindowsToSwitch = 2;
 /** Raft: MsgApp in flight per follower (etcd: MaxInflightMsgs 4096 / 512 in etcdserver). */
 export const raftInflightMsgsMax = 512;
 /** Raft: uncommitted entry bytes the leader accepts before dropping proposals (etcd uses 1 GiB by default). */

@@ -54,11 +54,15 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
   r.gauge({ name: 'etcd_cluster_version', help: 'Which version is running. 1 for \'cluster_version\' label with current cluster version', labelNames: ['cluster_version'] })
     .set(1, { cluster_version: h.etcdVersion.split('.').slice(0, 2).join('.') });
   r.gauge({ name: 'etcd_server_quota_backend_bytes', help: 'Current backend storage quota size in bytes.' }).set(h.quotaBackendBytes);
-  r.gauge({ name: 'etcetera_storage_profile', help: 'The WAL storage profile in use (1 for the chosen profile).', labelNames: ['profile'] }).set(1, { profile: h.wal.profile });
-  const measured = h.wal.metrics.measuredSyncLatencyMs;
-  if (measured !== undefined) {
-    r.gauge({ name: 'etcetera_wal_measured_sync_latency_seconds', help: 'Median fdatasync latency measured at start by the auto storage profile.' }).set(measured / 1000);
-  }
+  // `auto` may switch profile while running (wal/profile-calibration.ts): the profile is read at each collect.
+  const profile = r.gauge({ name: 'etcetera_storage_profile', help: 'The WAL storage profile in use (1 for the chosen profile).', labelNames: ['profile'] });
+  let profileShown: string = h.wal.profile;
+  profile.set(1, { profile: profileShown });
+  // Only a measured profile has a latency, and only a measured one is recalibrated.
+  const measured = h.wal.metrics.measuredSyncLatencyMs === undefined ? undefined : r.gauge({
+    name: 'etcetera_wal_measured_sync_latency_seconds', help: 'Median fdatasync latency behind the auto storage profile: probed at its first start, then the window median of its last recalibration.',
+  });
+  const recalibrations = r.counter({ name: 'etcetera_storage_profile_recalibrations_total', help: 'Times the auto storage profile switched profile from the WAL\'s own fdatasync latencies.' });
   const isLearner = r.gauge({ name: 'etcd_server_is_learner', help: 'Whether or not this member is a learner. 1 if is, 0 otherwise.' });
   const walBytes = r.gauge({ name: 'etcd_disk_wal_write_bytes_total', help: 'Total number of bytes written in WAL.' });
   const inUse = r.gauge({ name: 'etcd_mvcc_db_total_size_in_use_in_bytes', help: 'Total size of the underlying database logically in use in bytes.' });
@@ -73,7 +77,15 @@ export function registerMemberMetrics(h: MemberMetricsHost): void {
     backlog.set(store.backlogBytes);
     holds.setTotal(h.server.applyHolds());
     isLearner.set(h.server.isLearner() ? 1 : 0);
-    walBytes.set(h.wal.metrics.bytesWritten);
+    const wal = h.wal.metrics;
+    walBytes.set(wal.bytesWritten);
+    if (h.wal.profile !== profileShown) {
+      profile.remove({ profile: profileShown });
+      profileShown = h.wal.profile;
+      profile.set(1, { profile: profileShown });
+    }
+    if (wal.measuredSyncLatencyMs !== undefined) measured?.set(wal.measuredSyncLatencyMs / 1000);
+    recalibrations.setTotal(wal.profileRecalibrations);
     inUse.set(store.dbSizeBytes());
     keys.set(store.keyCount);
     current.set(store.revision);

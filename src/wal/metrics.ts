@@ -10,8 +10,13 @@ export const recordsPerBatchBounds: readonly number[] = Array.from({ length: 13 
 
 export interface WalMetrics {
   profile: string;
-  /** Median fdatasync latency measured at open (auto profile), in ms; undefined when not measured. */
+  /**
+   * Median fdatasync latency behind the profile, in ms: measured at open or remembered (auto), then the
+   * window median of the last recalibration; undefined when the profile was given.
+   */
   measuredSyncLatencyMs: number | undefined;
+  /** Times `auto` switched profile while running (profile-calibration.ts). */
+  profileRecalibrations: number;
   syncs: number;
   syncSeconds: HistogramSnapshot;
   /** Bytes handed to write(2) for log batches (excludes preallocation, see preallocatedBytes). */

@@ -5,13 +5,14 @@ import { measureSyncLatencyMs, pickProfile, profiles, type ProfileChoice, type P
 
 /**
  * The profile: given, or (`auto`) the one remembered in the directory, or measured now and remembered
- * (`remeasure` always measures).
+ * (`remeasure` always measures). `nowMs` times the measurement (the WAL's clock).
  */
 export async function chooseProfile(
   fs: FsPort,
   dir: string,
   options: { profile?: ProfileChoice; tuning?: Partial<WalTuning> },
-): Promise<{ profile: ProfileName; measured: number | undefined; tuning: WalTuning; memo: 'remembered' | 'written' | 'none' }> {
+  nowMs: () => number,
+): Promise<{ profile: ProfileName; measured: number | undefined; tuning: WalTuning; memo: 'remembered' | 'written' | 'none'; calibrate: boolean }> {
   const choice = options.profile ?? 'auto';
   const memo = await readProfileMemo(fs, dir);
   let profile: ProfileName;
@@ -22,7 +23,7 @@ export async function chooseProfile(
     measured = memo.syncLatencyMs;
     memoUse = 'remembered';
   } else if (choice === 'auto' || choice === 'remeasure') {
-    measured = await measureSyncLatencyMs(fs, dir, () => performance.now());
+    measured = await measureSyncLatencyMs(fs, dir, nowMs);
     profile = pickProfile(measured);
     await writeProfileMemo(fs, dir, { profile, syncLatencyMs: measured });
     memoUse = 'written';
@@ -30,5 +31,7 @@ export async function chooseProfile(
     profile = choice;
   }
   const tuning = { ...profiles[profile], ...options.tuning };
-  return { profile, measured, tuning, memo: memoUse };
+  // Only `auto` keeps calibrating (profile-calibration.ts): a given profile is the operator's, and `remeasure`
+  // asked for this open's measurement.
+  return { profile, measured, tuning, memo: memoUse, calibrate: choice === 'auto' };
 }

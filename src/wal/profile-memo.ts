@@ -2,7 +2,8 @@
  * What `--storage-profile auto` measured, remembered in the WAL directory (`storage-profile`, JSON), so the
  * device is measured once, not at every start: a measurement takes about a second and, on a disk whose
  * fdatasync latency sits near a threshold, picked a different profile from one start to the next.
- * `--storage-profile remeasure` measures again and replaces the memo.
+ * `--storage-profile remeasure` measures again and replaces the memo; `auto`'s calibration rewrites it when it
+ * switches profile while running (profile-calibration.ts).
  */
 import { writeFileAtomically } from './atomic-file.js';
 import type { FsPort } from './fs-port.js';

@@ -18,7 +18,8 @@
  *   sync is cheaper than the wait.
  *
  * `auto` times a few small fdatasyncs in the data directory at its first open, picks by the median and
- * remembers the choice (profile-memo.ts).
+ * remembers the choice (profile-memo.ts); while the log runs it keeps timing its own syncs and switches when
+ * they disagree with the choice for long enough (profile-calibration.ts).
  */
 import { assert } from '../base/index.js';
 import type { FsPort } from './fs-port.js';

@@ -33,8 +33,8 @@ export interface PendingSave {
 }
 
 export class SaveQueue {
-  readonly #batchBytesMax: number;
-  readonly #commitDelayMs: number;
+  #batchBytesMax: number;
+  #commitDelayMs: number;
   #queue: PendingSave[] = [];
   #queuedBytes = 0;
   /** Entries queued (a save without entries counts as one): what the commit-delay window measures. */
@@ -55,6 +55,12 @@ export class SaveQueue {
     this.#batchBytesMax = tuning.batchBytesMax;
     this.#commitDelayMs = tuning.commitDelayMs;
     this.#timer = timer;
+  }
+
+  /** A recalibrated profile's knobs (profile-calibration.ts), from the next batch on. */
+  retune(tuning: { batchBytesMax: number; commitDelayMs: number }): void {
+    this.#batchBytesMax = tuning.batchBytesMax;
+    this.#commitDelayMs = tuning.commitDelayMs;
   }
 
   get length(): number {

@@ -56,7 +56,7 @@ const zeroFillPagesPerTurn = 64;
 export class SegmentLog {
   readonly #fs: FsPort;
   readonly #dir: string;
-  readonly #tuning: WalTuning;
+  #tuning: WalTuning;
   readonly #onBackgroundError: (err: unknown) => void;
   readonly #segments: LiveSegment[];
   #active: FilePort | undefined;
@@ -98,6 +98,15 @@ export class SegmentLog {
 
   get segments(): readonly LiveSegment[] {
     return this.#segments;
+  }
+
+  /**
+   * A recalibrated profile's knobs (profile-calibration.ts): inline writes from the next write on, the
+   * segment size for segments prepared from now on (one already prepared keeps its size; spares of the old
+   * size are deleted, not recycled, as on a short disk).
+   */
+  retune(tuning: WalTuning): void {
+    this.#tuning = tuning;
   }
 
   /** CRC seed of the active segment's records. */

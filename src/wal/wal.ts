@@ -28,14 +28,16 @@
  *   become durable atomically with the entries of the same batch. Each new segment starts with both, so old
  *   segments can be deleted.
  */
-import { assert, assertSafeInteger } from '../base/index.js';
+import { assert, assertSafeInteger, type Clock } from '../base/index.js';
 import type { Entry, HardState, Snapshot, SnapshotMeta } from '../raft/types.js';
 import { BatchEncoding } from './batch-encoding.js';
 import { WalClosedError, WalFatalError, WalLockedError } from './errors.js';
 import { NodeFsPort, type DirLock, type FsPort } from './fs-port.js';
 import { Histogram, recordsPerBatchBounds, syncSecondsBounds, type WalMetrics } from './metrics.js';
+import { ProfileCalibration, type Recalibration } from './profile-calibration.js';
 import { chooseProfile } from './profile-choice.js';
-import { validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
+import { writeProfileMemo } from './profile-memo.js';
+import { profiles, validateTuning, type ProfileChoice, type ProfileName, type WalTuning } from './profiles.js';
 import { recover, scanLog } from './recover.js';
 import { liveLockHolder } from './lock.js';
 import { emptySnapshotMeta } from './replay.js';
@@ -59,7 +61,11 @@ export interface WalOptions {
   appliedIndex?: number;
   /** The commit-delay window's timer (default Node's; the simulator passes its scheduler, so a seed replays). */
   timer?: WindowTimer;
+  /** Times fdatasyncs, for the metrics and `auto`'s probe and calibration (default performance.now). */
+  clock?: Clock;
 }
+
+const performanceClock: Clock = { nowMs: () => performance.now() };
 
 export interface WalState {
   hardState: HardState;
@@ -75,6 +81,8 @@ interface WalInit {
   tuning: WalTuning;
   profile: ProfileName;
   measuredSyncLatencyMs: number | undefined;
+  /** `auto`: keep calibrating the profile from the log's own syncs. */
+  calibrate: boolean;
   options: WalOptions;
 }
 
@@ -116,8 +124,14 @@ export class Wal {
   readonly #syncSeconds = new Histogram(syncSecondsBounds);
   readonly #recordsPerBatch = new Histogram(recordsPerBatchBounds);
   readonly #counters = { syncs: 0, bytesWritten: 0, batches: 0, records: 0, saves: 0 };
-  readonly #profile: ProfileName;
-  readonly #measuredSyncLatencyMs: number | undefined;
+  readonly #clock: Clock;
+  #profile: ProfileName;
+  #measuredSyncLatencyMs: number | undefined;
+  /** Only for a profile `auto` chose; undefined for one the operator gave. */
+  readonly #calibration: ProfileCalibration | undefined;
+  #recalibrations = 0;
+  /** The memo rewrites of recalibrations, in order; close waits for them. */
+  #memoChain: Promise<void> = Promise.resolve();
 
   /** Use Wal.open. */
   private constructor(init: WalInit) {
@@ -127,6 +141,8 @@ export class Wal {
     this.#options = init.options;
     this.#profile = init.profile;
     this.#measuredSyncLatencyMs = init.measuredSyncLatencyMs;
+    this.#clock = init.options.clock ?? performanceClock;
+    this.#calibration = init.calibrate ? new ProfileCalibration(init.profile) : undefined;
     this.#queue = new SaveQueue(init.tuning, init.options.timer);
   }
 
@@ -137,11 +153,12 @@ export class Wal {
     const lock = await fs.lock(dir);
     try {
       const recovered = await recover(fs, dir, log, options.appliedIndex ?? 0);
-      const { profile, measured, tuning, memo } = await chooseProfile(fs, dir, options);
+      const clock = options.clock ?? performanceClock;
+      const { profile, measured, tuning, memo, calibrate } = await chooseProfile(fs, dir, options, () => clock.nowMs());
       validateTuning(tuning);
       const detail = measured === undefined ? 'chosen' : `auto: median fdatasync ${measured.toFixed(2)} ms${memo === 'remembered' ? ', remembered' : ''}`;
       log(`wal: ${dir}: profile ${profile} (${detail}), segment ${tuning.segmentBytes} B, batch ≤ ${tuning.batchBytesMax} B, commit delay ${tuning.commitDelayMs} ms`);
-      const wal = new Wal({ fs, dir, lock, tuning, profile, measuredSyncLatencyMs: measured, options });
+      const wal = new Wal({ fs, dir, lock, tuning, profile, measuredSyncLatencyMs: measured, calibrate, options });
       const { replay } = recovered;
       const activeBytes = recovered.active === undefined ? 0 : await recovered.active.size();
       wal.#segments = new SegmentLog(fs, dir, tuning, { ...recovered, activeBytes }, (err) => wal.#fail('segment preparation', err), log);
@@ -225,6 +242,7 @@ export class Wal {
     return {
       profile: this.#profile,
       measuredSyncLatencyMs: this.#measuredSyncLatencyMs,
+      profileRecalibrations: this.#recalibrations,
       ...this.#counters,
       syncSeconds: this.#syncSeconds.snapshot(),
       recordsPerBatch: this.#recordsPerBatch.snapshot(),
@@ -246,6 +264,7 @@ export class Wal {
     this.#closed = true;
     while (this.#drainRunning) await this.#draining;
     await this.#releaseChain;
+    await this.#memoChain;
     await this.#segments.close().catch(() => undefined);
     await this.#lock.release();
   }
@@ -297,7 +316,7 @@ export class Wal {
         const written = this.#writeBatch(this.#inFlight);
         if (written !== undefined) await written;
         this.#operation = 'fdatasync';
-        const start = performance.now();
+        const start = this.#clock.nowMs();
         await this.#segments.datasync();
         this.#batchSynced(start);
         this.#queue.batchDurable();
@@ -335,9 +354,12 @@ export class Wal {
     return this.#segments.write(bytes, maxIndex);
   }
 
-  /** Counts the batch just written and synced (its sync started at `startMs`). */
+  /** Counts the batch just written and synced (its sync started at `startMs`), and calibrates on it. */
   #batchSynced(startMs: number): void {
-    this.#syncSeconds.observe((performance.now() - startMs) / 1000);
+    const syncMs = this.#clock.nowMs() - startMs;
+    this.#syncSeconds.observe(syncMs / 1000);
+    const recalibration = this.#calibration?.observe(syncMs, this.#batchBytes);
+    if (recalibration !== undefined) this.#recalibrate(recalibration);
     this.#batchSeq = (this.#batchSeq + 1) >>> 0;
     const c = this.#counters;
     c.syncs++;
@@ -346,6 +368,26 @@ export class Wal {
     c.saves += this.#inFlight.length;
     c.bytesWritten += this.#batchBytes;
     this.#recordsPerBatch.observe(this.#batchRecords);
+  }
+
+  /**
+   * Runs with the profile the calibration switched to: the queue's and the segments' knobs from the next batch
+   * on (the operator's tuning overrides still win), and the memo rewritten as at open, so the next start
+   * begins where this one ended. A failed memo write is a failed sync, fatal like any other (W7).
+   */
+  #recalibrate(r: Recalibration): void {
+    const tuning = { ...profiles[r.profile], ...this.#options.tuning };
+    validateTuning(tuning);
+    this.#queue.retune(tuning);
+    this.#segments.retune(tuning);
+    this.#profile = r.profile;
+    this.#measuredSyncLatencyMs = r.medianSyncMs;
+    this.#recalibrations++;
+    this.#options.logger?.(`wal: ${this.#dir}: storage profile recalibrated from ${r.from} to ${r.profile}: median fdatasync ${r.medianSyncMs.toFixed(2)} ms over ${r.syncs} syncs`);
+    const memo = { profile: r.profile, syncLatencyMs: r.medianSyncMs };
+    this.#memoChain = this.#memoChain
+      .then(() => writeProfileMemo(this.#fs, this.#dir, memo))
+      .catch((err: unknown) => this.#fail('storage profile memo write', err));
   }
 
   #fail(operation: string, cause: unknown): void {
