@@ -86,11 +86,13 @@ export const walSegmentBytesMin = 1024 * 1024;
  * `--storage-profile auto` keeps calibrating while it runs (wal/profile-calibration.ts): it watches the
  * fdatasyncs of small batches only (a big batch's longer sync says nothing about the device's latency), in
  * windows of this many syncs, and switches profile once that many consecutive windows' medians classify
- * away from it (one odd window, a busy minute, never switches).
+ * away from it (one odd window, a busy minute, never switches), each past the profile's latency threshold
+ * by this ratio (a disk whose median sits near 2 ms does not flap between ssd and emmc).
  */
 export const walCalibrationBatchBytesMax = 16 * 1024;
 export const walCalibrationWindowSyncs = 256;
 export const walCalibrationWindowsToSwitch = 2;
+export const walCalibrationMarginRatio = 1.25;
 /** Raft: MsgApp in flight per follower (etcd: MaxInflightMsgs 4096 / 512 in etcdserver). */
 export const raftInflightMsgsMax = 512;
 /** Raft: uncommitted entry bytes the leader accepts before dropping proposals (etcd uses 1 GiB by default). */

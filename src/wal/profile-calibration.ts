@@ -8,7 +8,8 @@
  *   batch's longer sync measures its size, not the device, and would push a busy SSD towards `emmc`.
  * - Samples fill a window of walCalibrationWindowSyncs (a fixed array, sorted in place once full: no
  *   allocation per sync); the window's median (the upper one, as the probe takes) classifies like the probe
- *   (pickProfile) and the window starts over.
+ *   (pickProfile), except that it leaves the current profile only past a threshold by walCalibrationMarginRatio
+ *   (ssd → emmc above 2.5 ms, emmc → ssd at or below 1.6 ms), and the window starts over.
  * - Hysteresis: a switch needs walCalibrationWindowsToSwitch consecutive windows that all classify away
  *   from the current profile, on the same side of it; it goes to the nearest of their profiles (ssd, then
  *   emmc 2 ms, then sd 10 ms: a window at `sd` after one at `emmc` moves an `ssd` log to `emmc` only).
@@ -19,7 +20,7 @@
  * (streak 2): switch to `ssd` with median 0.25 ms over 256 syncs.
  */
 import { assert } from '../base/index.js';
-import { walCalibrationBatchBytesMax, walCalibrationWindowSyncs, walCalibrationWindowsToSwitch } from '../base/limits.js';
+import { walCalibrationBatchBytesMax, walCalibrationMarginRatio, walCalibrationWindowSyncs, walCalibrationWindowsToSwitch } from '../base/limits.js';
 import { pickProfile, type ProfileName } from './profiles.js';
 
 /** A switch the windows call for: to `profile`, the last window's median sync latency over its syncs. */
@@ -63,7 +64,15 @@ export class ProfileCalibration {
     this.#count = 0;
     this.#samplesMs.sort();
     const medianSyncMs = this.#samplesMs[walCalibrationWindowSyncs >> 1]!;
-    return this.#windowClassified(pickProfile(medianSyncMs), medianSyncMs);
+    return this.#windowClassified(this.#classify(medianSyncMs), medianSyncMs);
+  }
+
+  /** pickProfile's answer, but away from the current profile only past its threshold by the margin ratio. */
+  #classify(medianSyncMs: number): ProfileName {
+    const slower = pickProfile(medianSyncMs / walCalibrationMarginRatio);
+    if (rank[slower] > rank[this.#profile]) return slower;
+    const faster = pickProfile(medianSyncMs * walCalibrationMarginRatio);
+    return rank[faster] < rank[this.#profile] ? faster : this.#profile;
   }
 
   #windowClassified(classified: ProfileName, medianSyncMs: number): Recalibration | undefined {

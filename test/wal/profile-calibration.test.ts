@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/base/clock.js';
-import { walCalibrationBatchBytesMax, walCalibrationWindowSyncs, walCalibrationWindowsToSwitch } from '../../src/base/limits.js';
+import { walCalibrationBatchBytesMax, walCalibrationMarginRatio, walCalibrationWindowSyncs, walCalibrationWindowsToSwitch } from '../../src/base/limits.js';
 import type { TimerHandle } from '../../src/base/scheduler.js';
 import type { Entry } from '../../src/raft/types.js';
 import { ProfileCalibration } from '../../src/wal/profile-calibration.js';
@@ -29,8 +29,9 @@ function feedWindows(c: ProfileCalibration, windowsMs: number[], batchBytes = sm
 }
 
 describe('ProfileCalibration', () => {
-  it('needs the switch to take two windows (the constants this file assumes)', () => {
+  it('needs the switch to take two windows past a 1.25 margin (the constants this file assumes)', () => {
     expect(walCalibrationWindowsToSwitch).toBe(2);
+    expect(walCalibrationMarginRatio).toBe(1.25);
   });
 
   const cases: Array<{ name: string; from: ProfileName; windowsMs: number[]; switches: Array<[ProfileName, ProfileName]> }> = [
@@ -41,6 +42,9 @@ describe('ProfileCalibration', () => {
     { name: 'an ssd log on a card slower than probed goes to sd', from: 'ssd', windowsMs: [25, 30], switches: [['ssd', 'sd']] },
     { name: 'windows at emmc then sd move ssd to the nearer, emmc', from: 'ssd', windowsMs: [5, 25], switches: [['ssd', 'emmc']] },
     { name: 'windows on both sides of emmc never switch', from: 'emmc', windowsMs: [0.3, 25, 0.3, 25], switches: [] },
+    { name: 'a median just past a threshold is within the margin: ssd at 2.4 ms stays', from: 'ssd', windowsMs: [2.4, 2.4, 2.4], switches: [] },
+    { name: 'and emmc at 1.7 ms stays', from: 'emmc', windowsMs: [1.7, 1.7, 1.7], switches: [] },
+    { name: 'past the margin it switches: ssd at 2.6 ms goes to emmc', from: 'ssd', windowsMs: [2.6, 2.6], switches: [['ssd', 'emmc']] },
     { name: 'after a switch the new profile is the one compared with', from: 'sd', windowsMs: [0.5, 0.5, 0.5, 0.5], switches: [['sd', 'ssd']] },
   ];
   for (const c of cases) {
