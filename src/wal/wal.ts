@@ -373,7 +373,7 @@ export class Wal {
   /**
    * Runs with the profile the calibration switched to: the queue's and the segments' knobs from the next batch
    * on (the operator's tuning overrides still win), and the memo rewritten as at open, so the next start
-   * begins where this one ended. A failed memo write is a failed sync, fatal like any other (W7).
+   * begins where this one ended.
    */
   #recalibrate(r: Recalibration): void {
     const tuning = { ...profiles[r.profile], ...this.#options.tuning };
@@ -387,7 +387,12 @@ export class Wal {
     const memo = { profile: r.profile, syncLatencyMs: r.medianSyncMs };
     this.#memoChain = this.#memoChain
       .then(() => writeProfileMemo(this.#fs, this.#dir, memo))
-      .catch((err: unknown) => this.#fail('storage profile memo write', err));
+      .catch((err: unknown) => {
+        // The memo only saves the next start a probe: a full disk keeps the old one (its temp file is removed
+        // at the next open) and the WAL runs on. Any other failure is a failed sync, fatal (W7).
+        if ((err as NodeJS.ErrnoException | undefined)?.code !== 'ENOSPC') return this.#fail('storage profile memo write', err);
+        this.#options.logger?.(`wal: ${this.#dir}: storage profile memo not rewritten (no space left): the next start begins with ${r.from}`);
+      });
   }
 
   #fail(operation: string, cause: unknown): void {

@@ -133,6 +133,29 @@ describe('Wal with --storage-profile auto', () => {
     await again.wal.close();
   });
 
+  it('runs on with the new profile when a full disk refuses the memo, which keeps the old one', async () => {
+    const clock = new ManualClock();
+    const latency = { ms: 4 };
+    let full = false;
+    const fs = new SimFs({
+      beforeSync: async () => clock.advance(latency.ms),
+      // The memo's temp file cannot be created (the log's own segment has room: 1 MiB, never filled).
+      failOp: (op) => (full && op.startsWith('create ') && op.includes('storage-profile') ? 'ENOSPC' : false),
+    });
+    const lines: string[] = [];
+    const { wal } = await openTimed(fs, clock, 'auto', lines, []);
+    expect(wal.profile).toBe('emmc');
+    latency.ms = 0.25;
+    full = true;
+    const next = await saveEach(wal, 1, 2 * W);
+    expect(wal.profile).toBe('ssd');
+    await saveEach(wal, next, 3); // not failed: the WAL takes saves
+    expect(lines.filter((l) => l.includes('memo not rewritten'))).toEqual([`wal: ${dir}: storage profile memo not rewritten (no space left): the next start begins with emmc`]);
+    await wal.close();
+    full = false;
+    expect(await readProfileMemo(fs, dir)).toEqual({ profile: 'emmc', syncLatencyMs: 4 });
+  });
+
   it('applies the new profile\'s commit delay to the next batches (ssd to sd on a slow card)', async () => {
     const clock = new ManualClock();
     const { fs, latency } = timedDisk(clock);
