@@ -32,6 +32,16 @@ export interface CallCodec {
 }
 
 const responseHeaders = { ':status': 200, 'content-type': 'application/grpc' };
+const headersThenTrailers = { waitForTrailers: true };
+const okTrailers = { 'grpc-status': '0' };
+
+/**
+ * A unary OK's 'wantTrailers' listener, one function for every call (no closure per call; `this` is the
+ * stream). 'wantTrailers' comes once per stream, so `on` (no once-wrapper) is enough.
+ */
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(okTrailers);
+}
 
 /** A status from what a handler passed: grpc-js accepts `{code, details}` and Errors with `code`. */
 function statusOf(err: unknown): CallStatus {
@@ -164,7 +174,7 @@ export class H2Call extends EventEmitter {
     if (this.#stream.destroyed) return;
     this.#sendHeaders();
     this.#pingPolicy?.sent();
-    this.#stream.once('wantTrailers', () => this.#stream.sendTrailers({ 'grpc-status': '0' }));
+    this.#stream.on('wantTrailers', sendOkTrailers);
     this.#stream.end(frameMessage(bytes));
   }
 
@@ -227,7 +237,7 @@ export class H2Call extends EventEmitter {
     if (this.#headersSent) return;
     this.#headersSent = true;
     this.#pingPolicy?.sent();
-    this.#stream.respond(responseHeaders, { waitForTrailers: true });
+    this.#stream.respond(responseHeaders, headersThenTrailers);
   }
 
   #sendStatus(status: CallStatus): boolean {

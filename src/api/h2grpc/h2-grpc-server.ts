@@ -83,7 +83,7 @@ export class H2GrpcServer {
     const pingFloorMs = options.keepAliveMinTimeMs ?? 0;
     this.#http2.on('session', (session: http2.ServerHttp2Session) => {
       // A session's errors end that connection only (its streams see 'close').
-      session.on('error', () => {});
+      session.on('error', ignore);
       this.#sessions.add(session);
       session.once('close', () => this.#sessions.delete(session));
       if (this.#closing) return void session.close();
@@ -143,7 +143,7 @@ export class H2GrpcServer {
 
   #dispatch(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     // Every stream has an error handler: a reset or a lost connection ends that call only ('close' follows).
-    stream.on('error', () => {});
+    stream.on('error', ignore);
     const contentType = headers['content-type'];
     if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
       stream.respond({ ':status': 415 }, { endStream: true });
@@ -177,6 +177,9 @@ export class H2GrpcServer {
     }
   }
 }
+
+/** A stream's or session's error listener: the error ends that stream or connection only ('close' follows). */
+function ignore(): void {}
 
 function trailersOnly(stream: http2.ServerHttp2Stream, status: number, details: string): void {
   stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': encodeStatusMessage(details) }, { endStream: true });
