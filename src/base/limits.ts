@@ -309,3 +309,11 @@ export const storageEnduranceTbwDefault = 4;
  * a 4 TBW card ≈ 3.7 years: at rest it does not warn; twice that rate does.
  */
 export const storageLifeWarningYearsDefault = 3;
+
+/**
+ * A peer failure that repeats while its cause lasts is logged once per this interval (per peer and kind), with
+ * the count of repeats not logged: a follower whose disk cannot take a snapshot refuses every try, and the
+ * leader tries again about ten times a second, which logged twenty lines a second across the two members,
+ * onto the very card that is full.
+ */
+export const peerRepeatedWarningIntervalMs = 10_000;

@@ -19,11 +19,13 @@ import {
   peerInboundConnectionsMax,
   peerQueueBytesMax,
   peerQueueMessagesMax,
+  peerRepeatedWarningIntervalMs,
   peerSocketBufferedBytesMax,
   snapshotChunkBytes,
 } from '../base/index.js';
 import { MessageType, type Message, type NodeId } from '../raft/types.js';
 import type { Logger } from '../config/log.js';
+import { RepeatedWarnings } from '../config/repeated-warnings.js';
 import { acceptVerifiedClient, logRejectedHandshake } from '../tls/tls-policy.js';
 import { FramedConnection, type TlsMaterial, dial, loadTls, parsePeerUrl } from './connection.js';
 import { FrameType, decodeOrUndefined, decodePayload } from './frame.js';
@@ -61,6 +63,8 @@ export class PeerTransport {
   #o: PeerTransportOptions;
   #limits: PeerTransportLimits;
   #logger: Logger;
+  /** Snapshot failures repeat while their cause lasts (a follower's full disk): logged once per interval. */
+  #repeatedWarnings: RepeatedWarnings;
   #clusterId: bigint;
   #identity: HandshakeIdentity;
   #tls: TlsMaterial | undefined;
@@ -88,6 +92,7 @@ export class PeerTransport {
     this.#o = options;
     this.#limits = { ...defaultTransportLimits, ...options.limits };
     this.#logger = options.logger.child({ component: 'transport' });
+    this.#repeatedWarnings = new RepeatedWarnings(this.#logger, peerRepeatedWarningIntervalMs);
     this.#clusterId = options.clusterId ?? 0n;
     this.#identity = {
       selfId: options.selfId,
@@ -250,10 +255,11 @@ export class PeerTransport {
       stats.bytesSent += conn.bytesWritten - before;
       stats.snapshotsSent += 1;
       this.#logger.info('snapshot sent', { peer: hex(to), index: message.snapshot?.meta.index, bytes });
+      this.#repeatedWarnings.clear(`send ${to}`);
       report(true);
     } catch (err) {
       stats.snapshotFailures += 1;
-      this.#logger.warn('snapshot send failed', { peer: hex(to), error: (err as Error).message });
+      this.#repeatedWarnings.warn(`send ${to}`, 'snapshot send failed', { peer: hex(to), error: (err as Error).message });
       report(false);
       throw err;
     } finally {
@@ -453,9 +459,10 @@ export class PeerTransport {
     try {
       message = await receiveSnapshot(conn, from, this.#limits.snapshotAckTimeoutMs, inbound.snapshotSink);
     } catch (err) {
-      this.#logger.warn('snapshot receive failed', { peer: hex(from), error: (err as Error).message });
+      this.#repeatedWarnings.warn(`receive ${from}`, 'snapshot receive failed', { peer: hex(from), error: (err as Error).message });
       return;
     }
+    this.#repeatedWarnings.clear(`receive ${from}`);
     stats.bytesReceived += conn.bytesRead;
     stats.snapshotsReceived += 1;
     const snapshot = message.snapshot;
