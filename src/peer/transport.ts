@@ -111,6 +111,11 @@ export class PeerTransport {
    * direction (null: a build before 0.2, which announces nothing). A peer not met since this member started
    * is absent: the leader decides no cluster version while any member is.
    */
+  /** Connections accepted before serve() and held for it (each until serve(), or until it closes). */
+  get heldConnections(): number {
+    return this.#held.length;
+  }
+
   get peerVersions(): ReadonlyMap<NodeId, MemberVersion | null> {
     return this.#peerVersions;
   }

@@ -178,8 +178,10 @@ describe('H2GrpcServer', () => {
     const Ctor = grpc.makeGenericClientConstructor(serviceDefinition('v3electionpb.Election'), 'Election');
     const election = new Ctor(`127.0.0.1:${r.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, Function>;
     const stream = election.Observe!({ name: Buffer.from('e') }) as grpc.ClientReadableStream<{ kv: { key: Buffer } }>;
+    const drainsBefore = seen.drains;
     stream.pause();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Until the server's writes are held back by the paused client's flow control.
+    while (seen.drains === drainsBefore) await new Promise((resolve) => setTimeout(resolve, 5));
     let n = 0;
     await new Promise<void>((resolve, reject) => {
       stream.on('data', (m) => {
@@ -201,9 +203,10 @@ describe('H2GrpcServer connections', () => {
     const s = await start({ messageBytesMax: 1024, keepAliveIntervalMs: 50, keepAliveTimeoutMs: 1000 });
     const session = http2.connect(`http://127.0.0.1:${s.port}`);
     let pings = 0;
-    session.on('ping', () => pings++);
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(pings).toBeGreaterThanOrEqual(3);
+    const started = performance.now();
+    await new Promise<void>((resolve) => session.on('ping', () => ++pings === 3 && resolve()));
+    // Three pings at a 50 ms interval: not sooner than two intervals after the first could come.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(100);
     session.destroy();
     s.listener.close();
     await s.server.close(100);
