@@ -1,7 +1,7 @@
 /**
  * Many deadlines on one timer (issue 34), for the wait registry (src/node/request/wait.ts: one timeout for
  * every proposal) and the gRPC server's call deadlines (src/api/h2grpc/call-deadlines.ts: a grpc-timeout per
- * client). A timer per deadline cost a setTimeout and a clearTimeout on every put. Here the entries sit in one
+ * client). A timer per deadline cost arming and canceling one on every put. Here the entries sit in one
  * list ordered by deadline, one background (unref'd) timer is armed for the earliest, and a finished entry is
  * only marked: it leaves the list once it reaches the head (answers come back mostly in order).
  *
@@ -126,7 +126,7 @@ export class LapsingDeadlines<E extends Lapsing> {
     this.#timer?.cancel();
     this.#timerMs = deadlineMs;
     // At least 1 ms: Node's timers run on the loop's millisecond clock and may fire a fraction of a
-    // millisecond before performance.now() reaches the deadline; then this re-arms, never spins.
+    // millisecond before the scheduler's nowMs() reaches the deadline; then this re-arms, never spins.
     const delayMs = Math.max(1, deadlineMs - this.#scheduler.nowMs());
     this.#timer = this.#scheduler.after(delayMs, this.#fire, { background: true });
   }
