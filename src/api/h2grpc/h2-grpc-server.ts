@@ -17,7 +17,7 @@ import type { MethodDefinition, ServiceDefinition, UntypedServiceImplementation 
 import { H2Call, code } from './h2-call.js';
 import { encodeStatusMessage, timeoutMs } from './call-headers.js';
 import { keepSessionAlive } from './keepalive.js';
-import { PingPolicy } from './ping-policy.js';
+import { type PingPolicy, watchSession } from './ping-policy.js';
 import { CallDeadlines } from './call-deadlines.js';
 import type { Scheduler } from '../../base/scheduler.js';
 import { realScheduler } from '../../node/driver/real-scheduler.js';
@@ -88,7 +88,7 @@ export class H2GrpcServer {
       session.once('close', () => this.#sessions.delete(session));
       if (this.#closing) return void session.close();
       if (intervalMs > 0) keepSessionAlive(session, intervalMs, pingTimeoutMs);
-      if (pingFloorMs > 0) this.#pingPolicies.set(session, new PingPolicy(session, pingFloorMs));
+      if (pingFloorMs > 0) this.#pingPolicies.set(session, watchSession(session, pingFloorMs));
     });
     this.#http2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => this.#dispatch(stream, headers));
   }

@@ -8,7 +8,9 @@
  *   grpc-go's BDP estimator), and the ping after that reset is not judged;
  * - the third strike (more than maxPingStrikes = 2) is answered GOAWAY ENHANCE_YOUR_CALM with debug data
  *   "too_many_pings", and the connection is closed. grpc clients then double their keepalive interval.
- * Node acknowledges every ping itself; we only watch them ('ping' event).
+ * The transport acknowledges every ping itself and tells the policy (`onPing`, `streamOpened` / `streamClosed`);
+ * the policy decides, and calls the transport's `goAway` once when the client must go. Node's sessions are wired
+ * by `watchSession`; our own HTTP/2 connection (src/api/h2frames) calls the methods directly.
  */
 import * as http2 from 'node:http2';
 
@@ -17,12 +19,13 @@ const pingStrikesMax = 2;
 /** grpc-go's defaultPingTimeout: the floor for pings while no call is open (PermitWithoutStream false). */
 const idlePingFloorMs = 2 * 60 * 60 * 1000;
 /** How long the GOAWAY has to reach the client before the connection is destroyed. */
-const goAwayFlushMs = 100;
-const tooManyPings = Buffer.from('too_many_pings');
+export const goAwayFlushMs = 100;
+/** The GOAWAY's debug data, which grpc clients look for. */
+export const tooManyPings = Buffer.from('too_many_pings');
 
 export class PingPolicy {
-  readonly #session: http2.ServerHttp2Session;
   readonly #minTimeMs: number;
+  readonly #goAway: () => void;
   #lastPingAt = -Infinity;
   #strikes = 0;
   #resetStrikes = false;
@@ -30,14 +33,10 @@ export class PingPolicy {
   /** Streams open on the connection (grpc-go's len(activeStreams)). */
   #openStreams = 0;
 
-  constructor(session: http2.ServerHttp2Session, minTimeMs: number) {
-    this.#session = session;
+  /** `goAway` ends the connection with GOAWAY ENHANCE_YOUR_CALM "too_many_pings"; it is called at most once. */
+  constructor(minTimeMs: number, goAway: () => void) {
     this.#minTimeMs = minTimeMs;
-    session.on('ping', () => this.#onPing(performance.now()));
-    session.on('stream', (stream: http2.ServerHttp2Stream) => {
-      this.#openStreams++;
-      stream.once('close', () => this.#openStreams--);
-    });
+    this.#goAway = goAway;
   }
 
   /** The server sent headers or data on this connection: the next ping is not judged and the strikes clear. */
@@ -45,7 +44,16 @@ export class PingPolicy {
     this.#resetStrikes = true;
   }
 
-  #onPing(now: number): void {
+  streamOpened(): void {
+    this.#openStreams++;
+  }
+
+  streamClosed(): void {
+    this.#openStreams--;
+  }
+
+  /** A ping (not an ack) came from the client at `now` (ms, monotonic). */
+  onPing(now: number): void {
     const last = this.#lastPingAt;
     this.#lastPingAt = now;
     if (this.#resetStrikes) {
@@ -55,16 +63,28 @@ export class PingPolicy {
     }
     const floorMs = this.#openStreams > 0 ? this.#minTimeMs : idlePingFloorMs;
     if (now - last < floorMs) this.#strikes++;
-    if (this.#strikes > pingStrikesMax && !this.#goneAway) this.#goAway();
+    if (this.#strikes > pingStrikesMax && !this.#goneAway) {
+      this.#goneAway = true;
+      this.#goAway();
+    }
   }
+}
 
-  #goAway(): void {
-    this.#goneAway = true;
-    const session = this.#session;
-    if (session.closed || session.destroyed) return;
-    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, tooManyPings);
-    const timer = setTimeout(() => session.destroy(), goAwayFlushMs);
-    timer.unref();
-    session.once('close', () => clearTimeout(timer));
-  }
+/** A policy wired to a node:http2 session: its pings and streams are watched, its GOAWAY sent through Node. */
+export function watchSession(session: http2.ServerHttp2Session, minTimeMs: number): PingPolicy {
+  const policy = new PingPolicy(minTimeMs, () => sessionGoAway(session));
+  session.on('ping', () => policy.onPing(performance.now()));
+  session.on('stream', (stream: http2.ServerHttp2Stream) => {
+    policy.streamOpened();
+    stream.once('close', () => policy.streamClosed());
+  });
+  return policy;
+}
+
+function sessionGoAway(session: http2.ServerHttp2Session): void {
+  if (session.closed || session.destroyed) return;
+  session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, tooManyPings);
+  const timer = setTimeout(() => session.destroy(), goAwayFlushMs);
+  timer.unref();
+  session.once('close', () => clearTimeout(timer));
 }
