@@ -44,7 +44,7 @@ function sendOkTrailers(this: ServerHttp2Stream): void {
 }
 
 /** A status from what a handler passed: grpc-js accepts `{code, details}` and Errors with `code`. */
-function statusOf(err: unknown): CallStatus {
+export function statusOf(err: unknown): CallStatus {
   const e = err as { code?: unknown; details?: unknown; message?: unknown } | null;
   const c = typeof e?.code === 'number' ? e.code : code.unknown;
   const details = typeof e?.details === 'string' ? e.details : typeof e?.message === 'string' ? e.message : '';

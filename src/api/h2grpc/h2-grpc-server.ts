@@ -13,9 +13,10 @@
  */
 import * as http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
-import type { MethodDefinition, ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { H2Call, code } from './h2-call.js';
-import { encodeStatusMessage, timeoutMs } from './call-headers.js';
+import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { H2Call } from './h2-call.js';
+import { encodeStatusMessage } from './call-headers.js';
+import { MethodTable, refusedEncoding, startCall, unimplementedStatus } from './method-table.js';
 import { keepSessionAlive } from './keepalive.js';
 import { type PingPolicy, watchSession } from './ping-policy.js';
 import { CallDeadlines } from './call-deadlines.js';
@@ -37,25 +38,10 @@ export interface H2GrpcServerOptions {
   scheduler?: Scheduler;
 }
 
-type Kind = 'unary' | 'serverStream' | 'clientStream' | 'bidi';
-
-interface Method {
-  kind: Kind;
-  deserialize(bytes: Buffer): unknown;
-  serialize(value: unknown): Buffer;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  handler: (...args: any[]) => void;
-}
-
 const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs', 'keepAliveMinTimeMs', 'scheduler']);
 
-function kindOf(def: MethodDefinition<unknown, unknown>): Kind {
-  if (def.requestStream) return def.responseStream ? 'bidi' : 'clientStream';
-  return def.responseStream ? 'serverStream' : 'unary';
-}
-
 export class H2GrpcServer {
-  readonly #methods = new Map<string, Method>();
+  readonly #methods = new MethodTable();
   readonly #http2: http2.Http2Server;
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   readonly #pingPolicies = new WeakMap<http2.Http2Session, PingPolicy>();
@@ -95,17 +81,7 @@ export class H2GrpcServer {
 
   /** grpc-js' Server.addService shape, so metrics (instrumentGrpcServer) wrap it the same way. */
   addService(service: ServiceDefinition, implementation: UntypedServiceImplementation): void {
-    for (const [name, def] of Object.entries(service)) {
-      const handler = implementation[name] ?? implementation[def.originalName ?? ''];
-      if (handler === undefined) continue;
-      if (this.#methods.has(def.path)) throw new Error(`H2GrpcServer: method ${def.path} added twice`);
-      this.#methods.set(def.path, {
-        kind: kindOf(def),
-        deserialize: def.requestDeserialize as (b: Buffer) => unknown,
-        serialize: def.responseSerialize as (v: unknown) => Buffer,
-        handler: handler as Method['handler'],
-      });
-    }
+    this.#methods.add(service, implementation);
   }
 
   /** Serves an accepted connection (a socket, or a Duplex over one), whose first bytes are the HTTP/2 preface. */
@@ -151,30 +127,10 @@ export class H2GrpcServer {
     }
     const path = headers[':path'] ?? '';
     const method = this.#methods.get(path);
-    if (method === undefined) return trailersOnly(stream, code.unimplemented, `The server does not implement the method ${path}`);
-    const encoding = headers['grpc-encoding'];
-    if (encoding !== undefined && encoding !== 'identity') {
-      return trailersOnly(stream, code.unimplemented, `grpc: Decompressor is not installed for grpc-encoding "${String(encoding)}"`);
-    }
-    const call = new H2Call(stream, headers, method, this.#messageBytesMax, this.#pingPolicies.get(stream.session!));
-    const deadlineMs = timeoutMs(headers['grpc-timeout']);
-    if (deadlineMs !== undefined) {
-      if (Number.isNaN(deadlineMs)) return void call.sendStatus({ code: code.internal, details: `Invalid grpc-timeout value "${String(headers['grpc-timeout'])}"` });
-      call.setDeadline(this.#deadlines, deadlineMs);
-    }
-    const handler = method.handler;
-    switch (method.kind) {
-      case 'unary':
-        return call.readOne(() => handler(call, (err: unknown, value?: unknown) => call.respond(err, value)));
-      case 'serverStream':
-        return call.readOne(() => handler(call));
-      case 'clientStream':
-        call.readStream();
-        return handler(call, (err: unknown, value?: unknown) => call.respond(err, value));
-      case 'bidi':
-        call.readStream();
-        return handler(call);
-    }
+    const refused = method === undefined ? unimplementedStatus(path) : refusedEncoding(headers['grpc-encoding']);
+    if (refused !== undefined) return trailersOnly(stream, refused.code, refused.details);
+    const call = new H2Call(stream, headers, method!, this.#messageBytesMax, this.#pingPolicies.get(stream.session!));
+    startCall(call, method!, headers['grpc-timeout'], this.#deadlines);
   }
 }
 
