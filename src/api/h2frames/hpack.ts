@@ -22,7 +22,7 @@ import { huffmanDecode, latin1String } from '../http2/huffman.js';
 
 /** SETTINGS_HEADER_TABLE_SIZE's default (RFC 7540 6.5.2); we never announce another. */
 export const headerTableBytesDefault = 4096;
-/** RFC 7541 4.1: an entry's size is its name's and value's lengths plus 32; RFC 7540 6.5.2 counts a header list so too. */
+/** RFC 7541 4.1: an entry's size is its name's and value's lengths plus 32 (RFC 7540 6.5.2 sizes a header list so). */
 export const entryOverheadBytes = 32;
 /** An HPACK integer past this is refused: no length, index or table size of ours comes near it. */
 const integerMax = 2 ** 31 - 1;
@@ -84,25 +84,30 @@ export class HpackDecoder {
   /** The table's current maximum: the limit, or less after a dynamic table size update (RFC 7541 4.2). */
   #tableBytesMax: number;
   #tableBytes = 0;
-  readonly #names: string[];
-  readonly #values: string[];
-  #newest = 0;
+  /** The ring: grown by appending up to #slots entries (a new connection allocates nothing), then wrapped. */
+  readonly #names: string[] = [];
+  readonly #values: string[] = [];
+  readonly #slots: number;
+  #newest: number;
   #count = 0;
   /** The block being decoded and the position in it. */
   #block: Buffer = emptyBlock;
   #pos = 0;
+  /** Set while a block is decoded; still set after an HpackError, when the table is out of step for good. */
+  #decoding = false;
 
   constructor(headerListBytesMax: number, options: HpackDecoderOptions = {}) {
-    assert(Number.isSafeInteger(headerListBytesMax) && headerListBytesMax > 0, `bad headerListBytesMax ${headerListBytesMax}`);
+    const listMaxOk = Number.isSafeInteger(headerListBytesMax) && headerListBytesMax > 0;
+    assert(listMaxOk, `bad headerListBytesMax ${headerListBytesMax}`);
     for (const key of Object.keys(options)) assert(key === 'tableBytesMax', `unknown HPACK decoder option ${key}`);
     const tableBytes = options.tableBytesMax ?? headerTableBytesDefault;
-    assert(Number.isSafeInteger(tableBytes) && tableBytes >= 0 && tableBytes <= integerMax, `bad tableBytesMax ${tableBytes}`);
+    const tableBytesOk = Number.isSafeInteger(tableBytes) && tableBytes >= 0 && tableBytes <= integerMax;
+    assert(tableBytesOk, `bad tableBytesMax ${tableBytes}`);
     this.#headerListBytesMax = headerListBytesMax;
     this.#tableBytesLimit = tableBytes;
     this.#tableBytesMax = tableBytes;
-    const slots = Math.max(1, Math.floor(tableBytes / entryOverheadBytes));
-    this.#names = new Array<string>(slots).fill('');
-    this.#values = new Array<string>(slots).fill('');
+    this.#slots = Math.max(1, Math.floor(tableBytes / entryOverheadBytes));
+    this.#newest = this.#slots - 1; // so the first entry goes to slot 0, and the arrays grow without holes
   }
 
   /** The dynamic table's size in bytes (RFC 7541 4.1) and entry count: for tests and assertions. */
@@ -116,6 +121,8 @@ export class HpackDecoder {
 
   /** Decodes one complete header block; throws HpackError when it is malformed. */
   decode(block: Buffer): DecodedHeaders {
+    assert(!this.#decoding, 'HpackDecoder used after an HpackError (the connection must close)');
+    this.#decoding = true;
     this.#block = block;
     this.#pos = 0;
     const fields: string[] = [];
@@ -164,15 +171,16 @@ export class HpackDecoder {
       else fields.push(name, value);
     }
     this.#block = emptyBlock; // hold no reference to the connection's buffer between blocks
+    this.#decoding = false;
     return { fields, tooLarge };
   }
 
   /** The ring slot of HPACK index `index` (> 61), or HpackError when there is no such entry. */
   #slot(index: number): number {
     const age = index - staticTableLength - 1;
-    if (age >= this.#count) throw new HpackError(`header field index ${index} is past the table (${this.#count} dynamic entries)`);
+    if (age >= this.#count) throw new HpackError(`header field index ${index} past the table (${this.#count} entries)`);
     const slot = this.#newest - age;
-    return slot < 0 ? slot + this.#names.length : slot;
+    return slot < 0 ? slot + this.#slots : slot;
   }
 
   #nameAt(index: number): string {
@@ -184,7 +192,7 @@ export class HpackDecoder {
     const size = name.length + value.length + entryOverheadBytes;
     this.#evictTo(this.#tableBytesMax - size);
     if (size > this.#tableBytesMax) return;
-    const slots = this.#names.length;
+    const slots = this.#slots;
     assert(this.#count < slots, 'HPACK dynamic table ring is full below its byte limit');
     this.#newest = this.#newest + 1 === slots ? 0 : this.#newest + 1;
     this.#names[this.#newest] = name;
@@ -195,7 +203,7 @@ export class HpackDecoder {
 
   /** Evicts the oldest entries until the table holds at most `bytes` (possibly < 0: then it empties). */
   #evictTo(bytes: number): void {
-    const slots = this.#names.length;
+    const slots = this.#slots;
     while (this.#tableBytes > bytes && this.#count > 0) {
       let oldest = this.#newest - this.#count + 1;
       if (oldest < 0) oldest += slots;
@@ -210,7 +218,7 @@ export class HpackDecoder {
   /** RFC 7541 6.3: a new maximum, at most what we announced (else a decoding error). */
   #resize(bytes: number): void {
     if (bytes > this.#tableBytesLimit) {
-      throw new HpackError(`dynamic table size update to ${bytes} over SETTINGS_HEADER_TABLE_SIZE ${this.#tableBytesLimit}`);
+      throw new HpackError(`dynamic table size update to ${bytes} over our header table size ${this.#tableBytesLimit}`);
     }
     this.#tableBytesMax = bytes;
     this.#evictTo(bytes);

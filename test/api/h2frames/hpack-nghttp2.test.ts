@@ -100,7 +100,8 @@ function connect(port: number): http2.ClientHttp2Session {
 
 /** A random header list: names from a small pool (so they repeat), values short and repeated, long, or odd bytes. */
 function randomHeaders(rng: Prng): { headers: http2.OutgoingHttpHeaders; expected: [string, string][] } {
-  const path = `/etcdserverpb.KV/${['Range', 'Put', 'Txn', 'DeleteRange'][rng.int(4)]}${rng.int(3) === 0 ? `?n=${rng.int(1000)}` : ''}`;
+  const method = ['Range', 'Put', 'Txn', 'DeleteRange'][rng.int(4)]!;
+  const path = `/etcdserverpb.KV/${method}${rng.int(3) === 0 ? `?n=${rng.int(1000)}` : ''}`;
   const headers: http2.OutgoingHttpHeaders = { ':method': 'POST', ':path': path };
   const expected: [string, string][] = [];
   const sensitive: string[] = [];
@@ -150,7 +151,8 @@ describe('HpackDecoder against nghttp2 (node:http2 client)', () => {
     const client = connect(c.port);
     const sent = Array.from({ length: requests }, () => randomHeaders(rng));
     // One request with ~40 KB of headers: more than a 16 KB frame, so HEADERS + CONTINUATION.
-    sent.push({ headers: { ':method': 'POST', ':path': '/big', 'x-big': 'b'.repeat(20_000), 'x-big2': 'c'.repeat(20_000) }, expected: [['x-big', 'b'.repeat(20_000)], ['x-big2', 'c'.repeat(20_000)]] });
+    const [b, c2] = ['b'.repeat(20_000), 'c'.repeat(20_000)];
+    sent.push({ headers: { ':method': 'POST', ':path': '/big', 'x-big': b, 'x-big2': c2 }, expected: [['x-big', b], ['x-big2', c2]] });
     for (const { headers } of sent) client.request(headers, { endStream: true }).on('error', () => {});
     const blocks = await c.blocks(sent.length);
     const decoder = new HpackDecoder(1024 * 1024);
@@ -160,7 +162,8 @@ describe('HpackDecoder against nghttp2 (node:http2 client)', () => {
       const where = `seed ${seed}, request ${i}`;
       expect(tooLarge, where).toBe(false);
       expect(regular, where).toEqual(sent[i]!.expected);
-      expect([pseudo.get(':method'), pseudo.get(':path'), pseudo.get(':scheme')], where).toEqual([sent[i]!.headers[':method'], sent[i]!.headers[':path'], 'http']);
+      const { headers } = sent[i]!;
+      expect([pseudo.get(':method'), pseudo.get(':path'), pseudo.get(':scheme')], where).toEqual([headers[':method'], headers[':path'], 'http']);
       expect(pseudo.get(':authority'), where).toMatch(/^127\.0\.0\.1:\d+$/);
     }
     expect(decoder.tableLength, `seed ${seed}: nghttp2 indexed something`).toBeGreaterThan(0);
@@ -186,7 +189,8 @@ describe('HpackDecoder against a @grpc/grpc-js client', () => {
       }
       expected.push(pairs);
       const deadline = Date.now() + 60_000 + rng.int(3_600_000);
-      grpcClient.makeUnaryRequest(`/etcdserverpb.KV/Range${i}`, (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), metadata, { deadline }, () => {});
+      const same = (b: Buffer): Buffer => b;
+      grpcClient.makeUnaryRequest(`/etcdserverpb.KV/Range${i}`, same, same, Buffer.alloc(0), metadata, { deadline }, () => {});
     }
     try {
       const blocks = await c.blocks(calls);
