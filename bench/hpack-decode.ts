@@ -10,7 +10,7 @@
  * ~70 calls re-sends the fixed fields as literals (as Go does once they are evicted).
  * Expectation: a steady-state block under 1 µs (7 indexed lookups, one 4-byte Huffman string, one table insert);
  * the first block a few µs (six Huffman strings).
- * Measured (2-vCPU AMD EPYC, Node 20, load ~2.5, 2026-12-07): new decoder 23 ns, first block ~0.8 µs, a
+ * Measured (2-vCPU AMD EPYC, Node 20, load ~2.5, 2026-12-06): new decoder 23 ns, first block ~0.8 µs, a
  * steady-state block ~180 ns, all 1,000 blocks ~190 ns each. Half of a steady block is its one Huffman string
  * (~110 ns for 6 bytes; the Map-per-bit decoder this replaced took ~500 ns for it).
  *
