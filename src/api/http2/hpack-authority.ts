@@ -11,54 +11,10 @@
  * the newest entry) agree on every entry the encoder can still use.
  */
 
-/** RFC 7541 Appendix B code lengths for symbols 0..255; symbol 256 (EOS) has 30 bits. The code is canonical. */
-const codeLengths = [
-  13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28,
-  28, 28, 28, 6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12,
-  10, 13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6, 15, 5, 6,
-  5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6, 6, 5, 6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7, 15, 11, 14, 13, 28, 20, 22, 20, 20, 22, 22,
-  22, 23, 22, 23, 23, 23, 23, 23, 24, 23, 24, 24, 22, 23, 24, 23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24, 22, 21, 20,
-  22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23, 21, 21, 22, 21, 23, 22, 23, 23, 20, 22, 22, 22, 23, 22, 22, 23,
-  26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25, 19, 21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28,
-  27, 27, 27, 20, 24, 20, 21, 22, 21, 21, 23, 22, 22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28,
-  27, 27, 27, 27, 27, 26, 30,
-];
+import { huffmanDecode } from './huffman.js';
 
-/** (code * 32 + length) → symbol, built canonically: by length, then by symbol. */
-const decodeTable: Map<number, number> = (() => {
-  const symbols = codeLengths.map((len, sym) => ({ len, sym })).sort((a, b) => a.len - b.len || a.sym - b.sym);
-  const table = new Map<number, number>();
-  let code = 0;
-  let len = symbols[0]!.len;
-  for (const s of symbols) {
-    code <<= s.len - len;
-    len = s.len;
-    table.set(code * 32 + len, s.sym);
-    code++;
-  }
-  return table;
-})();
-
-/** Decodes a Huffman-coded string; undefined if it is malformed (EOS inside, or a code past 30 bits). */
-export function huffmanDecode(bytes: Uint8Array): string | undefined {
-  let out = '';
-  let code = 0;
-  let len = 0;
-  for (const byte of bytes) {
-    for (let bit = 7; bit >= 0; bit--) {
-      code = code * 2 + ((byte >> bit) & 1);
-      len++;
-      const sym = decodeTable.get(code * 32 + len);
-      if (sym === 256) return undefined;
-      if (sym !== undefined) {
-        out += String.fromCharCode(sym);
-        code = 0;
-        len = 0;
-      } else if (len > 30) return undefined;
-    }
-  }
-  return out; // up to 7 trailing 1-bits are padding
-}
+/** Re-exported for the authority-fix tests, which check it against nghttp2's encoder. */
+export { huffmanDecode };
 
 /** HPACK integer with an n-bit prefix at `pos`; undefined when the block ends first. */
 function readInt(buf: Uint8Array, pos: number, prefixBits: number): [number, number] | undefined {
