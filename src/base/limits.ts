@@ -51,6 +51,22 @@ export const raftLogBytesMax = 16 * 1024 * 1024;
 export const catchUpBytesMax = 4 * 1024 * 1024;
 /** etcd: DefaultSnapshotCatchUpEntries; entries kept behind a snapshot for slow followers. */
 export const snapshotCatchUpEntries = 5_000;
+/**
+ * Our own HTTP/2 server (src/api/h2frames). A client's header block (HEADERS + CONTINUATION, compressed) and
+ * its decoded header list are each bounded by this (advertised as SETTINGS_MAX_HEADER_LIST_SIZE): an etcd
+ * request's headers are a few hundred bytes (a JWT token is the largest), and nobody who has not proven who
+ * they are gets more than a few KiB of our memory.
+ */
+export const h2HeaderListBytesMax = 16 * 1024;
+/** The receive window of a whole connection (streams keep HTTP/2's default 65,535): 16 streams' worth. */
+export const h2ConnectionWindowBytes = 1024 * 1024;
+/** Response data is held back (calls' write() answers false) while the socket buffers this much. */
+export const h2SocketBufferedBytesHigh = 64 * 1024;
+/**
+ * A connection whose socket buffers this much when we must answer a control frame (a PING, a SETTINGS)
+ * is a client that sends and does not read: it is cut (nghttp2's outbound-ack limit in bytes).
+ */
+export const h2ControlBufferedBytesMax = 1024 * 1024;
 /** etcd's grpcOverheadBytes: the gRPC message limit is the request limit plus this. */
 export const grpcOverheadBytes = 512 * 1024;
 /** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */

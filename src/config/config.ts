@@ -164,7 +164,7 @@ function allowedOf(o: Typed, cnFlag: string, hostFlag: string, authFlag: string,
 
 /** --grpc-server; empty leaves the choice to the server's default (ETCETERA_GRPC_SERVER, else h2). */
 function grpcServerOf(o: Typed): Pick<ServerConfig, 'grpcServer'> {
-  const kind = o.enumValue<'' | 'grpc-js' | 'h2'>('grpc-server');
+  const kind = o.enumValue<'' | 'grpc-js' | 'h2' | 'frames'>('grpc-server');
   return kind === '' ? {} : { grpcServer: kind };
 }
 

@@ -134,8 +134,8 @@ export interface MemberOptions {
   auth?: AuthOptions;
   /** etcd --enable-grpc-gateway (default true): the JSON API under /v3 on the client port. */
   enableGrpcGateway?: boolean;
-  /** --grpc-server: grpc-js's server or our own on node:http2 (api/grpc/grpc-transport.ts); absent: its default. */
-  grpcServer?: 'grpc-js' | 'h2';
+  /** --grpc-server: grpc-js's server, our own on node:http2, or on our own frames (api/grpc/grpc-transport.ts); absent: its default. */
+  grpcServer?: 'grpc-js' | 'h2' | 'frames';
   /** etcd --experimental-initial-corrupt-check: compare HashKV with peers before serving; refuse on mismatch. */
   initialCorruptCheck?: boolean;
   /** etcd --experimental-watch-progress-notify-interval, for watchers created with progress_notify. */

@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import { etcdctlPath, freePort, haveEtcdctl, repoRoot, startServer, waitFor } from './harness.js';
 import { releaseAfterAll } from './release-after-all.js';
+import { grpcServerKind } from '../../src/api/grpc/grpc-transport.js';
 
 const execFileP = promisify(execFile);
 const fixtures = join(repoRoot, 'test/peer/fixtures');
@@ -96,7 +97,10 @@ describe('the certificate common name as the user, whatever the :authority', () 
     // A client cannot name a connection itself: its own tag on a repaired connection leaves the call nameless,
     // and on a native one it is ignored (the certificate decides).
     const forged = { 'etcetera-repaired-connection': '0123456789abcdef0123456789abcdef' };
-    expect(await repaired(put, putBody('cn/forged', '1'), { ...schemed, ...forged })).toEqual(userEmpty);
+    // On our own HTTP/2 frames no connection is repaired (a schemed authority is read as it is): there the
+    // tag is ignored as on a native connection.
+    const forgedOnSchemed = grpcServerKind(undefined, process.env) === 'frames' ? ok : userEmpty;
+    expect(await repaired(put, putBody('cn/forged', '1'), { ...schemed, ...forged })).toMatchObject(forgedOnSchemed);
     expect(await native(put, putBody('cn/forged', '1'), { ':authority': `127.0.0.1:${port}`, ...forged })).toMatchObject(ok);
 
     if (haveEtcdctl()) {

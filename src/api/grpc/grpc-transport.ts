@@ -1,15 +1,16 @@
 /**
- * The gRPC server behind our client ports, one of two (issue 34): our own minimal one on node:http2
- * (src/api/h2grpc/, the default), or grpc-js' Server. Both take the same service implementations and the
- * connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
+ * The gRPC server behind our client ports, one of three (issue 34): our own minimal one on node:http2
+ * (src/api/h2grpc/, the default), the same on our own HTTP/2 frames (src/api/h2frames/, 'frames'), or grpc-js'
+ * Server. All take the same service implementations and the connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
  * variable ETCETERA_GRPC_SERVER picks it where no option says (so a whole test suite runs on either).
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { Duplex } from 'node:stream';
-import { H2GrpcServer } from '../h2grpc/h2-grpc-server.js';
+import { H2GrpcServer, type H2GrpcServerOptions } from '../h2grpc/h2-grpc-server.js';
+import { FramesGrpcServer } from '../h2frames/frames-grpc-server.js';
 import type { GrpcLimits } from '../../config/member-options.js';
 
-export const grpcServerKinds = ['grpc-js', 'h2'] as const;
+export const grpcServerKinds = ['grpc-js', 'h2', 'frames'] as const;
 export type GrpcServerKind = (typeof grpcServerKinds)[number];
 
 export interface GrpcTransport {
@@ -34,16 +35,17 @@ export interface TransportLimits {
   limits: GrpcLimits | undefined;
 }
 
-/** grpc-js is imported here on demand only: a member on h2 never loads it (issue 34: ~5 MB of RssAnon). */
+/** grpc-js is imported here on demand only: a member on h2 or frames never loads it (issue 34: ~5 MB of RssAnon). */
 export async function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): Promise<GrpcTransport> {
-  if (kind === 'h2') return h2Transport(l);
+  if (kind === 'h2') return ownTransport(new H2GrpcServer(ownOptions(l)));
+  if (kind === 'frames') return ownTransport(new FramesGrpcServer(ownOptions(l)));
   // A CommonJS package: the bundle's import() gives its exports as `default` (tsc's Node ESM gives both).
   const loaded = (await import('@grpc/grpc-js')) as typeof grpc & { default?: typeof grpc };
   return grpcJsTransport(loaded.default ?? loaded, l);
 }
 
-function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTransport {
-  const server = new H2GrpcServer({
+function ownOptions({ messageBytesMax, limits }: TransportLimits): H2GrpcServerOptions {
+  return {
     messageBytesMax,
     ...(limits !== undefined
       ? {
@@ -53,7 +55,10 @@ function h2Transport({ messageBytesMax, limits }: TransportLimits): GrpcTranspor
           keepAliveMinTimeMs: limits.keepAliveMinTimeMs,
         }
       : {}),
-  });
+  };
+}
+
+function ownTransport(server: H2GrpcServer | FramesGrpcServer): GrpcTransport {
   return {
     addService: (definition, implementation) => server.addService(definition, implementation),
     inject: (connection) => server.inject(connection),

@@ -152,7 +152,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   checkOptions(options);
   const { api } = options;
   const limits = options.limits;
-  const server = await createGrpcTransport(grpcServerKind(options.grpcServer, process.env), {
+  const kind = grpcServerKind(options.grpcServer, process.env);
+  const server = await createGrpcTransport(kind, {
     messageBytesMax: limits === undefined ? grpcMessageBytesMax : limits.requestBytesMax + grpcOverheadBytes,
     limits,
   });
@@ -181,7 +182,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   // A body Node's parser cannot read ends its connection, with etcd's answer where etcd gives one.
   httpServer.on('clientError', answerClientError);
   const sniffing = new Set<net.Socket>();
+  // Our own frames read etcdctl 3.4's schemed :authority as it is; nghttp2 (h2, grpc-js) needs it repaired.
+  const ownFrames = kind === 'frames';
   const toGrpc = (socket: net.Socket): void => {
+    if (ownFrames) {
+      sniffing.delete(socket);
+      return server.inject(socket);
+    }
     handOver(socket, (connection: Duplex) => {
       sniffing.delete(socket);
       server.inject(connection);

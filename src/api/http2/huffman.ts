@@ -161,8 +161,12 @@ export function huffmanDecode(bytes: Uint8Array, start = 0, end = bytes.length):
 
 /** Buffer#latin1Slice: what toString('latin1', start, end) calls after checking its arguments (~20 ns less). */
 type Latin1Slice = (this: Buffer, start: number, end: number) => string;
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice: Latin1Slice }).latin1Slice;
-if (typeof latin1Slice !== 'function') throw new Error('Buffer#latin1Slice is missing');
+const latin1Slice: Latin1Slice =
+  (Buffer.prototype as unknown as { latin1Slice?: Latin1Slice }).latin1Slice ??
+  // Undocumented: a Node without it takes the documented way.
+  function (this: Buffer, start: number, end: number): string {
+    return this.toString('latin1', start, end);
+  };
 
 /** Up to this many bytes, a string is built char by char: cheaper than a call into C++ (2 bytes: 18 ns, not ~65). */
 const shortStringBytes = 4;

@@ -1,7 +1,8 @@
 /**
- * The node:http2 gRPC server on its own, with a test KV service: what grpc-js' server does for our services,
- * checked with a grpc-js client and with raw HTTP/2 requests (statuses, trailers-only answers, metadata,
- * deadlines, cancellation, limits, compression refused, backpressure, keepalive pings, GOAWAY on close).
+ * Our two gRPC servers on their own (on node:http2, and on our own HTTP/2 frames), each with a test KV service:
+ * what grpc-js' server does for our services, checked with a grpc-js client and with raw HTTP/2 requests
+ * (statuses, trailers-only answers, metadata, deadlines, cancellation, limits, compression refused,
+ * backpressure, keepalive pings, GOAWAY on close). Every test runs against both servers.
  */
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
@@ -9,27 +10,35 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { H2GrpcServer } from '../../../src/api/h2grpc/h2-grpc-server.js';
 import type { H2Call } from '../../../src/api/h2grpc/h2-call.js';
+import { FramesGrpcServer } from '../../../src/api/h2frames/frames-grpc-server.js';
+import type { FramesCall } from '../../../src/api/h2frames/frames-call.js';
 import { serviceDefinition } from '../../../src/api/grpc/proto.js';
 import { frameMessage } from '../../../src/api/h2grpc/message-frames.js';
 import { failedStatus } from '../grpc/harness.js';
 
-type Handler = (call: H2Call, callback: (err: unknown, value?: unknown) => void) => void;
+type AnyCall = H2Call | FramesCall;
+type Handler = (call: AnyCall, callback: (err: unknown, value?: unknown) => void) => void;
 
 /** Each test sets what the KV methods do. */
 const behaviour: { put?: Handler; range?: Handler } = {};
 /** How often the server stream waited for 'drain'. */
 const seen = { drains: 0 };
 
+const servers = [['H2GrpcServer', H2GrpcServer], ['FramesGrpcServer', FramesGrpcServer]] as const;
+type ServerClass = (typeof servers)[number][1];
+/** The server class of the suite running now. */
+let Server: ServerClass = H2GrpcServer;
+
 interface Running {
-  server: H2GrpcServer;
+  server: H2GrpcServer | FramesGrpcServer;
   listener: net.Server;
   port: number;
 }
 
 async function start(options: ConstructorParameters<typeof H2GrpcServer>[0]): Promise<Running> {
-  const server = new H2GrpcServer(options);
+  const server = new Server(options);
   // The server hands its handlers H2Calls; grpc-js' handler types do not know them.
-  const impl = (handlers: Record<string, (call: H2Call, cb: (err: unknown, value?: unknown) => void) => void>) =>
+  const impl = (handlers: Record<string, (call: AnyCall, cb: (err: unknown, value?: unknown) => void) => void>) =>
     handlers as unknown as grpc.UntypedServiceImplementation;
   server.addService(serviceDefinition('etcdserverpb.KV'), impl({
     Put: (call, cb) => behaviour.put!(call, cb),
@@ -37,7 +46,7 @@ async function start(options: ConstructorParameters<typeof H2GrpcServer>[0]): Pr
   }));
   server.addService(serviceDefinition('v3electionpb.Election'), impl({
     // Server stream: writes until told to stop, counting what the client's flow control held back.
-    Observe: (call: H2Call) => {
+    Observe: (call: AnyCall) => {
       let writes = 0;
       const pump = (): void => {
         while (writes < 2000) {
@@ -59,17 +68,6 @@ async function start(options: ConstructorParameters<typeof H2GrpcServer>[0]): Pr
 
 let r: Running;
 let kv: grpc.Client & Record<string, Function>;
-
-beforeAll(async () => {
-  r = await start({ messageBytesMax: 1024 });
-  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition('etcdserverpb.KV'), 'KV');
-  kv = new Ctor(`127.0.0.1:${r.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, Function>;
-});
-afterAll(async () => {
-  kv?.close();
-  r?.listener.close();
-  await r?.server.close(100);
-});
 
 function put(req: Record<string, unknown>, metadata = new grpc.Metadata(), options: grpc.CallOptions = {}): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
@@ -99,7 +97,20 @@ function rawRequest(port: number, headers: http2.OutgoingHttpHeaders, body: Buff
   });
 }
 
-describe('H2GrpcServer', () => {
+for (const [name, ServerClass] of servers) describe(name, () => {
+beforeAll(async () => {
+  Server = ServerClass;
+  r = await start({ messageBytesMax: 1024 });
+  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition('etcdserverpb.KV'), 'KV');
+  kv = new Ctor(`127.0.0.1:${r.port}`, grpc.credentials.createInsecure()) as grpc.Client & Record<string, Function>;
+});
+afterAll(async () => {
+  kv?.close();
+  r?.listener.close();
+  await r?.server.close(100);
+});
+
+describe('calls', () => {
   it('serves a unary call with the request, its metadata (text and -bin) and the response', async () => {
     behaviour.put = (call, cb) => {
       const bin = call.metadata.get('blob-bin')[0] as Buffer;
@@ -152,7 +163,7 @@ describe('H2GrpcServer', () => {
   });
 
   it('tells the handler when the client cancels', async () => {
-    let handlerCall: H2Call | undefined;
+    let handlerCall: AnyCall | undefined;
     let reached: () => void = () => {};
     const inHandler = new Promise<void>((resolve) => (reached = resolve));
     const cancelled = new Promise<void>((resolve) => {
@@ -198,7 +209,7 @@ describe('H2GrpcServer', () => {
   });
 });
 
-describe('H2GrpcServer connections', () => {
+describe('connections', () => {
   it('pings each connection every keepalive interval', async () => {
     const s = await start({ messageBytesMax: 1024, keepAliveIntervalMs: 50, keepAliveTimeoutMs: 1000 });
     const session = http2.connect(`http://127.0.0.1:${s.port}`);
@@ -313,4 +324,5 @@ describe('H2GrpcServer connections', () => {
     s.listener.close();
     s2.listener.close();
   });
+});
 });
