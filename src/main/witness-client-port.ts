@@ -1,14 +1,17 @@
 /**
  * A witness's client URLs (issue 32, item 4): one port, two protocols, as a data member's (client-port.ts):
  * HTTP/1.1 for /health, /livez, /readyz, /metrics and /status, gRPC for the few calls witness-grpc.ts answers
- * (what `etcdctl endpoint health` and `endpoint status` send). The gRPC server is the repo's own on
- * node:http2 (src/api/h2grpc/), not grpc-js: a witness stays small (test/e2e/witness-bundle.test.ts).
+ * (what `etcdctl endpoint health` and `endpoint status` send). The gRPC server is the repo's own, on our own
+ * HTTP/2 frames (src/api/h2frames/) or on node:http2 (src/api/h2grpc/) as ETCETERA_GRPC_SERVER picks for a
+ * data member (grpc-js' choice takes node:http2), never grpc-js: a witness stays small
+ * (test/e2e/witness-bundle.test.ts).
  * Plain http:// only: a witness takes no client certificate (startMetricsHttp refused https here before too).
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { H2GrpcServer } from '../api/h2grpc/h2-grpc-server.js';
+import { FramesGrpcServer } from '../api/h2frames/frames-grpc-server.js';
+import { grpcServerKind } from '../api/grpc/grpc-transport.js';
 import { routeConnection } from '../api/grpc/client-port.js';
 import { handOver } from '../api/http2/authority-fix.js';
 import { witnessGrpcRequestBytesMax } from '../base/limits.js';
@@ -28,7 +31,11 @@ export interface WitnessClientPort {
 }
 
 export async function startWitnessClientPort(o: { listenUrls: string[]; http: MetricsRequestHandler; grpc: WitnessGrpcSource; logger: Logger }): Promise<WitnessClientPort> {
-  const grpc = new H2GrpcServer({ messageBytesMax: witnessGrpcRequestBytesMax });
+  const ownFrames = grpcServerKind(undefined, process.env) === 'frames';
+  // node:http2 is loaded only when asked for.
+  const grpc = ownFrames
+    ? new FramesGrpcServer({ messageBytesMax: witnessGrpcRequestBytesMax })
+    : new (await import('../api/h2grpc/h2-grpc-server.js')).H2GrpcServer({ messageBytesMax: witnessGrpcRequestBytesMax });
   grpc.addService(witnessKvDefinition, witnessKvService(o.grpc));
   grpc.addService(witnessMaintenanceDefinition, witnessMaintenanceService(o.grpc));
   const httpServer = http.createServer((req, res) => {
@@ -38,8 +45,9 @@ export async function startWitnessClientPort(o: { listenUrls: string[]; http: Me
   const accept = (socket: net.Socket): void => {
     accepted.add(socket);
     socket.once('close', () => accepted.delete(socket));
-    // handOver repairs etcdctl 3.4's schemed :authority, which node:http2 refuses as grpc-js does.
-    routeConnection(socket, (s) => handOver(s, (connection: Duplex) => grpc.inject(connection)), (s) => void httpServer.emit('connection', s), firstBytesMs);
+    // handOver repairs etcdctl 3.4's schemed :authority, which node:http2 refuses (our own frames read it as it is).
+    const toGrpc = ownFrames ? (s: net.Socket) => grpc.inject(s) : (s: net.Socket) => handOver(s, (connection: Duplex) => grpc.inject(connection));
+    routeConnection(socket, toGrpc, (s) => void httpServer.emit('connection', s), firstBytesMs);
   };
   const listeners: net.Server[] = [];
   const urls: string[] = [];

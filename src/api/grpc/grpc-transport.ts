@@ -6,7 +6,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { Duplex } from 'node:stream';
-import { H2GrpcServer, type H2GrpcServerOptions } from '../h2grpc/h2-grpc-server.js';
+import type { H2GrpcServerOptions } from '../h2grpc/h2-grpc-server.js';
 import { FramesGrpcServer } from '../h2frames/frames-grpc-server.js';
 import type { GrpcLimits } from '../../config/member-options.js';
 
@@ -37,7 +37,11 @@ export interface TransportLimits {
 
 /** grpc-js is imported here on demand only: a member on h2 or frames never loads it (issue 34: ~5 MB of RssAnon). */
 export async function createGrpcTransport(kind: GrpcServerKind, l: TransportLimits): Promise<GrpcTransport> {
-  if (kind === 'h2') return ownTransport(new H2GrpcServer(ownOptions(l)));
+  if (kind === 'h2') {
+    // node:http2 is loaded only here: a member on our own frames never loads it.
+    const { H2GrpcServer } = await import('../h2grpc/h2-grpc-server.js');
+    return ownTransport(new H2GrpcServer(ownOptions(l)));
+  }
   if (kind === 'frames') return ownTransport(new FramesGrpcServer(ownOptions(l)));
   // A CommonJS package: the bundle's import() gives its exports as `default` (tsc's Node ESM gives both).
   const loaded = (await import('@grpc/grpc-js')) as typeof grpc & { default?: typeof grpc };
@@ -58,7 +62,14 @@ function ownOptions({ messageBytesMax, limits }: TransportLimits): H2GrpcServerO
   };
 }
 
-function ownTransport(server: H2GrpcServer | FramesGrpcServer): GrpcTransport {
+/** What our two servers have in common. */
+interface OwnServer {
+  addService(definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation): void;
+  inject(connection: Duplex): void;
+  close(graceMs: number): Promise<boolean>;
+}
+
+function ownTransport(server: OwnServer): GrpcTransport {
   return {
     addService: (definition, implementation) => server.addService(definition, implementation),
     inject: (connection) => server.inject(connection),

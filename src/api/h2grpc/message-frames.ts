@@ -18,8 +18,8 @@ const headerBytes = 5;
 
 export class MessageReader {
   readonly #messageBytesMax: number;
-  /** Bytes of the current message's header seen so far. */
-  #header = Buffer.alloc(headerBytes);
+  /** Bytes of the current message's header seen so far (allocated only for a header split across chunks). */
+  #header: Buffer | undefined;
   #headerSeen = 0;
   /** The body being filled (undefined while reading a header). */
   #body: Buffer | undefined;
@@ -48,12 +48,13 @@ export class MessageReader {
           continue;
         }
         const n = Math.min(headerBytes - this.#headerSeen, chunk.length - at);
-        chunk.copy(this.#header, this.#headerSeen, at, at + n);
+        const header = (this.#header ??= Buffer.allocUnsafe(headerBytes));
+        chunk.copy(header, this.#headerSeen, at, at + n);
         this.#headerSeen += n;
         at += n;
         if (this.#headerSeen < headerBytes) break;
         this.#headerSeen = 0;
-        const length = this.#checkHeader(this.#header[0]!, this.#header.readUInt32BE(1));
+        const length = this.#checkHeader(header[0]!, header.readUInt32BE(1));
         this.#startBody(length);
       }
       const body = this.#body!;

@@ -10,16 +10,13 @@
  *   "too_many_pings", and the connection is closed. grpc clients then double their keepalive interval.
  * The transport acknowledges every ping itself and tells the policy (`onPing`, `streamOpened` / `streamClosed`);
  * the policy decides, and calls the transport's `goAway` once when the client must go. Node's sessions are wired
- * by `watchSession`; our own HTTP/2 connection (src/api/h2frames) calls the methods directly.
+ * by session-ping-policy.ts; our own HTTP/2 connection (src/api/h2frames) calls the methods directly. No
+ * node:http2 here: a member on our own frames never loads it.
  */
-import * as http2 from 'node:http2';
-
 /** grpc-go's maxPingStrikes: strikes tolerated before GOAWAY. */
 const pingStrikesMax = 2;
 /** grpc-go's defaultPingTimeout: the floor for pings while no call is open (PermitWithoutStream false). */
 const idlePingFloorMs = 2 * 60 * 60 * 1000;
-/** How long the GOAWAY has to reach the client before the connection is destroyed. */
-export const goAwayFlushMs = 100;
 /** The GOAWAY's debug data, which grpc clients look for. */
 export const tooManyPings = Buffer.from('too_many_pings');
 
@@ -68,23 +65,4 @@ export class PingPolicy {
       this.#goAway();
     }
   }
-}
-
-/** A policy wired to a node:http2 session: its pings and streams are watched, its GOAWAY sent through Node. */
-export function watchSession(session: http2.ServerHttp2Session, minTimeMs: number): PingPolicy {
-  const policy = new PingPolicy(minTimeMs, () => sessionGoAway(session));
-  session.on('ping', () => policy.onPing(performance.now()));
-  session.on('stream', (stream: http2.ServerHttp2Stream) => {
-    policy.streamOpened();
-    stream.once('close', () => policy.streamClosed());
-  });
-  return policy;
-}
-
-function sessionGoAway(session: http2.ServerHttp2Session): void {
-  if (session.closed || session.destroyed) return;
-  session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, tooManyPings);
-  const timer = setTimeout(() => session.destroy(), goAwayFlushMs);
-  timer.unref();
-  session.once('close', () => clearTimeout(timer));
 }
