@@ -67,6 +67,26 @@ export const h2SocketBufferedBytesHigh = 64 * 1024;
  * is a client that sends and does not read: it is cut (nghttp2's outbound-ack limit in bytes).
  */
 export const h2ControlBufferedBytesMax = 1024 * 1024;
+/**
+ * Rapid reset (CVE-2023-44487; h2frames/flood-guard.ts): streams are counted in epochs of h2ResetEpochStreams
+ * opened, and a connection whose client reset (before our answer), or we refused, more than h2ResetStreamsMax
+ * of the streams of this epoch and the last is cut with GOAWAY ENHANCE_YOUR_CALM. Sustained, that is more than
+ * 3 in 4 streams reset; a burst of 750 passes (a busy client whose every call hits its deadline at once when
+ * the leader is lost); a client cancelling 1 call in 4 at random is far below it. nghttp2 allows a burst of
+ * 1000 resets, then 33 a second; Node cuts at 100 rejected streams for a whole session.
+ */
+export const h2ResetEpochStreams = 500;
+export const h2ResetStreamsMax = 750;
+/**
+ * Frames that do no work (empty DATA, PRIORITY, unknown types, empty CONTINUATION, frames for streams that are
+ * gone, repeated SETTINGS, GOAWAY, unsolicited PING acks; h2frames/flood-guard.ts): a connection may send
+ * h2IdleFramesMax of them (Node's maxSessionInvalidFrames default), and each stream opened or answered gives
+ * h2IdleFramesRefund back. A well-behaved client sends at most a few per stream (a WINDOW_UPDATE or a
+ * RST_STREAM racing our answer, DATA in flight when we answer before its half-close: 4 frames of 16 KiB in
+ * its 64 KiB window), and a connection's preface one or two.
+ */
+export const h2IdleFramesMax = 1000;
+export const h2IdleFramesRefund = 8;
 /** etcd's grpcOverheadBytes: the gRPC message limit is the request limit plus this. */
 export const grpcOverheadBytes = 512 * 1024;
 /** gRPC message size etcd accepts: request limit plus slack for framing (grpc overhead). */
@@ -129,6 +149,8 @@ export const backendBacklogBytesMax = 32 * 1024 * 1024;
 export const pendingProposalsMax = 10_000;
 
 assert(grpcMessageBytesMax > requestBytesMax, 'gRPC message limit must exceed the request limit');
+assert(h2ResetStreamsMax > h2ResetEpochStreams && h2ResetStreamsMax < 2 * h2ResetEpochStreams, 'a rapid reset is cut within two epochs, a first epoch of resets alone is not');
+assert(h2IdleFramesRefund >= 4 && h2IdleFramesRefund < h2IdleFramesMax, 'a stream pays for the idle frames a well-behaved client sends with it');
 assert(backendBacklogBytesMax > 2 * requestBytesMax, 'one largest request must fit in the backend backlog');
 assert(raftMsgBytesMax >= 64 * 1024, 'raft message size too small to carry one request');
 

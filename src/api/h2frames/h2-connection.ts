@@ -15,7 +15,10 @@
  *   judged by the PingPolicy; GOAWAY on close (graceful) or on a protocol error (then the connection ends);
  * - writes of one loop turn leave in one writev (the socket is corked until the turn's nextTick).
  * Limits: frames up to 16 KiB (our SETTINGS_MAX_FRAME_SIZE, the default), a header block and list up to
- * h2HeaderListBytesMax, control answers up to h2ControlBufferedBytesMax unread. Everything else HTTP/2 has
+ * h2HeaderListBytesMax, control answers up to h2ControlBufferedBytesMax unread, and a new stream only while
+ * less than that of our answers is unread. Against floods (flood-guard.ts): streams reset by the client
+ * before our answer or refused by us (rapid reset), and frames that do no work, are counted; too many of
+ * either is GOAWAY ENHANCE_YOUR_CALM and the connection ends. Everything else HTTP/2 has
  * (priorities, push, trailers from the client) is accepted and ignored, or refused as the RFC says.
  */
 import type { Duplex } from 'node:stream';
@@ -39,9 +42,19 @@ import {
 } from './frame-format.js';
 import { HpackDecoder, HpackError } from './hpack.js';
 import { H2Stream, headersFrames, type RequestHeaders, type StreamHost } from './h2-stream.js';
+import { IdleFrameBudget, StreamResetWindow } from './flood-guard.js';
 import { httpStatusBlock } from './response-headers.js';
 import type { PingPolicy } from '../h2grpc/ping-policy.js';
-import { h2ConnectionWindowBytes, h2ControlBufferedBytesMax, h2HeaderListBytesMax, h2SocketBufferedBytesHigh } from '../../base/limits.js';
+import {
+  h2ConnectionWindowBytes,
+  h2ControlBufferedBytesMax,
+  h2HeaderListBytesMax,
+  h2IdleFramesMax,
+  h2IdleFramesRefund,
+  h2ResetEpochStreams,
+  h2ResetStreamsMax,
+  h2SocketBufferedBytesHigh,
+} from '../../base/limits.js';
 
 export interface H2ConnectionOptions {
   /** SETTINGS_MAX_CONCURRENT_STREAMS; undefined: unlimited (etcd's default). */
@@ -83,6 +96,11 @@ export class H2Connection implements StreamHost {
   #buffered = 0;
   #prefaceLeft = clientPreface.length;
   #sawSettings = false;
+  /** Our SETTINGS was acknowledged: one ack is expected, more are idle frames. */
+  #settingsAcked = false;
+  #settingsApplied = 0;
+  readonly #resets = new StreamResetWindow(h2ResetEpochStreams, h2ResetStreamsMax);
+  readonly #idle = new IdleFrameBudget(h2IdleFramesMax, h2IdleFramesRefund);
   /** A header block being assembled: its stream, flags of its HEADERS, the fragments. */
   #block: { streamId: number; endStream: boolean; parts: Buffer[]; bytes: number } | undefined;
   readonly #blocked = new Set<H2Stream>();
@@ -160,6 +178,8 @@ export class H2Connection implements StreamHost {
   }
 
   closed(stream: H2Stream): void {
+    // Answered (or reset by us): work done. A stream the client cut pays nothing back.
+    if (stream.localEnded) this.#idle.refund();
     this.#streams.delete(stream.id);
     this.#blocked.delete(stream);
     this.#options.pingPolicy?.streamClosed();
@@ -254,12 +274,9 @@ export class H2Connection implements StreamHost {
         return this.#onHeaders(flags, streamId, payload);
       case frameType.priority:
         if (streamId === 0 || payload.length !== 5) throw new ConnectionError(errorCode.protocol, 'bad PRIORITY');
-        return;
+        return this.#idleFrame();
       case frameType.rstStream:
-        if (streamId === 0 || payload.length !== 4) throw new ConnectionError(errorCode.protocol, 'bad RST_STREAM');
-        if (streamId > this.#lastStreamId) throw new ConnectionError(errorCode.protocol, 'RST_STREAM on an idle stream');
-        this.#streams.get(streamId)?.cut();
-        return;
+        return this.#onRstStream(streamId, payload);
       case frameType.settings:
         return this.#onSettings(flags, streamId, payload);
       case frameType.pushPromise:
@@ -268,16 +285,38 @@ export class H2Connection implements StreamHost {
         return this.#onPing(flags, streamId, payload);
       case frameType.goAway:
         if (streamId !== 0) throw new ConnectionError(errorCode.protocol, 'GOAWAY on a stream');
-        // The client stops opening streams; the open ones finish as they will.
-        return;
+        // The client stops opening streams; the open ones finish as they will. Nothing for us to do.
+        return this.#idleFrame();
       case frameType.windowUpdate:
         return this.#onWindowUpdate(streamId, payload);
       case frameType.continuation:
         return this.#onContinuation(flags, streamId, payload);
       default:
         // Unknown frame types are ignored (§5.5).
-        return;
+        return this.#idleFrame();
     }
+  }
+
+  /** A frame that did no work: too many of them end the connection. */
+  #idleFrame(): void {
+    if (!this.#idle.spend()) throw new ConnectionError(errorCode.enhanceYourCalm, 'too many frames that do no work');
+  }
+
+  #onRstStream(streamId: number, payload: Buffer): void {
+    if (streamId === 0 || payload.length !== 4) throw new ConnectionError(errorCode.protocol, 'bad RST_STREAM');
+    if (streamId > this.#lastStreamId) throw new ConnectionError(errorCode.protocol, 'RST_STREAM on an idle stream');
+    const stream = this.#streams.get(streamId);
+    // A stream we answered (or refused) is gone: its late reset does nothing.
+    if (stream === undefined) return this.#idleFrame();
+    // Still here: we had not answered. Its call may go on working after the cut (rapid reset).
+    stream.cut();
+    if (this.#resets.reset(streamId)) throw new ConnectionError(errorCode.enhanceYourCalm, 'too many streams reset');
+  }
+
+  /** We refuse a new stream with `answer` (RST_STREAM, a 431): it counts as a stream the client reset. */
+  #refuse(answer: Buffer): void {
+    this.write(answer);
+    if (this.#resets.refused()) throw new ConnectionError(errorCode.enhanceYourCalm, 'too many streams refused');
   }
 
   /** The payload without its padding (§6.1); the pad length byte counts as padding. */
@@ -300,14 +339,16 @@ export class H2Connection implements StreamHost {
     const unused = stream === undefined || stream.closed ? payload.length : payload.length - data.length;
     if (unused > 0) this.#grantConnection(unused);
     // A stream we closed (reset, or answered before the client's half-close): its late frames are ignored (§5.1).
-    if (stream === undefined || stream.closed) return;
+    if (stream === undefined || stream.closed) return this.#idleFrame();
     if (stream.remoteEnded) {
       stream.reset(errorCode.streamClosed);
       return;
     }
+    const endStream = (flags & flag.endStream) !== 0;
+    if (data.length === 0 && !endStream) return this.#idleFrame();
     stream.receiveWindow -= payload.length;
     if (stream.receiveWindow < 0) return stream.reset(errorCode.flowControl);
-    stream.receiveData(data, (flags & flag.endStream) !== 0);
+    stream.receiveData(data, endStream);
   }
 
   #grantConnection(bytes: number): void {
@@ -335,10 +376,13 @@ export class H2Connection implements StreamHost {
   #onContinuation(flags: number, streamId: number, payload: Buffer): void {
     const block = this.#block;
     if (block === undefined || block.streamId !== streamId) throw new ConnectionError(errorCode.protocol, 'CONTINUATION without HEADERS');
+    const endHeaders = (flags & flag.endHeaders) !== 0;
+    // Empty ones add no bytes to the block, so its size limit would never stop them (CVE-2024-27316's kind).
+    if (payload.length === 0 && !endHeaders) return this.#idleFrame();
     block.parts.push(payload);
     block.bytes += payload.length;
     this.#checkBlockSize();
-    if ((flags & flag.endHeaders) !== 0) this.#headerBlockDone();
+    if (endHeaders) this.#headerBlockDone();
   }
 
   #checkBlockSize(): void {
@@ -359,21 +403,26 @@ export class H2Connection implements StreamHost {
     const existing = this.#streams.get(streamId);
     if (streamId <= this.#lastStreamId) {
       // Trailers from the client (gRPC clients send none) end the stream; on one we closed they are ignored.
-      if (existing === undefined) return;
+      if (existing === undefined) return this.#idleFrame();
       if (existing.remoteEnded) return existing.reset(errorCode.streamClosed);
       if (!endStream) throw new ConnectionError(errorCode.protocol, 'trailers without END_STREAM');
       return existing.receiveEnd();
     }
     if (streamId % 2 === 0) throw new ConnectionError(errorCode.protocol, 'a client stream id must be odd');
-    if (this.#goingAway) return void this.write(rstStreamFrame(streamId, errorCode.refusedStream));
+    if (this.#goingAway) return this.#refuse(rstStreamFrame(streamId, errorCode.refusedStream));
+    // A client that asks and does not read our answers is asking for our memory (unary answers are written
+    // whatever the socket holds). Before #lastStreamId moves: our GOAWAY tells it this one was not served.
+    if (this.socket.writableLength > h2ControlBufferedBytesMax) throw new ConnectionError(errorCode.enhanceYourCalm, 'answers not read');
     this.#lastStreamId = streamId;
     const limit = this.#options.concurrentStreamsMax;
-    if (limit !== undefined && this.#streams.size >= limit) return void this.write(rstStreamFrame(streamId, errorCode.refusedStream));
-    if (decoded.tooLarge) return void this.write(headersFrames(streamId, httpStatusBlock(431), true, this.peerFrameBytesMax));
+    if (limit !== undefined && this.#streams.size >= limit) return this.#refuse(rstStreamFrame(streamId, errorCode.refusedStream));
+    if (decoded.tooLarge) return this.#refuse(headersFrames(streamId, httpStatusBlock(431), true, this.peerFrameBytesMax));
     const headers = toHeaders(decoded.fields);
-    if (headers === undefined) return void this.write(rstStreamFrame(streamId, errorCode.protocol));
+    if (headers === undefined) return this.#refuse(rstStreamFrame(streamId, errorCode.protocol));
     const stream = new H2Stream(this, streamId, headers, this.#peerStreamWindow);
     this.#streams.set(streamId, stream);
+    this.#resets.opened(streamId);
+    this.#idle.refund();
     this.#options.pingPolicy?.streamOpened();
     this.#options.onStream(stream, this);
     if (endStream && !stream.closed) stream.receiveEnd();
@@ -383,9 +432,15 @@ export class H2Connection implements StreamHost {
     if (streamId !== 0) throw new ConnectionError(errorCode.protocol, 'SETTINGS on a stream');
     if ((flags & flag.ack) !== 0) {
       if (payload.length !== 0) throw new ConnectionError(errorCode.frameSize, 'SETTINGS ack with a payload');
+      // We send one SETTINGS: one ack does work, any other does none.
+      if (this.#settingsAcked) return this.#idleFrame();
+      this.#settingsAcked = true;
       return;
     }
     if (payload.length % 6 !== 0) throw new ConnectionError(errorCode.frameSize, 'SETTINGS length not a multiple of 6');
+    // Past the first, each costs an ack and a walk over the open streams: a few are fine (grpc-go's BDP
+    // estimator sends one as its window grows), a stream of them is not.
+    if (this.#settingsApplied++ > 0) this.#idleFrame();
     for (let at = 0; at < payload.length; at += 6) {
       const id = payload.readUInt16BE(at);
       const value = payload.readUInt32BE(at + 2);
@@ -413,9 +468,10 @@ export class H2Connection implements StreamHost {
     if ((flags & flag.ack) !== 0) {
       if (this.#pingSentAt !== undefined && payload.equals(this.#pingSentAt)) {
         this.#pingSentAt = undefined;
-        this.#schedulePing();
+        return this.#schedulePing();
       }
-      return;
+      // An ack of no ping of ours.
+      return this.#idleFrame();
     }
     this.#writeControl(pingFrame(payload, true));
     this.#options.pingPolicy?.onPing(performance.now());
@@ -433,7 +489,8 @@ export class H2Connection implements StreamHost {
     const stream = this.#streams.get(streamId);
     if (stream === undefined) {
       if (streamId > this.#lastStreamId) throw new ConnectionError(errorCode.protocol, 'WINDOW_UPDATE on an idle stream');
-      return;
+      // For a stream that is gone (racing our answer): it does nothing.
+      return this.#idleFrame();
     }
     if (increment === 0) return stream.reset(errorCode.protocol);
     stream.sendWindow += increment;
