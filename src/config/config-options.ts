@@ -71,7 +71,7 @@ const specs: OptionSpec[] = [
   { group: 'limits', flag: 'grpc-keepalive-min-time', kind: 'duration', default: '5s', help: 'Minimum interval duration that a client should wait before pinging server.' },
   { group: 'limits', flag: 'grpc-keepalive-interval', kind: 'duration', default: '2h0m0s', help: 'Frequency duration of server-to-client ping to check if a connection is alive (0 to disable).' },
   { group: 'limits', flag: 'grpc-keepalive-timeout', kind: 'duration', default: '20s', help: 'Additional duration of wait before closing a non-responsive connection (0 to disable).' },
-  { group: 'limits', flag: 'grpc-server', kind: 'enum', values: ['', 'grpc-js', 'h2', 'frames'], default: '', help: "The gRPC server on the client ports: 'h2', etcetera's own on node:http2 (the default), 'frames', the same on etcetera's own HTTP/2 framing, or 'grpc-js' (issue 34; empty: $ETCETERA_GRPC_SERVER, else h2)." },
+  { group: 'limits', flag: 'grpc-server', kind: 'enum', values: ['', 'grpc-js', 'h2', 'frames'], default: '', help: "The gRPC server on the client ports: 'frames', etcetera's own on its own HTTP/2 framing (the default), 'h2', the same on node:http2, or 'grpc-js' (issue 34; empty: $ETCETERA_GRPC_SERVER, else frames)." },
   { group: 'limits', flag: 'enable-grpc-gateway', kind: 'bool', default: 'true', help: 'Enable GRPC gateway (the JSON API under /v3 on the client port).' },
   { group: 'experimental', flag: 'experimental-watch-progress-notify-interval', kind: 'duration', default: '10m0s', help: 'Duration of periodic watch progress notifications.' },
   { group: 'experimental', flag: 'experimental-initial-corrupt-check', kind: 'bool', default: 'false', help: 'Enable to check data corruption before serving any client/peer traffic.' },

@@ -162,7 +162,7 @@ function allowedOf(o: Typed, cnFlag: string, hostFlag: string, authFlag: string,
   return { ...(allowedCns.length > 0 ? { allowedCns } : {}), ...(allowedHostnames.length > 0 ? { allowedHostnames } : {}) };
 }
 
-/** --grpc-server; empty leaves the choice to the server's default (ETCETERA_GRPC_SERVER, else h2). */
+/** --grpc-server; empty leaves the choice to the server's default (ETCETERA_GRPC_SERVER, else frames). */
 function grpcServerOf(o: Typed): Pick<ServerConfig, 'grpcServer'> {
   const kind = o.enumValue<'' | 'grpc-js' | 'h2' | 'frames'>('grpc-server');
   return kind === '' ? {} : { grpcServer: kind };

@@ -1,8 +1,9 @@
 /**
- * The gRPC server the client port runs (issue 34): our own on node:http2 by default, grpc-js' with
- * `--grpc-server grpc-js`. etcdctl (a Go client) against the fallback, so it stays tested now that the
- * default suites run on h2; which server answered is told by grpc-js' `grpc-accept-encoding` response
- * header (it offers deflate and gzip; ours offers no compression and sends none).
+ * The gRPC server the client port runs (issue 34): our own on our own HTTP/2 frames by default, the same on
+ * node:http2 with `--grpc-server h2`, grpc-js' with `--grpc-server grpc-js`. etcdctl (a Go client) against
+ * each, so the two fallbacks stay tested now that the default suites run on frames. Which server answered is
+ * told by the response headers: grpc-js offers compression (`grpc-accept-encoding: deflate,gzip`), node:http2
+ * adds a `date` header to every response, our frames send neither.
  */
 import * as http2 from 'node:http2';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -46,9 +47,19 @@ describe.runIf(haveEtcdctl())('the client port on either gRPC server', () => {
     await exercise(s);
   });
 
-  it('serves etcdctl on our node:http2 server when nothing says which (the default)', async () => {
+  it('serves etcdctl on --grpc-server h2 (our server on node:http2)', async () => {
+    const s = await startServer({ name: 'h2', args: ['--cluster-init', '--grpc-server', 'h2'], env: { ETCETERA_GRPC_SERVER: '' } });
+    const headers = await statusHeaders(s.clientPort);
+    expect(headers['grpc-accept-encoding']).toBeUndefined();
+    expect(headers['date']).toBeDefined();
+    await exercise(s);
+  });
+
+  it('serves etcdctl on our own HTTP/2 frames when nothing says which (the default)', async () => {
     const s = await startServer({ name: 'default', args: ['--cluster-init'], env: { ETCETERA_GRPC_SERVER: '' } });
-    expect((await statusHeaders(s.clientPort))['grpc-accept-encoding']).toBeUndefined();
+    const headers = await statusHeaders(s.clientPort);
+    expect(headers['grpc-accept-encoding']).toBeUndefined();
+    expect(headers['date']).toBeUndefined();
     await exercise(s);
   });
 });

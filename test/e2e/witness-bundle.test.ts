@@ -81,12 +81,14 @@ describe('the witness command bundle', () => {
     expect(onDemand, 'the member imports bcrypt with import()').toBe(true);
   });
 
-  it('loads grpc-js on demand only: a member on our node:http2 server (the default) never maps it (issue 34)', () => {
+  it('loads grpc-js and node:http2 on demand only: a member on our own frames (the default) never maps them (issue 34)', () => {
     ensureBuilt();
     const outputs = readMeta();
     const member = staticClosure(outputs, outputOf(outputs, 'src/main/member.ts'));
     const loaded = packagesOf(outputs, member);
     expect(['@grpc/grpc-js', '@grpc/proto-loader'].filter((p) => loaded.has(p))).toEqual([]);
+    const http2Static = [...member].filter((f) => outputs[f]!.imports.some((i) => i.path === 'node:http2' && i.kind !== 'dynamic-import'));
+    expect(http2Static, 'no chunk a member loads at start imports node:http2').toEqual([]);
     const transport = Object.keys(outputs).filter((f) => member.has(f) && 'src/api/grpc/grpc-transport.ts' in outputs[f]!.inputs);
     expect(transport, 'grpc-transport.ts is in the member').toHaveLength(1);
     const onDemand = outputs[transport[0]!]!.imports.filter((i) => i.kind === 'dynamic-import' && i.external !== true).map((i) => packagesOf(outputs, staticClosure(outputs, i.path)));

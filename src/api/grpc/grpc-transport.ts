@@ -1,6 +1,6 @@
 /**
- * The gRPC server behind our client ports, one of three (issue 34): our own minimal one on node:http2
- * (src/api/h2grpc/, the default), the same on our own HTTP/2 frames (src/api/h2frames/, 'frames'), or grpc-js'
+ * The gRPC server behind our client ports, one of three (issue 34): our own minimal one on our own HTTP/2
+ * frames (src/api/h2frames/, 'frames', the default), the same on node:http2 (src/api/h2grpc/, 'h2'), or grpc-js'
  * Server. All take the same service implementations and the connections server.ts accepted; `--grpc-server` (MemberOptions.grpcServer) picks one, and the environment
  * variable ETCETERA_GRPC_SERVER picks it where no option says (so a whole test suite runs on either).
  */
@@ -21,9 +21,9 @@ export interface GrpcTransport {
   shutdown(graceMs: number): Promise<boolean>;
 }
 
-/** The option if given, else ETCETERA_GRPC_SERVER (empty: unset), else h2 (the default since issue 34). */
+/** The option if given, else ETCETERA_GRPC_SERVER (empty: unset), else frames (the default since issue 34). */
 export function grpcServerKind(option: GrpcServerKind | undefined, env: NodeJS.ProcessEnv): GrpcServerKind {
-  const kind = option ?? (env.ETCETERA_GRPC_SERVER || 'h2');
+  const kind = option ?? (env.ETCETERA_GRPC_SERVER || 'frames');
   if (!(grpcServerKinds as readonly string[]).includes(kind)) {
     throw new TypeError(`unknown gRPC server "${kind}" (expected ${grpcServerKinds.join(' or ')})`);
   }

@@ -62,7 +62,7 @@ export interface GrpcServerOptions {
   http?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
   /** Further services of our own on the same port (the join service, join-service.ts). */
   services?: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
-  /** Which gRPC server serves the port (grpc-transport.ts); default ETCETERA_GRPC_SERVER, else h2. */
+  /** Which gRPC server serves the port (grpc-transport.ts); default ETCETERA_GRPC_SERVER, else frames. */
   grpcServer?: GrpcServerKind;
 }
 
