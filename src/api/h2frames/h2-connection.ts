@@ -21,6 +21,7 @@
  * either is GOAWAY ENHANCE_YOUR_CALM and the connection ends. Everything else HTTP/2 has
  * (priorities, push, trailers from the client) is accepted and ignored, or refused as the RFC says.
  */
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
   clientPreface,
@@ -118,6 +119,9 @@ export class H2Connection implements StreamHost {
     if (options.concurrentStreamsMax !== undefined) settings.push([settingId.maxConcurrentStreams, options.concurrentStreamsMax]);
     this.write(settingsFrame(settings));
     this.write(windowUpdateFrame(0, h2ConnectionWindowBytes - defaultWindowBytes));
+    // Our writes are whole answers, batched per loop turn: Nagle's algorithm would hold one behind the
+    // client's delayed ACK of the one before (~40 ms under load), as authority-fix.ts's handOver avoids too.
+    (socket as Partial<Socket>).setNoDelay?.(true);
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.#flushBlocked());
     // A socket's errors end this connection only ('close' follows).

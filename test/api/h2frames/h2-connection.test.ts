@@ -25,6 +25,8 @@ let port: number;
 const writesPerSocket: number[][] = [];
 /** Each Put answers a response of this many bytes in `key` of its prev_kv. */
 let responseKeyBytes = 1;
+/** setNoDelay's argument per server socket (undefined: never called). */
+const noDelayPerSocket: (boolean | undefined)[] = [];
 
 beforeAll(async () => {
   server = new FramesGrpcServer({ messageBytesMax: 4 * 1024 * 1024, concurrentStreamsMax: 4 });
@@ -44,6 +46,9 @@ beforeAll(async () => {
     const writev = s._writev.bind(socket);
     s._write = (...args: unknown[]) => (counts.push(1), write(...args));
     s._writev = (...args: unknown[]) => (counts.push((args[0] as unknown[]).length), writev(...args));
+    const at = noDelayPerSocket.push(undefined) - 1;
+    const setNoDelay = socket.setNoDelay.bind(socket);
+    socket.setNoDelay = (on?: boolean) => ((noDelayPerSocket[at] = on), setNoDelay(on));
     server.inject(socket);
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
@@ -53,7 +58,6 @@ afterAll(async () => {
   listener.close();
   await server.close(100);
 });
-
 
 describe('H2Connection', () => {
   it('sends its SETTINGS and a connection WINDOW_UPDATE first, and answers a unary call in one socket write', async () => {
@@ -70,6 +74,8 @@ describe('H2Connection', () => {
     const answer = c.frames.filter((f) => f.streamId === 1);
     expect(answer.map((f) => f.type)).toEqual([frameType.headers, frameType.data, frameType.headers]);
     expect(counts.length - before).toBe(1);
+    // Nagle's algorithm off: an answer never waits for the client's delayed ACK of the one before.
+    expect(noDelayPerSocket.at(-1)).toBe(true);
     c.socket.destroy();
   });
 
