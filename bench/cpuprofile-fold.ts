@@ -4,22 +4,12 @@
  * (Brendan Gregg's: one line per distinct stack, frames root first joined by ';', then the milliseconds spent
  * in it). Render with speedscope (https://www.speedscope.app, drop the file in) or flamegraph.pl. Several
  * profiles fold into one file (a cluster's members), each stack prefixed with its profile's name; the
- * (idle) and (program) roots are kept, so the share of time the thread slept is on the graph too.
+ * (idle) and (program) roots are kept, so the share of time the thread slept is on the graph too. Stacks
+ * under FOLD_MS_MIN milliseconds (default 2: two samples at --cpu-prof's 1 ms interval) are left out.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-interface CpuProfile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
+import type { CpuProfile, ProfileNode } from './compare/profile.js';
 
 function frameName(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
@@ -45,8 +35,9 @@ export function fold(profile: CpuProfile, prefix: string): Map<string, number> {
     return own;
   };
   const out = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
-    const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+  const deltas = profile.timeDeltas ?? [];
+  (profile.samples ?? []).forEach((id, i) => {
+    const ms = (deltas[i] ?? 0) / 1000;
     const stack = stackOf(id);
     out.set(stack, (out.get(stack) ?? 0) + ms);
   });
@@ -63,6 +54,8 @@ for (const file of inputs) {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   for (const [stack, ms] of fold(profile, basename(file, '.cpuprofile'))) all.set(stack, (all.get(stack) ?? 0) + ms);
 }
-const lines = [...all].filter(([, ms]) => ms >= 0.05).map(([stack, ms]) => `${stack} ${ms.toFixed(2)}`);
+// Stacks under this are dropped: they are most of the lines and none of the picture.
+const stackMsMin = Number(process.env['FOLD_MS_MIN'] ?? '2');
+const lines = [...all].filter(([, ms]) => ms >= stackMsMin).map(([stack, ms]) => `${stack} ${ms.toFixed(2)}`);
 writeFileSync(outFile, `${lines.sort().join('\n')}\n`);
 console.log(`${outFile}: ${lines.length} stacks from ${inputs.length} profile(s)`);

@@ -22,7 +22,7 @@
  * The messages are encoded here by hand (a few fields of etcd's rpc.proto): a witness loads no protobufjs.
  */
 import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { code } from '../api/h2grpc/h2-call.js';
+import { code } from '../api/h2grpc/server-call.js';
 import { etcdVersion } from '../base/version.js';
 import { etcdErrors } from '../node/errors.js';
 import type { Status } from '../raft/types.js';

@@ -6,7 +6,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { Duplex } from 'node:stream';
-import type { H2GrpcServerOptions } from '../h2grpc/h2-grpc-server.js';
+import type { GrpcServerOptions } from '../h2grpc/server-options.js';
 import { FramesGrpcServer } from '../h2frames/frames-grpc-server.js';
 import type { GrpcLimits } from '../../config/member-options.js';
 
@@ -48,7 +48,7 @@ export async function createGrpcTransport(kind: GrpcServerKind, l: TransportLimi
   return grpcJsTransport(loaded.default ?? loaded, l);
 }
 
-function ownOptions({ messageBytesMax, limits }: TransportLimits): H2GrpcServerOptions {
+function ownOptions({ messageBytesMax, limits }: TransportLimits): GrpcServerOptions {
   return {
     messageBytesMax,
     ...(limits !== undefined

@@ -8,7 +8,7 @@
  */
 import type { Duplex } from 'node:stream';
 import type { ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import type { H2GrpcServerOptions } from '../h2grpc/h2-grpc-server.js';
+import { checkServerOptions, type GrpcServerOptions } from '../h2grpc/server-options.js';
 import { MethodTable, refusedEncoding, startCall, unimplementedStatus } from '../h2grpc/method-table.js';
 import { CallDeadlines } from '../h2grpc/call-deadlines.js';
 import { PingPolicy, tooManyPings } from '../h2grpc/ping-policy.js';
@@ -19,8 +19,6 @@ import type { H2Stream } from './h2-stream.js';
 import { FramesCall } from './frames-call.js';
 import { errorCode } from './frame-format.js';
 import { httpStatusBlock, trailersOnlyBlock } from './response-headers.js';
-
-const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs', 'keepAliveMinTimeMs', 'scheduler']);
 
 export class FramesGrpcServer {
   readonly #methods = new MethodTable();
@@ -34,11 +32,8 @@ export class FramesGrpcServer {
   readonly #policies = new WeakMap<H2Connection, PingPolicy>();
   #closing = false;
 
-  constructor(options: H2GrpcServerOptions) {
-    for (const key of Object.keys(options)) {
-      if (!optionKeys.has(key)) throw new TypeError(`FramesGrpcServer: unknown option ${key}`);
-    }
-    if (!(options.messageBytesMax > 0)) throw new TypeError('FramesGrpcServer: messageBytesMax must be positive');
+  constructor(options: GrpcServerOptions) {
+    checkServerOptions('FramesGrpcServer', options);
     this.#messageBytesMax = options.messageBytesMax;
     this.#deadlines = new CallDeadlines(options.scheduler ?? realScheduler);
     const streamsMax = options.concurrentStreamsMax;

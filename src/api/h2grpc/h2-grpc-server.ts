@@ -21,25 +21,8 @@ import { keepSessionAlive } from './keepalive.js';
 import type { PingPolicy } from './ping-policy.js';
 import { watchSession } from './session-ping-policy.js';
 import { CallDeadlines } from './call-deadlines.js';
-import type { Scheduler } from '../../base/scheduler.js';
+import { checkServerOptions, type GrpcServerOptions } from './server-options.js';
 import { realScheduler } from '../../node/driver/real-scheduler.js';
-
-export interface H2GrpcServerOptions {
-  /** Largest request message accepted (grpc.max_receive_message_length); larger: RESOURCE_EXHAUSTED. */
-  messageBytesMax: number;
-  /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 2^32-1 (etcd's default) leaves HTTP/2's unlimited. */
-  concurrentStreamsMax?: number;
-  /** Server ping interval, 0: none (etcd --grpc-keepalive-interval). */
-  keepAliveIntervalMs?: number;
-  /** How long a ping may go unanswered (etcd --grpc-keepalive-timeout). */
-  keepAliveTimeoutMs?: number;
-  /** The client ping floor (etcd --grpc-keepalive-min-time, ping-policy.ts); 0 or absent: not enforced. */
-  keepAliveMinTimeMs?: number;
-  /** Time and the one deadline timer (tests pass a manual one); Node's by default. */
-  scheduler?: Scheduler;
-}
-
-const optionKeys = new Set(['messageBytesMax', 'concurrentStreamsMax', 'keepAliveIntervalMs', 'keepAliveTimeoutMs', 'keepAliveMinTimeMs', 'scheduler']);
 
 export class H2GrpcServer {
   readonly #methods = new MethodTable();
@@ -51,11 +34,8 @@ export class H2GrpcServer {
   readonly #deadlines: CallDeadlines;
   #closing = false;
 
-  constructor(options: H2GrpcServerOptions) {
-    for (const key of Object.keys(options)) {
-      if (!optionKeys.has(key)) throw new TypeError(`H2GrpcServer: unknown option ${key}`);
-    }
-    if (!(options.messageBytesMax > 0)) throw new TypeError('H2GrpcServer: messageBytesMax must be positive');
+  constructor(options: GrpcServerOptions) {
+    checkServerOptions('H2GrpcServer', options);
     this.#messageBytesMax = options.messageBytesMax;
     this.#deadlines = new CallDeadlines(options.scheduler ?? realScheduler);
     const streamsMax = options.concurrentStreamsMax;

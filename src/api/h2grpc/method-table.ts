@@ -5,7 +5,7 @@
  * by the server on node:http2 (h2-grpc-server.ts) and the one on our own frames (src/api/h2frames).
  */
 import type { MethodDefinition, ServiceDefinition, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { code, type CallStatus } from './h2-call.js';
+import { code, type CallStatus } from './server-call.js';
 import { timeoutMs } from './call-headers.js';
 import type { CallDeadlines } from './call-deadlines.js';
 
