@@ -58,6 +58,13 @@ export const snapshotCatchUpEntries = 5_000;
  * they are gets more than a few KiB of our memory.
  */
 export const h2HeaderListBytesMax = 16 * 1024;
+/**
+ * A client connection must finish HTTP/2's handshake (its preface and first SETTINGS) this soon after it was
+ * handed to the gRPC server, or it is closed: grpc-go's server (etcd's) closes one that does not within its
+ * ConnectionTimeout (120 s); ours is shorter, as the client port drops a silent connection after 10 s
+ * (server.ts firstBytesMs) and a real client sends both at once.
+ */
+export const h2HandshakeMs = 20_000;
 /** The receive window of a whole connection (streams keep HTTP/2's default 65,535): 16 streams' worth. */
 export const h2ConnectionWindowBytes = 1024 * 1024;
 /** Response data is held back (calls' write() answers false) while the socket buffers this much. */

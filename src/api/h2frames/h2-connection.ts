@@ -14,7 +14,8 @@
  * - PING answered, our keepalive pings (a ping unanswered in time closes the connection), the client's pings
  *   judged by the PingPolicy; GOAWAY on close (graceful) or on a protocol error (then the connection ends);
  * - writes of one loop turn leave in one writev (the socket is corked until the turn's nextTick).
- * Limits: frames up to 16 KiB (our SETTINGS_MAX_FRAME_SIZE, the default), a header block and list up to
+ * Limits: the handshake (preface and SETTINGS) within h2HandshakeMs, frames up to 16 KiB (our
+ * SETTINGS_MAX_FRAME_SIZE, the default), a header block and list up to
  * h2HeaderListBytesMax, control answers up to h2ControlBufferedBytesMax unread, and a new stream only while
  * less than that of our answers is unread. Against floods (flood-guard.ts): streams reset by the client
  * before our answer or refused by us (rapid reset), and frames that do no work, are counted; too many of
@@ -49,6 +50,7 @@ import type { PingPolicy } from '../h2grpc/ping-policy.js';
 import {
   h2ConnectionWindowBytes,
   h2ControlBufferedBytesMax,
+  h2HandshakeMs,
   h2HeaderListBytesMax,
   h2IdleFramesMax,
   h2IdleFramesRefund,
@@ -67,6 +69,8 @@ export interface H2ConnectionOptions {
   pingPolicy: PingPolicy | undefined;
   /** A stream's request headers are in. */
   onStream(stream: H2Stream, connection: H2Connection): void;
+  /** How long the client has for its preface and first SETTINGS (tests shorten it); h2HandshakeMs by default. */
+  handshakeMs?: number;
 }
 
 /** How long a GOAWAY for a protocol error has to leave before the socket is destroyed. */
@@ -109,6 +113,7 @@ export class H2Connection implements StreamHost {
   #goingAway = false;
   #ended = false;
   #pingTimer: NodeJS.Timeout | undefined;
+  #handshakeTimer: NodeJS.Timeout | undefined;
   #pingSentAt: Buffer | undefined;
   readonly #closeListeners: (() => void)[] = [];
 
@@ -128,6 +133,12 @@ export class H2Connection implements StreamHost {
     socket.on('error', () => socket.destroy());
     socket.once('close', () => this.#onClose());
     if (options.keepAliveIntervalMs > 0) this.#schedulePing();
+    // A client that connects and never finishes the handshake holds a socket for nothing (grpc-go's
+    // ConnectionTimeout): it is closed, nothing said (it has not spoken HTTP/2 yet).
+    this.#handshakeTimer = setTimeout(() => {
+      if (!this.#sawSettings) this.destroy();
+    }, options.handshakeMs ?? h2HandshakeMs);
+    this.#handshakeTimer.unref();
   }
 
   get socketFull(): boolean {
@@ -267,6 +278,7 @@ export class H2Connection implements StreamHost {
     if (!this.#sawSettings) {
       if (type !== frameType.settings || (flags & flag.ack) !== 0) throw new ConnectionError(errorCode.protocol, 'the preface must be followed by SETTINGS');
       this.#sawSettings = true;
+      clearTimeout(this.#handshakeTimer);
     }
     if (this.#block !== undefined && (type !== frameType.continuation || streamId !== this.#block.streamId)) {
       throw new ConnectionError(errorCode.protocol, 'a header block was interrupted');
@@ -556,6 +568,7 @@ export class H2Connection implements StreamHost {
   #onClose(): void {
     this.#ended = true;
     clearTimeout(this.#pingTimer);
+    clearTimeout(this.#handshakeTimer);
     this.#blocked.clear();
     for (const stream of [...this.#streams.values()]) stream.cut();
     this.#streams.clear();
